@@ -1,0 +1,1 @@
+//! Constructors for the instructions sluice emits (`Insn::mov64_reg` ...).

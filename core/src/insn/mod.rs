@@ -1,0 +1,77 @@
+//! The 8-byte eBPF instruction, its opcode fields and constructors.
+//!
+//! Layout (`struct bpf_insn`): `code:u8`, `dst_reg:4`, `src_reg:4`, `off:i16`, `imm:i32`.
+//! Objects are only accepted in the target's byte order, so the register nibbles are
+//! decoded in that order too (little-endian: `dst` is the low nibble).
+
+pub mod encode;
+pub mod opcode;
+
+/// One eBPF instruction (`struct bpf_insn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[doc(alias = "bpf_insn")]
+pub struct Insn {
+    /// Opcode byte: class, size/source and operation.
+    pub code: u8,
+    /// Destination register (0..=10, 4 bits in the encoding).
+    pub dst: u8,
+    /// Source register, or a pseudo value such as `BPF_PSEUDO_MAP_FD` on `ld_imm64`.
+    pub src: u8,
+    /// Signed offset.
+    pub off: i16,
+    /// Signed immediate.
+    pub imm: i32,
+}
+
+/// Size of one encoded instruction in bytes.
+pub const INSN_SIZE: usize = 8;
+
+impl Insn {
+    /// Decodes one instruction from 8 bytes in the given byte order.
+    #[must_use]
+    pub fn from_bytes(b: [u8; INSN_SIZE], little_endian: bool) -> Self {
+        let (dst, src) = if little_endian {
+            (b[1] & 0x0f, b[1] >> 4)
+        } else {
+            (b[1] >> 4, b[1] & 0x0f)
+        };
+        let off_b = [b[2], b[3]];
+        let imm_b = [b[4], b[5], b[6], b[7]];
+        let (off, imm) = if little_endian {
+            (i16::from_le_bytes(off_b), i32::from_le_bytes(imm_b))
+        } else {
+            (i16::from_be_bytes(off_b), i32::from_be_bytes(imm_b))
+        };
+        Insn { code: b[0], dst, src, off, imm }
+    }
+
+    /// Encodes the instruction in the given byte order.
+    #[must_use]
+    pub fn to_bytes(self, little_endian: bool) -> [u8; INSN_SIZE] {
+        let regs = if little_endian {
+            (self.dst & 0x0f) | (self.src << 4)
+        } else {
+            (self.dst << 4) | (self.src & 0x0f)
+        };
+        let (o, i) = if little_endian {
+            (self.off.to_le_bytes(), self.imm.to_le_bytes())
+        } else {
+            (self.off.to_be_bytes(), self.imm.to_be_bytes())
+        };
+        [self.code, regs, o[0], o[1], i[0], i[1], i[2], i[3]]
+    }
+
+    /// Encodes the instruction in the byte order of the machine running this code,
+    /// which is what `BPF_PROG_LOAD` expects.
+    #[must_use]
+    pub fn to_native_bytes(self) -> [u8; INSN_SIZE] {
+        self.to_bytes(cfg!(target_endian = "little"))
+    }
+
+    /// Whether this is the first slot of the two-slot `ld_imm64` (`BPF_LD|BPF_IMM|BPF_DW`).
+    #[must_use]
+    pub fn is_ld_imm64(&self) -> bool {
+        self.code == opcode::LD_IMM64
+    }
+}

@@ -1,0 +1,36 @@
+//! `sluice-core`: everything sluice knows about eBPF that does not need a kernel.
+//!
+//! The phase map (see `DESIGN.md`):
+//!
+//! ```text
+//! bytes ──elf──► sections, symbols, relocations (validated once, viewed in place)
+//!       ──object──► Object: license, version, maps, programs, probe specs
+//!       ──relocate──► caller buffer: [prologue] + program, map loads patched with fds
+//! insn/disasm: decode and print instructions exactly as the kernel verifier does
+//! probe: the section-name grammar (perf's `EVENT=FUNC+OFF ARG`, `kprobe/`, `uprobe/`, ...)
+//! arch: syscall numbers, pt_regs layouts and calling conventions per architecture
+//! perf: `bpf_attr` / `perf_event_attr` ABI structs and ring records
+//! ```
+//!
+//! `#![no_std]`, no `alloc`: every capacity is a const generic with a named default, and
+//! exceeding one is [`Error::Capacity`], never a truncation.
+#![no_std]
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod arch;
+pub mod disasm;
+pub mod elf;
+pub mod error;
+pub mod insn;
+pub mod object;
+pub mod perf;
+pub mod probe;
+
+pub use error::{Error, Result, SectionRef};
+pub use insn::Insn;
+
+pub use probe::ProbeSpec;

@@ -1,0 +1,1 @@
+//! The perf and bpf ABI: `bpf_attr`, `perf_event_attr`, ring records.
