@@ -1,1 +1,2 @@
-fn main(){}
+//! The `sluice` command line.
+fn main() {}

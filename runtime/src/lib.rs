@@ -1,1 +1,1 @@
-
+//! `sluice-runtime`: the std half of sluice — syscalls, loader, probes, attach, rings.
