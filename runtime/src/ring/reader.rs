@@ -1,0 +1,368 @@
+//! Several CPUs' rings as one async stream of owned events.
+//!
+//! Each ring's fd is registered with `async-io`'s reactor; when any becomes readable (the
+//! kernel's wake-up, see the module doc of [`super`]) or the flush timer fires, every ring is
+//! drained into one batch, the batch is ordered by sample time (stable, so records of one
+//! ring keep their order and records without a time stay after the one before them), and
+//! its events are yielded one by one. Order holds within a batch; across batches the
+//! kernel gives no guarantee either (a CPU may publish late), as with `perf record`.
+
+use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_io::{Async, Timer};
+use futures_core::Stream;
+use sluice_core::perf::record::{Record, Sample};
+
+use super::{Error, PerfRing, RingStats};
+
+/// How often [`RingSet`] drains every ring even without a wake-up.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Readiness without any record this many times in a row: the fd is taken as hung up
+/// (a per-task event whose task exited polls `POLLHUP` for ever) and only the timer
+/// drains that ring from then on.
+const IDLE_READY_LIMIT: u32 = 3;
+
+/// A sample copied out of its ring.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SampleEvent {
+    /// Index of the ring in its [`RingSet`] (order of [`RingSet::push`]).
+    pub ring: usize,
+    /// `PERF_SAMPLE_IP`.
+    pub ip: Option<u64>,
+    /// `PERF_SAMPLE_TID`: process id.
+    pub pid: Option<u32>,
+    /// `PERF_SAMPLE_TID`: thread id.
+    pub tid: Option<u32>,
+    /// `PERF_SAMPLE_TIME`.
+    pub time: Option<u64>,
+    /// `PERF_SAMPLE_ADDR`.
+    pub addr: Option<u64>,
+    /// `PERF_SAMPLE_ID` (or `IDENTIFIER`).
+    pub id: Option<u64>,
+    /// `PERF_SAMPLE_CPU`.
+    pub cpu: Option<u32>,
+    /// `PERF_SAMPLE_PERIOD`.
+    pub period: Option<u64>,
+    /// `PERF_SAMPLE_RAW` bytes (empty when absent).
+    pub raw: Vec<u8>,
+}
+
+impl SampleEvent {
+    fn from_sample(ring: usize, s: &Sample<'_>) -> Self {
+        SampleEvent {
+            ring,
+            ip: s.ip,
+            pid: s.pid,
+            tid: s.tid,
+            time: s.time,
+            addr: s.addr,
+            id: s.id.or(s.identifier),
+            cpu: s.cpu,
+            period: s.period,
+            raw: s.raw.map(<[u8]>::to_vec).unwrap_or_default(),
+        }
+    }
+}
+
+/// One event of a [`RingSet`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RingEvent {
+    /// A sample.
+    Sample(SampleEvent),
+    /// The kernel dropped `lost` records of ring `ring` (its CPU is `cpu`) because it was
+    /// full.
+    Lost {
+        /// Index of the ring.
+        ring: usize,
+        /// CPU of the ring, when given.
+        cpu: Option<u32>,
+        /// How many records.
+        lost: u64,
+    },
+}
+
+struct Entry {
+    ring: PerfRing,
+    fd: Option<Async<OwnedFd>>,
+    idle_ready: u32,
+}
+
+/// The rings of one session (typically one per online CPU), read as a [`Stream`].
+///
+/// The stream does not end by itself: per-CPU events never hang up. Stop polling when the
+/// workload is done, then call [`RingSet::drain_now`] once more for what is left.
+pub struct RingSet {
+    entries: Vec<Entry>,
+    pending: VecDeque<RingEvent>,
+    timer: Timer,
+    errors: VecDeque<Error>,
+}
+
+impl std::fmt::Debug for RingSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingSet")
+            .field("rings", &self.entries.len())
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RingSet {
+    fn default() -> Self {
+        Self::new(DEFAULT_FLUSH_INTERVAL)
+    }
+}
+
+impl RingSet {
+    /// An empty set that drains every ring at least every `flush` (so records below the
+    /// wake-up threshold still arrive).
+    #[must_use]
+    pub fn new(flush: Duration) -> Self {
+        RingSet {
+            entries: Vec::new(),
+            pending: VecDeque::new(),
+            timer: Timer::interval(flush),
+            errors: VecDeque::new(),
+        }
+    }
+
+    /// Adds a ring and the fd of its event, which is polled for wake-ups (and closed when
+    /// the set is dropped). Returns the ring's index.
+    ///
+    /// # Errors
+    /// [`Error::Reactor`] when the fd cannot be registered with the reactor.
+    pub fn push(&mut self, fd: OwnedFd, ring: PerfRing) -> Result<usize, Error> {
+        let cpu = ring.cpu();
+        // The fd is never read, so its blocking mode does not matter: do not change it.
+        let fd = Async::new_nonblocking(fd).map_err(|source| Error::Reactor { cpu, source })?;
+        self.entries.push(Entry {
+            ring,
+            fd: Some(fd),
+            idle_ready: 0,
+        });
+        Ok(self.entries.len() - 1)
+    }
+
+    /// Adds a ring with no fd to poll (an anonymous ring, or one whose fd the caller
+    /// keeps): only the flush timer and [`RingSet::drain_now`] drain it.
+    pub fn push_unpolled(&mut self, ring: PerfRing) -> usize {
+        self.entries.push(Entry {
+            ring,
+            fd: None,
+            idle_ready: 0,
+        });
+        self.entries.len() - 1
+    }
+
+    /// The rings, in push order.
+    pub fn rings(&self) -> impl Iterator<Item = &PerfRing> {
+        self.entries.iter().map(|e| &e.ring)
+    }
+
+    /// Mutable access to ring `index` (e.g. to [`PerfRing::produce`] into an anonymous one).
+    pub fn ring_mut(&mut self, index: usize) -> Option<&mut PerfRing> {
+        self.entries.get_mut(index).map(|e| &mut e.ring)
+    }
+
+    /// Lost-record counts, one per ring in push order: `(cpu, lost)`.
+    #[must_use]
+    pub fn lost(&self) -> Vec<(Option<u32>, u64)> {
+        self.entries
+            .iter()
+            .map(|e| (e.ring.cpu(), e.ring.stats().lost))
+            .collect()
+    }
+
+    /// Counters summed over all rings.
+    #[must_use]
+    pub fn stats(&self) -> RingStats {
+        self.entries.iter().fold(RingStats::default(), |a, e| {
+            let s = e.ring.stats();
+            RingStats {
+                records: a.records + s.records,
+                lost: a.lost + s.lost,
+                malformed: a.malformed + s.malformed,
+                resyncs: a.resyncs + s.resyncs,
+            }
+        })
+    }
+
+    /// Drains every ring now into one time-ordered batch (appended after events already
+    /// queued) and returns the events queued, removing them. Ring errors are returned after
+    /// the events, in [`RingSet::take_errors`] order.
+    pub fn drain_now(&mut self) -> (Vec<RingEvent>, Vec<Error>) {
+        self.fill_batch(None);
+        (
+            self.pending.drain(..).collect(),
+            self.errors.drain(..).collect(),
+        )
+    }
+
+    /// Drains all rings into `pending`; `ready` flags the rings whose fd woke us.
+    /// Returns the number of events added.
+    fn fill_batch(&mut self, ready: Option<&[bool]>) -> usize {
+        let mut batch: Vec<(u64, RingEvent)> = Vec::new();
+        for (index, entry) in self.entries.iter_mut().enumerate() {
+            let cpu = entry.ring.cpu();
+            let before = batch.len();
+            let mut last_time = 0u64;
+            let result = entry.ring.drain(|rec| match rec {
+                Record::Sample(s) => {
+                    last_time = s.time.unwrap_or(last_time);
+                    batch.push((
+                        last_time,
+                        RingEvent::Sample(SampleEvent::from_sample(index, &s)),
+                    ));
+                }
+                Record::Lost { lost, .. } => {
+                    batch.push((
+                        last_time,
+                        RingEvent::Lost {
+                            ring: index,
+                            cpu,
+                            lost,
+                        },
+                    ));
+                }
+                _ => {}
+            });
+            if let Err(e) = result {
+                log::warn!("{e}");
+                self.errors.push_back(e);
+            }
+            if ready.and_then(|r| r.get(index)).copied().unwrap_or(false) {
+                if batch.len() == before {
+                    entry.idle_ready += 1;
+                    if entry.idle_ready >= IDLE_READY_LIMIT {
+                        log::debug!(
+                            "perf ring {index}: fd keeps polling ready with no data; timer only"
+                        );
+                        entry.fd = None;
+                    }
+                } else {
+                    entry.idle_ready = 0;
+                }
+            }
+        }
+        // Stable: equal times keep ring order and each ring's own order.
+        batch.sort_by_key(|(t, _)| *t);
+        let n = batch.len();
+        self.pending.extend(batch.into_iter().map(|(_, e)| e));
+        n
+    }
+
+    /// Takes the ring errors met so far (they are also logged).
+    pub fn take_errors(&mut self) -> Vec<Error> {
+        self.errors.drain(..).collect()
+    }
+}
+
+impl Stream for RingSet {
+    type Item = RingEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<RingEvent>> {
+        let this = &mut *self;
+        // Bounded: each round either yields, or drains rings that had become ready; a
+        // ready-but-empty fd is retired after IDLE_READY_LIMIT rounds.
+        for _ in 0..16 {
+            if let Some(ev) = this.pending.pop_front() {
+                return Poll::Ready(Some(ev));
+            }
+            let mut ready = vec![false; this.entries.len()];
+            let mut any = false;
+            for (flag, entry) in ready.iter_mut().zip(&this.entries) {
+                if let Some(fd) = &entry.fd {
+                    // Ready consumes the readiness; the next call re-arms and registers
+                    // the waker, so poll until Pending (at most twice in practice).
+                    for _ in 0..4 {
+                        match fd.poll_readable(cx) {
+                            Poll::Ready(Ok(())) => *flag = true,
+                            Poll::Ready(Err(e)) => {
+                                log::warn!("polling a perf ring fd: {e}");
+                                *flag = true;
+                                break;
+                            }
+                            Poll::Pending => break,
+                        }
+                    }
+                }
+                any |= *flag;
+            }
+            // Drain the timer's ticks the same way so its waker is registered.
+            let mut tick = false;
+            while let Poll::Ready(Some(_)) = Pin::new(&mut this.timer).poll_next(cx) {
+                tick = true;
+            }
+            if !any && !tick {
+                return Poll::Pending;
+            }
+            this.fill_batch(Some(&ready));
+        }
+        // Still nothing after many wake-ups: yield to the executor, asking to be polled again.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use futures_lite::StreamExt;
+    use sluice_core::perf::record::{SampleFormat, SampleType, RECORD_LOST, RECORD_SAMPLE};
+
+    fn sample(tid: u32, time: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&RECORD_SAMPLE.to_ne_bytes());
+        v.extend_from_slice(&0u16.to_ne_bytes());
+        v.extend_from_slice(&24u16.to_ne_bytes());
+        v.extend_from_slice(&tid.to_ne_bytes());
+        v.extend_from_slice(&tid.to_ne_bytes());
+        v.extend_from_slice(&time.to_ne_bytes());
+        v
+    }
+
+    #[test]
+    fn batches_merge_rings_in_time_order() {
+        let f = SampleFormat::new(SampleType::TID | SampleType::TIME);
+        let mut set = RingSet::new(Duration::from_millis(5));
+        let a = set.push_unpolled(PerfRing::anonymous(1, f).unwrap());
+        let b = set.push_unpolled(PerfRing::anonymous(1, f).unwrap());
+        for t in [1u64, 4, 5, 9] {
+            assert!(set.ring_mut(a).unwrap().produce(&sample(0, t)));
+        }
+        for t in [2u64, 3, 6, 10] {
+            assert!(set.ring_mut(b).unwrap().produce(&sample(1, t)));
+        }
+        let mut lost = Vec::new();
+        lost.extend_from_slice(&RECORD_LOST.to_ne_bytes());
+        lost.extend_from_slice(&0u16.to_ne_bytes());
+        lost.extend_from_slice(&24u16.to_ne_bytes());
+        lost.extend_from_slice(&[0; 8]);
+        lost.extend_from_slice(&5u64.to_ne_bytes());
+        assert!(set.ring_mut(b).unwrap().produce(&lost));
+        // Through the stream: the timer drains the unpolled rings.
+        let got: Vec<RingEvent> = futures_lite::future::block_on((&mut set).take(9).collect());
+        let times: Vec<_> = got
+            .iter()
+            .map(|e| match e {
+                RingEvent::Sample(s) => s.time.unwrap(),
+                RingEvent::Lost { lost, .. } => 100 + lost,
+            })
+            .collect();
+        // LOST keeps its place after ring b's sample at time 10.
+        assert_eq!(times, [1, 2, 3, 4, 5, 6, 9, 10, 105]);
+        assert_eq!(set.lost(), [(None, 0), (None, 5)]);
+        assert_eq!(set.stats().records, 9);
+    }
+}
