@@ -273,8 +273,8 @@ fn total_len(page: usize, data_pages: usize) -> Result<usize, MapError> {
 pub(crate) enum Step<'a> {
     /// No record between tail and head.
     Empty,
-    /// A record of `len` bytes.
-    Record(&'a [u8]),
+    /// A record; `true` when it wrapped and was copied into the scratch buffer.
+    Record(&'a [u8], bool),
 }
 
 /// Finds the record at `tail`, copying it into `scratch` when it wraps.
@@ -312,7 +312,7 @@ pub(crate) fn step<'a>(
         });
     }
     if let Some(bytes) = map.span(off, len) {
-        return Ok(Step::Record(bytes));
+        return Ok(Step::Record(bytes, false));
     }
     // The record wraps: copy it once. The scratch buffer grows to the largest record seen
     // (at most 64 KiB, `size` being a u16) and is reused.
@@ -323,5 +323,5 @@ pub(crate) fn step<'a>(
             offset: tail,
             len: len as u64,
         })?;
-    Ok(Step::Record(scratch))
+    Ok(Step::Record(scratch, true))
 }

@@ -199,6 +199,8 @@ pub struct RingStats {
     pub malformed: u64,
     /// Times the ring was skipped to `data_head` after a malformed header.
     pub resyncs: u64,
+    /// Records that wrapped the end of the data area (copied once into scratch).
+    pub wrapped: u64,
 }
 
 /// The mapped ring of one perf event.
@@ -327,7 +329,8 @@ impl PerfRing {
             loop {
                 match cursor::step(map, scratch, pos, head) {
                     Ok(Step::Empty) => break Ok(()),
-                    Ok(Step::Record(bytes)) => {
+                    Ok(Step::Record(bytes, wrapped)) => {
+                        stats.wrapped += u64::from(wrapped);
                         let len = bytes.len() as u64;
                         match Record::parse(bytes, format, pos) {
                             Ok((rec, _)) => {
@@ -473,6 +476,7 @@ mod tests {
         }
         assert_eq!(got, want);
         assert!(wrapped > 100, "{wrapped}");
+        assert_eq!(ring.stats().wrapped, wrapped);
         assert_eq!(ring.stats().records, u64::from(got));
     }
 

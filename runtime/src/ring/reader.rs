@@ -188,6 +188,7 @@ impl RingSet {
                 lost: a.lost + s.lost,
                 malformed: a.malformed + s.malformed,
                 resyncs: a.resyncs + s.resyncs,
+                wrapped: a.wrapped + s.wrapped,
             }
         })
     }
