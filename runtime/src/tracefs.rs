@@ -48,7 +48,7 @@ pub enum Error {
         op: String,
         /// Why; for probe definitions the kernel's `error_log` line is in `detail`.
         source: std::io::Error,
-        /// The last line of tracefs `error_log`, when the kernel wrote one.
+        /// The reason of the last tracefs `error_log` entry, when the kernel wrote one.
         detail: Option<String>,
     },
     /// The kernel lacks a tracing feature.
@@ -293,12 +293,7 @@ fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
         // Since 5.4 the kernel explains refused probe definitions in error_log.
         let detail = std::fs::read_to_string(root.join("error_log"))
             .ok()
-            .and_then(|log| {
-                log.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-            });
+            .and_then(|log| last_error_reason(&log));
         Error::Io {
             path,
             op: format!("write {line:?}"),
@@ -306,6 +301,14 @@ fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
             detail,
         }
     })
+}
+
+/// The reason of the last entry of tracefs `error_log`, whose entries read
+/// `[time] trace_uprobe: error: REASON` then `  Command: ...` and a caret line.
+fn last_error_reason(log: &str) -> Option<String> {
+    let line = log.lines().rev().find(|l| l.contains("error: "))?;
+    let (_, reason) = line.split_once("error: ")?;
+    Some(reason.trim().to_owned())
 }
 
 /// A probe of group `sluice` found in a control file.
@@ -1029,6 +1032,17 @@ print fmt: \"\", REC->__syscall_nr
             (ProbeKind::Uretprobe, "sluice", "r_9_1_f", Some(9))
         );
         assert!(parse_listed("garbage", ProbeKind::Kprobe, ProbeKind::Kretprobe).is_none());
+    }
+
+    #[test]
+    fn error_log_reason() {
+        let log = "[  12.5] trace_uprobe: error: Parse error\n  Command: p:x/y /bin/true:0x10 %zz\n   ^\n\
+                   [  13.0] trace_uprobe: error: Invalid register name\n  Command: p:x/y %q\n   ^\n";
+        assert_eq!(
+            last_error_reason(log).as_deref(),
+            Some("Invalid register name")
+        );
+        assert_eq!(last_error_reason(""), None);
     }
 
     #[test]

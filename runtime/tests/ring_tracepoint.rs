@@ -307,3 +307,38 @@ fn one_page_ring_wraps_many_times_intact() {
     // 10,000 x 48 bytes through a 4 KiB ring: ~117 passes over the end, most straddling it.
     assert!(stats.wrapped > 50, "{stats:?}");
 }
+
+#[test]
+fn overflow_is_reported_as_lost() {
+    if !kernel_or_skip("overflow_is_reported_as_lost") {
+        return;
+    }
+    let (id, _) = getppid_event();
+    let tid = gettid();
+    let st = SampleType::TID | SampleType::RAW;
+    let cfg = RingConfig {
+        data_pages: 1,
+        wakeup: Wakeup::Events(1_000_000),
+    };
+    let fd = perf_event_open(&PerfEventAttr::tracepoint(id, st.0, &cfg), tid, -1).unwrap();
+    let mut ring = PerfRing::map(&fd, 1, SampleFormat::new(st), None).unwrap();
+    ioctl(&fd, IOC_ENABLE);
+    // 1,000 samples of 40 bytes into 4 KiB without reading: most are dropped.
+    getppid_calls(1_000);
+    let mut samples = ring.drain(|_| {}).unwrap() as u64;
+    // The kernel writes the pending LOST record when it next has room: one more call.
+    getppid_calls(1);
+    ioctl(&fd, IOC_DISABLE);
+    let mut lost_records = 0;
+    ring.drain(|r| match r {
+        Record::Sample(_) => samples += 1,
+        Record::Lost { .. } => lost_records += 1,
+        _ => {}
+    })
+    .unwrap();
+    let lost = ring.stats().lost;
+    eprintln!("overflow: {samples} samples, {lost} lost in {lost_records} LOST record(s)");
+    assert_eq!(lost_records, 1);
+    assert!(lost > 800, "{lost}");
+    assert_eq!(samples + lost, 1_001);
+}
