@@ -23,7 +23,7 @@ libc.syscall.restype = ctypes.c_long
 
 
 def load(insns: bytes, prog_type: int, log_level: int = 2):
-    log = ctypes.create_string_buffer(1 << 22)
+    log = ctypes.create_string_buffer(1 << 24)
     lic = ctypes.create_string_buffer(b"GPL")
     code = ctypes.create_string_buffer(insns, len(insns))
     attr = ctypes.create_string_buffer(128)
