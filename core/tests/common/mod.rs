@@ -1,6 +1,7 @@
 //! Test helpers: a tiny ELF writer to craft (mal)formed objects, and fixture discovery.
 #![allow(
     dead_code,
+    clippy::needless_range_loop,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::indexing_slicing,
