@@ -13,7 +13,7 @@
  *                     (verifier: "invalid access to map value, value_size=8 off=8 size=8")
  *
  * The map is a legacy 16-byte definition in SEC("maps"), like the seeds'.
- * It is a HASH: kernels >= 6.13 know that an ARRAY lookup with a constant
+ * It is a HASH: recent kernels (6.18 here) know that an ARRAY lookup with a constant
  * in-range key cannot return NULL and would accept null_deref.
  */
 #include "sluice_bpf.h"
