@@ -7,8 +7,8 @@
  *   perf event array.
  * - Globals in .rodata (const volatile, set before load), .data
  *   (initialised) and .bss (zeroed): each becomes an array map with one
- *   element; accesses are ld_imm64 relocated against the section symbol
- *   with the variable's offset in the instruction pair.
+ *   element; accesses are ld_imm64 with R_BPF_64_64 against the variable's
+ *   own symbol (LLVM 14: imm 0, the offset is the symbol's st_value).
  * - A static __noinline subprogram in .text called with a bpf-to-bpf call
  *   (call with src_reg = 1, R_BPF_64_32 relocation against .text).
  * - SEC("tracepoint/...") programs; no "version" section.
