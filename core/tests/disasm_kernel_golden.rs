@@ -25,13 +25,20 @@ fn golden_dir() -> PathBuf {
 struct Program {
     insns: Vec<Insn>,
     kfuncs: HashMap<i32, String>,
+    /// `# fixture: OBJECT SECTION`: the program was copied from a fixture object.
+    fixture: Option<(String, String)>,
 }
 
 fn read_hex(path: &Path) -> Program {
     let text = std::fs::read_to_string(path).unwrap();
     let mut insns = Vec::new();
     let mut kfuncs = HashMap::new();
+    let mut fixture = None;
     for line in text.lines() {
+        if let Some(f) = line.strip_prefix("# fixture:") {
+            let (obj, sec) = f.trim().split_once(' ').unwrap();
+            fixture = Some((obj.to_owned(), sec.to_owned()));
+        }
         if let Some(k) = line.strip_prefix("# kfunc:") {
             let mut it = k.split_whitespace();
             let id = it.next().unwrap().parse().unwrap();
@@ -50,7 +57,11 @@ fn read_hex(path: &Path) -> Program {
         assert_eq!(insn.to_bytes(true), b, "round trip of {hex}");
         insns.push(insn);
     }
-    Program { insns, kfuncs }
+    Program {
+        insns,
+        kfuncs,
+        fixture,
+    }
 }
 
 fn read_log(path: &Path) -> Vec<String> {
@@ -106,6 +117,40 @@ fn listings_match_the_kernel_verifier() {
     );
     assert!(programs >= 10, "only {programs} golden programs found");
     eprintln!("disasm golden: {programs} programs, {lines} lines identical to the kernel's");
+}
+
+/// The goldens copied from fixture objects are still what `Object::open` reads there
+/// (regenerate them with `programs.py` when the fixtures are rebuilt).
+#[test]
+fn fixture_goldens_match_the_fixtures() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(golden_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "hex") {
+            continue;
+        }
+        let prog = read_hex(&path);
+        let Some((obj, section)) = &prog.fixture else {
+            continue;
+        };
+        let bytes = std::fs::read(golden_dir().join("../../..").join(obj)).unwrap();
+        let object: sluice_core::object::Object<'_> =
+            sluice_core::object::Object::open(&bytes).unwrap();
+        let found: Vec<Insn> = object
+            .programs()
+            .iter()
+            .filter(|p| p.section_name == section)
+            .flat_map(|p| p.insns())
+            .collect();
+        assert_eq!(
+            found,
+            prog.insns,
+            "{}: {obj} {section} changed",
+            path.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 2, "fixture goldens missing");
 }
 
 /// Programs the verifier accepted decode cleanly; the `rejected` one does not.

@@ -160,3 +160,19 @@ odd = [I(0xb7, 1, 0, 0, 1, "r1 = 1"), I(0xb7, 2, 0, 0, 2, "r2 = 2"), I(0xb7, 0, 
 # the last jump must stay in range for check_cfg: make it jump forward by 1 instead
 odd[-3] = I(0x6d, 15, 12, 1, 0, "jsgt r15 r12 +1")
 write("rejected", "socket_filter", "instructions that pass the opcode and CFG checks but that the verifier rejects; it prints the whole listing (liveness pass) first", odd)
+
+# The two programs of the fixture tests/bpf/insns.o (clang -mcpu=v3 plus hand-written words
+# LLVM 14 cannot print): neither has relocations, so they load as they are. The Rust test
+# checks these files still equal the fixture's sections.
+import tempfile
+ROOT = os.path.join(OUT, "..", "..", "..")
+for sec, ptype, name in (("socket", "socket_filter", "fixture_insns_socket"),
+                         ("kprobe/vfs_read", "kprobe", "fixture_insns_kprobe")):
+    with tempfile.NamedTemporaryFile() as t:
+        subprocess.run(["llvm-objcopy", "-O", "binary", f"--only-section={sec}",
+                        os.path.join(ROOT, "tests/bpf/insns.o"), t.name], check=True)
+        code = open(t.name, "rb").read()
+    with open(os.path.join(OUT, name + ".hex"), "w") as f:
+        f.write(f"# tests/bpf/insns.o, section {sec}\n# fixture: tests/bpf/insns.o {sec}\n# type: {ptype}\n")
+        for n in range(0, len(code), 8):
+            f.write(code[n:n + 8].hex() + f"  # {n // 8}\n")
