@@ -2,8 +2,9 @@
 //! measurements beside the peers (`benches/vs_peers.sh`).
 //!
 //! ```text
-//! objopen -c K OBJ        one warm-up, then K calls of `measured_open` (callgrind:
-//!                         --toggle-collect=measured_open)
+//! objopen -c K OBJ        one warm-up, then K calls of `measured_open`, then the same
+//!                         for `measured_reopen` (callgrind: --toggle-collect=measured_open
+//!                         or measured_reopen)
 //! objopen -a OBJ...       print heap allocations per open+relocate of each object
 //! ```
 #![allow(
@@ -37,6 +38,20 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// One `reopen` of `bytes` into an existing object plus the relocation of every program.
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub fn measured_reopen(obj: &mut Object<'static>, bytes: &'static [u8], out: &mut [Insn]) -> usize {
+    if obj.reopen(bytes).is_err() {
+        return usize::MAX;
+    }
+    let mut n = 0;
+    for p in 0..obj.programs().len() {
+        n += obj.relocate(p, &[], &[3; 128], out).unwrap_or(0);
+    }
+    n
+}
+
 /// One open of `bytes` plus the relocation of every program into `out`; returns the
 /// number of instructions written (or `usize::MAX` when the object does not open).
 #[inline(never)]
@@ -65,6 +80,12 @@ fn main() {
                 black_box(measured_open(black_box(&bytes), &mut out));
             }
             println!("{} insns relocated per open", first);
+            let bytes: &'static [u8] = Vec::leak(bytes);
+            let mut obj = Object::new();
+            measured_reopen(&mut obj, bytes, &mut out);
+            for _ in 0..k {
+                black_box(measured_reopen(&mut obj, black_box(bytes), &mut out));
+            }
         }
         Some("-a") => {
             for path in &args[1..] {
