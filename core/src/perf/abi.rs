@@ -73,7 +73,10 @@ pub mod map_type {
     /// Whether lookups on this map type return one value per possible CPU.
     #[must_use]
     pub const fn is_per_cpu(t: u32) -> bool {
-        matches!(t, PERCPU_HASH | PERCPU_ARRAY | LRU_PERCPU_HASH | PERCPU_CGROUP_STORAGE)
+        matches!(
+            t,
+            PERCPU_HASH | PERCPU_ARRAY | LRU_PERCPU_HASH | PERCPU_CGROUP_STORAGE
+        )
     }
 
     /// First kernel release that knows map type `t` (`None` when sluice does not know `t`).
@@ -459,7 +462,12 @@ impl PerfEventAttr {
     /// An attribute with `size` set and everything else zero.
     #[must_use]
     pub fn new(type_: u32, config: u64) -> Self {
-        PerfEventAttr { type_, size: PERF_ATTR_SIZE_VER8, config, ..PerfEventAttr::default() }
+        PerfEventAttr {
+            type_,
+            size: PERF_ATTR_SIZE_VER8,
+            config,
+            ..PerfEventAttr::default()
+        }
     }
 }
 
@@ -569,12 +577,22 @@ const _: () = {
 pub fn object_name(name: &str) -> [u8; BPF_OBJ_NAME_LEN] {
     let mut out = [0u8; BPF_OBJ_NAME_LEN];
     for (dst, b) in out.iter_mut().take(BPF_OBJ_NAME_LEN - 1).zip(name.bytes()) {
-        *dst = if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' { b } else { b'_' };
+        *dst = if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+            b
+        } else {
+            b'_'
+        };
     }
     out
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 mod tests {
     use super::*;
 
