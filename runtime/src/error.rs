@@ -107,7 +107,16 @@ impl Error {
             return Error::permission(call, errno);
         }
         if errno == Errno::INVAL {
-            if let Some((feature, min_kernel)) = feature {
+            // EINVAL means "unknown to this kernel" only if the kernel is older than the
+            // feature; otherwise the request itself is wrong, a plain syscall error.
+            let older = |min: &str| match (
+                crate::loader::running_kernel_version(),
+                crate::loader::parse_kernel_release(min),
+            ) {
+                (Some(running), Some(min)) => running < min,
+                _ => true,
+            };
+            if let Some((feature, min_kernel)) = feature.filter(|(_, k)| older(k)) {
                 return Error::Unsupported {
                     feature,
                     min_kernel,
@@ -258,19 +267,28 @@ mod tests {
             ),
             "{e}"
         );
+        // A feature newer than any kernel: Unsupported, naming it and its release.
         let e = Error::bpf(
             "bpf(BPF_MAP_CREATE)",
             "m",
             Errno::INVAL,
-            Some(("map type 27".into(), "5.8")),
+            Some(("map type 99".into(), "255.0")),
         );
         assert_eq!(
             e.to_string(),
             format!(
-                "this kernel does not support map type 27 ({}); it needs Linux 5.8 or later",
+                "this kernel does not support map type 99 ({}); it needs Linux 255.0 or later",
                 Errno::INVAL
             )
         );
+        // One the running kernel has: EINVAL is a plain error about the request.
+        let e = Error::bpf(
+            "bpf(BPF_MAP_CREATE)",
+            "m",
+            Errno::INVAL,
+            Some(("map type 1".into(), "3.19")),
+        );
+        assert!(matches!(e, Error::Syscall { .. }), "{e}");
         let e = Error::bpf("bpf(BPF_MAP_CREATE)", "m", Errno::PERM, None);
         let s = e.to_string();
         assert!(

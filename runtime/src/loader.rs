@@ -208,7 +208,6 @@ fn classify_load_error(p: &ProgramLoad<'_>, errno: Errno, log: Vec<u8>) -> Error
     let feature = (errno == Errno::INVAL)
         .then(|| prog_type::min_kernel(p.prog_type))
         .flatten()
-        .filter(|k| *k != "3.19" && *k != "4.1")
         .map(|k| (format!("program type {}", p.prog_type), k));
     match Error::bpf("bpf(BPF_PROG_LOAD)", p.name, errno, feature) {
         Error::Syscall { errno, .. } => Error::Verifier {
@@ -506,16 +505,27 @@ fn map_spec(def: &MapDef<'_>) -> Result<MapSpec> {
     })
 }
 
+/// The inner map template of a map-in-map: samples/bpf `inner_map_idx`, or iproute2 `inner_idx`.
+/// Only map-in-map types have one: the field exists (as 0) in every definition of the layout.
+fn inner_of(def: &MapDef<'_>) -> Option<u32> {
+    matches!(
+        def.map_type,
+        map_type::ARRAY_OF_MAPS | map_type::HASH_OF_MAPS
+    )
+    .then(|| def.inner_map_idx.or(def.inner_idx))
+    .flatten()
+}
+
 fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
     let mut maps: Vec<Option<Map>> = defs.iter().map(|_| None).collect();
     // Plain maps first, so every map-in-map finds its inner template created.
     for inner_pass in [false, true] {
         for i in 0..defs.len() {
             let Some(def) = defs.get(i) else { continue };
-            if def.inner_map_idx.is_some() != inner_pass {
+            if inner_of(def).is_some() != inner_pass {
                 continue;
             }
-            let inner = match def.inner_map_idx {
+            let inner = match inner_of(def) {
                 Some(j) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
                     || Error::Usage {
                         what: format!(

@@ -139,7 +139,6 @@ impl Map {
         };
         let fd = fd.map_err(|errno| {
             let feature = map_type::min_kernel(spec.map_type)
-                .filter(|k| *k != "3.19")
                 .map(|k| (format!("map type {}", spec.map_type), k));
             Error::bpf("bpf(BPF_MAP_CREATE)", &spec.name, errno, feature)
         })?;
