@@ -47,6 +47,20 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
     pub fn open(bytes: &'a [u8]) -> Result<Self> {
+        // The seed's rule first: an object in the other byte order is refused as such, not
+        // as the garbage its fields read as in ours.
+        let object_little = match bytes.get(5) {
+            Some(2) => Some(false),
+            Some(1) => Some(true),
+            _ => None,
+        };
+        if bytes.get(..4) == Some(b"\x7fELF".as_slice())
+            && object_little.is_some_and(|l| l != cfg!(target_endian = "little"))
+        {
+            return Err(Error::ByteOrder {
+                object_little: !cfg!(target_endian = "little"),
+            });
+        }
         let elf = Elf::parse(bytes)?;
         let h = *elf.header();
         if h.e_type != elf::ET_REL {
