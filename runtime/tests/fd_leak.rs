@@ -1,5 +1,10 @@
 //! No fd leaks: its own test binary (own process), so no other test opens fds meanwhile.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 
@@ -21,7 +26,11 @@ fn thousand_load_unload_cycles_leave_the_fd_table_as_it_was() {
     let mut ids = Vec::new();
     for i in 0..1000 {
         let l = load(&obj, &opts).unwrap_or_else(|e| panic!("cycle {i}: {e}"));
-        assert_eq!(common::fd_count(), before + 7, "cycle {i}: 4 map + 3 program fds while loaded");
+        assert_eq!(
+            common::fd_count(),
+            before + 7,
+            "cycle {i}: 4 map + 3 program fds while loaded"
+        );
         if i % 250 == 0 {
             ids.push(l.report().unwrap()[0].info.id);
         }

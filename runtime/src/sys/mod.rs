@@ -74,7 +74,12 @@ pub fn is_no_bpf(errno: Errno) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 mod tests {
     use super::*;
 
@@ -82,7 +87,10 @@ mod tests {
     #[test]
     fn syscall_numbers_match_linux_raw_sys() {
         assert_eq!(NR.bpf, linux_raw_sys::general::__NR_bpf);
-        assert_eq!(NR.perf_event_open, linux_raw_sys::general::__NR_perf_event_open);
+        assert_eq!(
+            NR.perf_event_open,
+            linux_raw_sys::general::__NR_perf_event_open
+        );
     }
 
     /// The funnel reaches the kernel: an unknown bpf command is EINVAL (kernel/bpf/syscall.c
@@ -94,14 +102,21 @@ mod tests {
         let ptr: *mut _ = &mut attr;
         // SAFETY: a valid, live attr buffer of the given size (man 2 bpf); command 9999 is
         // unknown so the kernel reads nothing else.
-        let r = unsafe { syscall(NR.bpf, [9999, ptr as usize, core::mem::size_of_val(&attr), 0, 0]) };
+        let r = unsafe {
+            syscall(
+                NR.bpf,
+                [9999, ptr as usize, core::mem::size_of_val(&attr), 0, 0],
+            )
+        };
         match r {
             Err(e) if is_no_bpf(e) => {
                 assert!(
                     std::env::var_os("SLUICE_REQUIRE_KERNEL").is_none_or(|v| v != "1"),
                     "bpf() is ENOSYS but SLUICE_REQUIRE_KERNEL=1"
                 );
-                eprintln!("*** SKIPPED funnel_reaches_the_kernel: bpf() is ENOSYS here (qemu-user?) ***");
+                eprintln!(
+                    "*** SKIPPED funnel_reaches_the_kernel: bpf() is ENOSYS here (qemu-user?) ***"
+                );
             }
             Err(e) => assert!(e == Errno::INVAL || e == Errno::PERM, "{e}"),
             Ok(v) => panic!("unknown bpf command succeeded: {v}"),
