@@ -46,6 +46,7 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
+    #[inline]
     pub fn open(bytes: &'a [u8]) -> Result<Self> {
         // The seed's rule first: an object in the other byte order is refused as such, not
         // as the garbage its fields read as in ours.
