@@ -545,3 +545,53 @@ fn capability_loss_names_the_capability() {
         assert!(text.contains("VARIANT: true"), "{text}");
     }
 }
+
+/// A minimal raw BTF blob: one `int` (4 bytes, 32 bits), strings `"\0int\0"`.
+fn tiny_btf(magic: u16) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&magic.to_ne_bytes());
+    b.extend_from_slice(&[1, 0]); // version 1, flags 0
+    for v in [24u32, 0, 16, 16, 5] {
+        b.extend_from_slice(&v.to_ne_bytes()); // hdr_len, type_off, type_len, str_off, str_len
+    }
+    for v in [1u32, 1 << 24, 4, 32] {
+        b.extend_from_slice(&v.to_ne_bytes()); // name_off, info (KIND_INT), size, int bits
+    }
+    b.extend_from_slice(b"\0int\0");
+    b
+}
+
+#[test]
+fn btf_load_accepts_valid_and_logs_invalid() {
+    if !common::kernel("btf_load_accepts_valid_and_logs_invalid") {
+        return;
+    }
+    use sluice_runtime::sys::bpf::{btf_load, LogRequest};
+    let (fd, _) = btf_load(&tiny_btf(0xeb9f), None);
+    fd.unwrap();
+    let mut log = vec![0u8; 4096];
+    let (r, _) = btf_load(
+        &tiny_btf(0x1234),
+        Some(LogRequest {
+            buf: &mut log,
+            level: 1,
+        }),
+    );
+    assert_eq!(r.unwrap_err(), Errno::INVAL);
+    let text = String::from_utf8_lossy(&log);
+    assert!(text.contains("Invalid magic"), "{text}");
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD` answers per object type; given a map fd, the kernel writes a
+/// `bpf_map_info` (whose first fields are type and id) into our zeroed buffer and nothing
+/// beyond `info_len`: the wrapper stays sound for any fd.
+#[test]
+fn object_info_of_a_map_fd_is_the_maps() {
+    if !common::kernel("object_info_of_a_map_fd_is_the_maps") {
+        return;
+    }
+    let m = Map::create(&spec("not_a_prog", map_type::ARRAY, 4, 4, 1), None).unwrap();
+    let info = loader::prog_info(m.as_fd()).unwrap();
+    assert_eq!(info.prog_type, map_type::ARRAY);
+    assert!(info.id > 0);
+}
