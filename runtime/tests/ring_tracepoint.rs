@@ -44,7 +44,7 @@ fn nr_getppid() -> i64 {
 }
 
 fn open_per_cpu(id: u64, tid: i32, cfg: &RingConfig) -> Vec<(u32, OwnedFd)> {
-    let attr = PerfEventAttr::tracepoint(id, sample_type().0, cfg);
+    let attr = tracepoint_attr(id, sample_type().0, cfg);
     sluice_runtime::cpus::online()
         .unwrap()
         .into_iter()
@@ -55,13 +55,6 @@ fn open_per_cpu(id: u64, tid: i32, cfg: &RingConfig) -> Vec<(u32, OwnedFd)> {
             )
         })
         .collect()
-}
-
-fn getppid_calls(n: usize) {
-    for _ in 0..n {
-        // SAFETY: getppid(2) has no arguments and cannot fail; glibc does not cache it.
-        std::hint::black_box(unsafe { libc::getppid() });
-    }
 }
 
 #[test]
@@ -98,11 +91,11 @@ fn every_getppid_is_one_sample_on_some_cpu() {
     }
 
     for (_, fd) in &events {
-        ioctl(fd, IOC_ENABLE);
+        enable(fd);
     }
     getppid_calls(N);
     for (_, fd) in &events {
-        ioctl(fd, IOC_DISABLE);
+        disable(fd);
     }
 
     let (mut ours, mut others, mut bad_nr, mut lost) = (0usize, 0usize, 0usize, 0u64);
@@ -182,7 +175,7 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
         set.push(fd.try_clone().unwrap(), ring).unwrap();
     }
     for (_, fd) in &events {
-        ioctl(fd, IOC_ENABLE);
+        enable(fd);
     }
     go_tx.send(()).unwrap();
 
@@ -225,7 +218,7 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
     worker.join().unwrap();
     let via_stream = ours;
     for (_, fd) in &events {
-        ioctl(fd, IOC_DISABLE);
+        disable(fd);
     }
     let (rest, errors) = set.drain_now();
     assert!(errors.is_empty(), "{errors:?}");
@@ -268,12 +261,11 @@ fn one_page_ring_wraps_many_times_intact() {
         data_pages: 1,
         wakeup: Wakeup::Events(1_000_000),
     };
-    let mut attr = PerfEventAttr::tracepoint(id, st.0, &cfg);
-    attr.sample_type = st.0;
+    let attr = tracepoint_attr(id, st.0, &cfg);
     // One event following our thread on any CPU: one ring.
     let fd = perf_event_open(&attr, tid, -1).unwrap();
     let mut ring = PerfRing::map(&fd, 1, SampleFormat::new(st), None).unwrap();
-    ioctl(&fd, IOC_ENABLE);
+    enable(&fd);
     let (mut seen, mut intact, mut lost) = (0usize, 0usize, 0u64);
     let rounds = 500;
     let per_round = 20; // 960 bytes: well under a page, so nothing is lost.
@@ -294,7 +286,7 @@ fn one_page_ring_wraps_many_times_intact() {
         })
         .unwrap();
     }
-    ioctl(&fd, IOC_DISABLE);
+    disable(&fd);
     ring.drain(|_| {}).unwrap();
     let stats = ring.stats();
     eprintln!(
@@ -320,15 +312,15 @@ fn overflow_is_reported_as_lost() {
         data_pages: 1,
         wakeup: Wakeup::Events(1_000_000),
     };
-    let fd = perf_event_open(&PerfEventAttr::tracepoint(id, st.0, &cfg), tid, -1).unwrap();
+    let fd = perf_event_open(&tracepoint_attr(id, st.0, &cfg), tid, -1).unwrap();
     let mut ring = PerfRing::map(&fd, 1, SampleFormat::new(st), None).unwrap();
-    ioctl(&fd, IOC_ENABLE);
+    enable(&fd);
     // 1,000 samples of 40 bytes into 4 KiB without reading: most are dropped.
     getppid_calls(1_000);
     let mut samples = ring.drain(|_| {}).unwrap() as u64;
     // The kernel writes the pending LOST record when it next has room: one more call.
     getppid_calls(1);
-    ioctl(&fd, IOC_DISABLE);
+    disable(&fd);
     let mut lost_records = 0;
     ring.drain(|r| match r {
         Record::Sample(_) => samples += 1,

@@ -118,16 +118,16 @@ fn uprobe_fetches_the_argument_and_is_removed_by_its_guard() {
         data_pages: 16,
         ..RingConfig::default()
     };
-    let fd = perf_event_open(&PerfEventAttr::tracepoint(id, st.0, &cfg), gettid(), -1).unwrap();
+    let fd = perf_event_open(&tracepoint_attr(id, st.0, &cfg), gettid(), -1).unwrap();
     let mut ring = PerfRing::map(&fd, cfg.data_pages, SampleFormat::new(st), None).unwrap();
-    ioctl(&fd, IOC_ENABLE);
+    enable(&fd);
     let values: Vec<u64> = (0..K)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xabc)
         .collect();
     for v in &values {
         std::hint::black_box(sluice_test_uprobe_target(*v));
     }
-    ioctl(&fd, IOC_DISABLE);
+    disable(&fd);
     let mut fetched = Vec::new();
     let mut ips = std::collections::HashSet::new();
     ring.drain(|r| {

@@ -12,7 +12,7 @@
 //! watermark of a quarter of the data area, leaving three quarters of headroom while the
 //! reader catches up. [`RingSet`] also drains every ring on a timer, so records below the
 //! watermark still arrive (late by at most the flush interval). The knob must go into the
-//! `perf_event_attr` the caller builds: see [`Wakeup::attr_fields`].
+//! `perf_event_attr` the caller builds: [`RingConfig::apply`].
 //!
 //! # Safety
 //! This module and its children are, with `sys/`, the only places of the runtime with
@@ -23,12 +23,15 @@
 //! then publish `data_tail` with Release. Slices are only ever made of bytes in that range
 //! and borrow the ring, so they cannot outlive the mapping.
 
+#![allow(unsafe_code)]
+
 mod cursor;
 mod reader;
 
 use std::fmt;
 use std::os::fd::AsFd;
 
+use sluice_core::perf::abi::PerfEventAttr;
 use sluice_core::perf::record::{Record, SampleFormat};
 
 pub use cursor::{DATA_HEAD_OFFSET, DATA_OFFSET_OFFSET, DATA_SIZE_OFFSET, DATA_TAIL_OFFSET};
@@ -38,7 +41,7 @@ use cursor::{MapError, Mapping, Step};
 
 /// `perf_event_attr` flag bit `watermark`: `wakeup_watermark` counts bytes, not events.
 #[doc(alias = "watermark")]
-pub const ATTR_FLAG_WATERMARK: u64 = 1 << 14;
+pub const ATTR_FLAG_WATERMARK: u64 = sluice_core::perf::abi::attr_flags::WATERMARK;
 
 /// Default number of data pages per CPU (256 KiB with 4 KiB pages).
 pub const DEFAULT_DATA_PAGES: usize = 64;
@@ -98,6 +101,14 @@ impl RingConfig {
     #[must_use]
     pub fn attr_fields(&self) -> (u64, u32) {
         self.wakeup.attr_fields(self.data_pages)
+    }
+
+    /// Writes the wake-up policy into `attr`: sets or clears the `watermark` flag and sets
+    /// `wakeup_events`/`wakeup_watermark`.
+    pub fn apply(&self, attr: &mut PerfEventAttr) {
+        let (flag, value) = self.attr_fields();
+        attr.flags = (attr.flags & !ATTR_FLAG_WATERMARK) | flag;
+        attr.wakeup_events = value;
     }
 }
 
