@@ -18,7 +18,7 @@ use futures_lite::StreamExt;
 use ring_support::*;
 use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_runtime::ring::{PerfRing, RingConfig, RingEvent, RingSet, Wakeup};
-use sluice_runtime::tracefs::{EventFormat, Tracefs};
+use sluice_runtime::tracefs::{Field, Tracefs};
 
 const N: usize = 10_000;
 
@@ -26,16 +26,51 @@ fn sample_type() -> SampleType {
     SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::PERIOD | SampleType::RAW
 }
 
-fn getppid_event() -> (u64, EventFormat) {
+/// The tracepoint that sees our getppid calls, and how to recognise them in RAW data.
+struct GetppidEvent {
+    id: u64,
+    /// The syscall-number field.
+    nr: Field,
+    /// `common_pid`: the thread that hit the tracepoint.
+    pid: Field,
+    /// Whether the event fires for every syscall (so others must be filtered out).
+    all_syscalls: bool,
+}
+
+impl GetppidEvent {
+    fn is_getppid(&self, raw: &[u8]) -> bool {
+        self.nr.read_i64(raw) == Some(nr_getppid())
+    }
+
+    /// Whether a sample of our thread counts: every one for `sys_enter_getppid` (and then
+    /// it must be getppid), only getppid ones for `raw_syscalls/sys_enter`.
+    fn counts(&self, raw: &[u8]) -> bool {
+        !self.all_syscalls || self.is_getppid(raw)
+    }
+}
+
+fn getppid_event() -> GetppidEvent {
+    // A 32-bit x86 build usually runs on a 64-bit kernel, whose `syscalls/*` tracepoints
+    // skip compat (int 0x80) syscalls (kernel/trace/trace_syscalls.c); `raw_syscalls`
+    // sees them, with the i386 number in `id`.
+    let (group, name, nr, all_syscalls) = if cfg!(target_arch = "x86") {
+        ("raw_syscalls", "sys_enter", "id", true)
+    } else {
+        ("syscalls", "sys_enter_getppid", "__syscall_nr", false)
+    };
     let tracefs = Tracefs::find().expect("tracefs");
-    let id = tracefs
-        .event_id("syscalls", "sys_enter_getppid")
-        .expect("sys_enter_getppid id");
-    let format = tracefs
-        .event_format("syscalls", "sys_enter_getppid")
-        .expect("format");
+    let id = tracefs.event_id(group, name).expect("tracepoint id");
+    let format = tracefs.event_format(group, name).expect("format");
     assert_eq!(format.id, id, "format ID and id file agree");
-    (id, format)
+    GetppidEvent {
+        id,
+        nr: format.field(nr).expect("syscall number field").clone(),
+        pid: format
+            .field("common_pid")
+            .expect("common_pid field")
+            .clone(),
+        all_syscalls,
+    }
 }
 
 /// getppid's syscall number, from linux-raw-sys (an independent table).
@@ -62,19 +97,13 @@ fn every_getppid_is_one_sample_on_some_cpu() {
     if !kernel_or_skip("every_getppid_is_one_sample_on_some_cpu") {
         return;
     }
-    let (id, format) = getppid_event();
-    let nr_field = format
-        .field("__syscall_nr")
-        .expect("__syscall_nr field")
-        .clone();
-    let pid_field = format
-        .field("common_pid")
-        .expect("common_pid field")
-        .clone();
+    let ev = getppid_event();
+    let id = ev.id;
     let tid = gettid();
-    // 1 MiB per CPU holds all N samples (64 bytes each) without draining in between.
+    // 2 MiB per CPU holds all N samples (64 bytes each; 112 with raw_syscalls) without
+    // draining in between.
     let cfg = RingConfig {
-        data_pages: 256,
+        data_pages: 512,
         wakeup: Wakeup::default(),
     };
     let events = open_per_cpu(id, tid, &cfg);
@@ -87,7 +116,7 @@ fn every_getppid_is_one_sample_on_some_cpu() {
     for r in &rings {
         // The kernel filled data_offset/data_size at 1040/1048: they must say one page and
         // the data pages we mapped.
-        assert_eq!((r.data_offset(), r.data_size()), (page, 256 * page));
+        assert_eq!((r.data_offset(), r.data_size()), (page, 512 * page));
     }
 
     for (_, fd) in &events {
@@ -108,6 +137,9 @@ fn every_getppid_is_one_sample_on_some_cpu() {
                     others += 1;
                     return;
                 }
+                if !ev.counts(s.raw.unwrap()) {
+                    return;
+                }
                 ours += 1;
                 assert_eq!(s.cpu, Some(ring_cpu), "sample lands in its CPU's ring");
                 assert_eq!(s.period, Some(1));
@@ -115,10 +147,10 @@ fn every_getppid_is_one_sample_on_some_cpu() {
                 assert!(t >= last_time, "time goes forward within a ring");
                 last_time = t;
                 let raw = s.raw.unwrap();
-                if nr_field.read_i64(raw) != Some(nr_getppid()) {
+                if !ev.is_getppid(raw) {
                     bad_nr += 1;
                 }
-                assert_eq!(pid_field.read_i64(raw), Some(i64::from(tid)));
+                assert_eq!(ev.pid.read_i64(raw), Some(i64::from(tid)));
             }
             Record::Lost { lost: l, .. } => lost += l,
             _ => {}
@@ -141,8 +173,8 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
     if !kernel_or_skip("async_set_merges_cpus_and_accounts_for_every_call") {
         return;
     }
-    let (id, format) = getppid_event();
-    let nr_field = format.field("__syscall_nr").unwrap().clone();
+    let ev = getppid_event();
+    let id = ev.id;
     // The workload runs on its own thread, in bursts of 100 calls 1 ms apart so the reader
     // is woken many times while it runs; events follow that thread on every CPU. After the
     // N calls and a signal from the reader, it makes one more call: the kernel writes a
@@ -197,9 +229,9 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
                 None
             });
             match next.await {
-                Some(RingEvent::Sample(s)) if s.tid == Some(tid as u32) => {
+                Some(RingEvent::Sample(s)) if s.tid == Some(tid as u32) && ev.counts(&s.raw) => {
                     ours += 1;
-                    if nr_field.read_i64(&s.raw) != Some(nr_getppid()) {
+                    if !ev.is_getppid(&s.raw) {
                         bad_nr += 1;
                     }
                     let t = s.time.unwrap();
@@ -224,7 +256,7 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
     assert!(errors.is_empty(), "{errors:?}");
     for e in rest {
         match e {
-            RingEvent::Sample(s) if s.tid == Some(tid as u32) => ours += 1,
+            RingEvent::Sample(s) if s.tid == Some(tid as u32) && ev.counts(&s.raw) => ours += 1,
             RingEvent::Lost { lost: l, .. } => lost += l,
             _ => {}
         }
@@ -250,12 +282,11 @@ fn one_page_ring_wraps_many_times_intact() {
     if !kernel_or_skip("one_page_ring_wraps_many_times_intact") {
         return;
     }
-    let (id, format) = getppid_event();
-    let nr_field = format.field("__syscall_nr").unwrap().clone();
-    let pid_field = format.field("common_pid").unwrap().clone();
+    let ev = getppid_event();
+    let id = ev.id;
     let tid = gettid();
-    // TID|TIME|RAW: 48-byte records, which do not divide a page, so records straddle the
-    // end of the data area and must be reassembled.
+    // TID|TIME|RAW: 48-byte records (96 with raw_syscalls), which do not divide a page, so
+    // records straddle the end of the data area and must be reassembled.
     let st = SampleType::TID | SampleType::TIME | SampleType::RAW;
     let cfg = RingConfig {
         data_pages: 1,
@@ -268,16 +299,14 @@ fn one_page_ring_wraps_many_times_intact() {
     enable(&fd);
     let (mut seen, mut intact, mut lost) = (0usize, 0usize, 0u64);
     let rounds = 500;
-    let per_round = 20; // 960 bytes: well under a page, so nothing is lost.
+    let per_round = 20; // at most 1,920 bytes: under a page, so nothing is lost.
     for _ in 0..rounds {
         getppid_calls(per_round);
         ring.drain(|rec| match rec {
-            Record::Sample(s) if s.tid == Some(tid as u32) => {
+            Record::Sample(s) if s.tid == Some(tid as u32) && ev.counts(s.raw.unwrap()) => {
                 seen += 1;
                 let raw = s.raw.unwrap();
-                if nr_field.read_i64(raw) == Some(nr_getppid())
-                    && pid_field.read_i64(raw) == Some(i64::from(tid))
-                {
+                if ev.is_getppid(raw) && ev.pid.read_i64(raw) == Some(i64::from(tid)) {
                     intact += 1;
                 }
             }
@@ -305,7 +334,8 @@ fn overflow_is_reported_as_lost() {
     if !kernel_or_skip("overflow_is_reported_as_lost") {
         return;
     }
-    let (id, _) = getppid_event();
+    let ev = getppid_event();
+    let id = ev.id;
     let tid = gettid();
     let st = SampleType::TID | SampleType::RAW;
     let cfg = RingConfig {
@@ -315,17 +345,22 @@ fn overflow_is_reported_as_lost() {
     let fd = perf_event_open(&tracepoint_attr(id, st.0, &cfg), tid, -1).unwrap();
     let mut ring = PerfRing::map(&fd, 1, SampleFormat::new(st), None).unwrap();
     enable(&fd);
-    // 1,000 samples of 40 bytes into 4 KiB without reading: most are dropped.
+    // 1,000 samples (40 bytes each; 96 with raw_syscalls) into 4 KiB without reading:
+    // most are dropped.
     getppid_calls(1_000);
-    let mut samples = ring.drain(|_| {}).unwrap() as u64;
+    let mut samples = 0u64;
+    let mut count = |r: Record<'_>| match r {
+        Record::Sample(s) if ev.counts(s.raw.unwrap()) => samples += 1,
+        _ => {}
+    };
+    ring.drain(&mut count).unwrap();
     // The kernel writes the pending LOST record when it next has room: one more call.
     getppid_calls(1);
     disable(&fd);
     let mut lost_records = 0;
     ring.drain(|r| match r {
-        Record::Sample(_) => samples += 1,
         Record::Lost { .. } => lost_records += 1,
-        _ => {}
+        r => count(r),
     })
     .unwrap();
     let lost = ring.stats().lost;

@@ -34,7 +34,7 @@ const ARG0: &str = "%di";
 #[cfg(target_arch = "aarch64")]
 const ARG0: &str = "%x0";
 #[cfg(target_arch = "x86")]
-const ARG0: &str = "+4($stack)";
+const ARG0: &str = "+4($stack):u64";
 
 fn exe() -> PathBuf {
     std::env::current_exe().unwrap().canonicalize().unwrap()

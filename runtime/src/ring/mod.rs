@@ -14,6 +14,12 @@
 //! watermark still arrive (late by at most the flush interval). The knob must go into the
 //! `perf_event_attr` the caller builds: [`RingConfig::apply`].
 //!
+//! # Lost records
+//! When the ring is full the kernel drops records and remembers how many; it writes the
+//! `PERF_RECORD_LOST` saying so only when it next has room and something to write. So the
+//! last losses of a session can stay invisible in the ring: read the event with
+//! `PERF_FORMAT_LOST` (Linux 6.0) for a final count.
+//!
 //! # Safety
 //! This module and its children are, with `sys/`, the only places of the runtime with
 //! `unsafe`: the mapping (`mmap(2)`/`munmap(2)`), the atomic views of `data_head` and
