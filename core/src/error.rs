@@ -32,7 +32,12 @@ impl SectionRef {
         if let Some(dst) = buf.get_mut(..len) {
             dst.copy_from_slice(src);
         }
-        SectionRef { index, name: buf, len: len as u8, cut: len < name.len() }
+        SectionRef {
+            index,
+            name: buf,
+            len: len as u8,
+            cut: len < name.len(),
+        }
     }
 
     /// The (possibly cut) section name.
@@ -54,7 +59,13 @@ impl fmt::Display for SectionRef {
         if self.len == 0 {
             write!(f, "section #{}", self.index)
         } else {
-            write!(f, "section #{} '{}{}'", self.index, self.name(), if self.cut { "..." } else { "" })
+            write!(
+                f,
+                "section #{} '{}{}'",
+                self.index,
+                self.name(),
+                if self.cut { "..." } else { "" }
+            )
         }
     }
 }

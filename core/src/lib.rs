@@ -16,7 +16,10 @@
 //! exceeding one is [`Error::Capacity`], never a truncation.
 #![no_std]
 #![forbid(unsafe_code)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 #[cfg(test)]
 extern crate std;
