@@ -30,9 +30,10 @@
 //! bare `kprobe`), data sections (`license`, `maps`, `.text`), and a **bare identifier**
 //! such as `generic_perform_write`. The seed's second series named programs that way and put
 //! the probe itself in a separate `config` section; mapping a title to such a definition is
-//! the object's business, not the grammar's. A name is read as the perf form only when its
-//! first word has no `/` and the name has an argument (a space) or one of `=`, `+`, `:`,
-//! `%` in its first word; from then on, and after a `kprobe/`, `kretprobe/`, `uprobe/`,
+//! the object's business, not the grammar's. A name is read as the perf form only when it
+//! does not start with a libbpf-style `prefix/` (`[A-Za-z0-9_.]+/`) and it has an argument
+//! (a space) or one of `=`, `+`, `:`, `%` in its first word; from then on, and after a
+//! `kprobe/`, `kretprobe/`, `uprobe/`,
 //! `uretprobe/`, `tracepoint/` or `tp/` prefix, a malformed name is an error with a column.
 //!
 //! # Canonical form
@@ -415,14 +416,16 @@ pub fn parse(section: &str) -> Result<Section<'_>, ProbeError> {
     if let Some((prefix, _)) = section.split_once('/') {
         let start = prefix.len().saturating_add(1);
         let spec = match prefix {
-            "kprobe" => kernel(section, start, false)?,
-            "kretprobe" => kernel(section, start, true)?,
-            "uprobe" => user(section, start, false)?,
-            "uretprobe" => user(section, start, true)?,
-            "tracepoint" | "tp" => tracepoint(section, start)?,
-            _ => return Ok(Section::Title(section)),
+            "kprobe" => Some(kernel(section, start, false)?),
+            "kretprobe" => Some(kernel(section, start, true)?),
+            "uprobe" => Some(user(section, start, false)?),
+            "uretprobe" => Some(user(section, start, true)?),
+            "tracepoint" | "tp" => Some(tracepoint(section, start)?),
+            _ => None,
         };
-        return Ok(Section::Probe(spec));
+        if let Some(spec) = spec {
+            return Ok(Section::Probe(spec));
+        }
     }
     if is_perf_form(section) {
         return perf(section).map(Section::Probe);
@@ -430,8 +433,14 @@ pub fn parse(section: &str) -> Result<Section<'_>, ProbeError> {
     Ok(Section::Title(section))
 }
 
-/// Whether a name without `/` is meant as the perf form.
+/// Whether a name is meant as the perf form: not a libbpf-style `prefix/...` (a prefix of
+/// `[A-Za-z0-9_.]`), and either with an argument or with `=`, `+`, `:` or `%` in its first word.
 fn is_perf_form(section: &str) -> bool {
+    if let Some((prefix, _)) = section.split_once('/') {
+        if prefix.bytes().all(|b| is_ident_cont(b) || b == b'.') {
+            return false;
+        }
+    }
     let trimmed = section.trim_start_matches(|c: char| c.is_ascii_whitespace());
     let head_len = trimmed
         .find(|c: char| c.is_ascii_whitespace())

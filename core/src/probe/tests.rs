@@ -776,6 +776,8 @@ const BAD: &[(&str, u32, &str)] = &[
     ("f a,b", 3, "unexpected character in argument"),
     ("f (a)", 2, "expected a variable"),
     ("f \u{e9}", 2, "expected a variable"),
+    ("e=f a/b", 5, "unexpected character in argument"),
+    ("f+1/2", 3, "unexpected character after the function"),
 ];
 
 #[test]
