@@ -9,6 +9,7 @@ use core::fmt;
 
 use heapless::Vec;
 
+use super::ctype::is_type_keyword;
 use super::cursor::{err_at, is_ident_cont, Cursor};
 use super::{ProbeError, MAX_STEPS};
 
@@ -221,6 +222,9 @@ impl<'a> Arg<'a> {
             }
             dollar(var, base_at)?
         } else if let Some(var) = c.ident() {
+            if is_type_keyword(var) {
+                return Err(err_at(base_at, "a C type keyword is not a variable"));
+            }
             ArgBase::Var(var)
         } else {
             return Err(c.err("expected a variable, %register or $variable"));

@@ -127,6 +127,11 @@ const TYPE_START: &[&str] = &[
     "void", "const", "volatile", "struct", "union", "enum", "float", "double",
 ];
 
+/// Whether `word` is a C keyword that only appears in types (`int`, `struct`, `const`, ...).
+pub(super) fn is_type_keyword(word: &str) -> bool {
+    TYPE_START.contains(&word) || BUILTIN.contains(&word) || QUALIFIERS.contains(&word)
+}
+
 /// Whether the argument text `item` is meant as a C type rather than an expression: it has a
 /// `*`, or its first word is a C type keyword or a known typedef.
 pub(super) fn looks_like_type(item: &str) -> bool {

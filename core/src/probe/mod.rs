@@ -33,8 +33,8 @@
 //! the object's business, not the grammar's. A name is read as the perf form only when it
 //! does not start with a libbpf-style `prefix/` (`[A-Za-z0-9_.]+/`) and it has an argument
 //! (a space) or one of `=`, `+`, `:`, `%` in its first word; from then on, and after a
-//! `kprobe/`, `kretprobe/`, `uprobe/`,
-//! `uretprobe/`, `tracepoint/` or `tp/` prefix, a malformed name is an error with a column.
+//! `kprobe/`, `kretprobe/`, `uprobe/`, `uretprobe/`, `tracepoint/` or `tp/` prefix, a
+//! malformed name is an error with a column.
 //!
 //! # Canonical form
 //!

@@ -680,6 +680,8 @@ const BAD: &[(&str, u32, &str)] = &[
     ("kprobe/f(1)", 9, "expected a variable"),
     ("kprobe/f(=a)", 9, "expected a variable"),
     ("kprobe/f(x=)", 11, "expected a variable"),
+    ("kprobe/f(x=int)", 11, "a C type keyword is not a variable"),
+    ("e=f x=long", 6, "a C type keyword is not a variable"),
     ("kprobe/f(void *, a)", 17, "C types and expressions mixed"),
     ("kprobe/f(a, int)", 12, "C types and expressions mixed"),
     ("kprobe/f(struct file)", 9, "a struct passed by value"),
