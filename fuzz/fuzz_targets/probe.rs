@@ -16,7 +16,11 @@ fn check(s: &str) {
     let _ = program_type(s);
     match parse(s) {
         Err(e) => {
-            assert!(e.column as usize <= s.len(), "column {} past the end of {s:?}", e.column);
+            assert!(
+                e.column as usize <= s.len(),
+                "column {} past the end of {s:?}",
+                e.column
+            );
             let _ = e.to_string();
         }
         Ok(Section::Title(t)) => assert_eq!(t, s),
@@ -28,7 +32,11 @@ fn check(s: &str) {
             match parse(&text) {
                 Ok(Section::Probe(q)) => {
                     assert_eq!(p, q, "{s:?} rendered as {text:?}");
-                    assert_eq!(q.to_string(), text, "{s:?}: canonical form is not a fixed point");
+                    assert_eq!(
+                        q.to_string(),
+                        text,
+                        "{s:?}: canonical form is not a fixed point"
+                    );
                 }
                 other => panic!("{s:?} rendered as {text:?}, which parses as {other:?}"),
             };
