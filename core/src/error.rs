@@ -32,7 +32,12 @@ impl SectionRef {
         if let Some(dst) = buf.get_mut(..len) {
             dst.copy_from_slice(src);
         }
-        SectionRef { index, name: buf, len: len as u8, cut: len < name.len() }
+        SectionRef {
+            index,
+            name: buf,
+            len: len as u8,
+            cut: len < name.len(),
+        }
     }
 
     /// The (possibly cut) section name.
@@ -54,7 +59,13 @@ impl fmt::Display for SectionRef {
         if self.len == 0 {
             write!(f, "section #{}", self.index)
         } else {
-            write!(f, "section #{} '{}{}'", self.index, self.name(), if self.cut { "..." } else { "" })
+            write!(
+                f,
+                "section #{} '{}{}'",
+                self.index,
+                self.name(),
+                if self.cut { "..." } else { "" }
+            )
         }
     }
 }
@@ -143,7 +154,12 @@ pub enum Error {
         limit: u32,
     },
     /// A section name or argument spec does not parse.
-    Probe(crate::probe::ProbeError),
+    Probe {
+        /// The program section whose name it is.
+        section: SectionRef,
+        /// Where in the name, and what.
+        error: crate::probe::ProbeError,
+    },
     /// A request the caller made does not fit the object (unknown program, missing fd ...).
     Usage {
         /// What is wrong.
@@ -160,12 +176,6 @@ pub enum Error {
         /// Instruction index, relocation index or offset.
         at: u64,
     },
-}
-
-impl From<crate::probe::ProbeError> for Error {
-    fn from(e: crate::probe::ProbeError) -> Self {
-        Error::Probe(e)
-    }
 }
 
 impl fmt::Display for Error {
@@ -200,7 +210,7 @@ impl fmt::Display for Error {
             Error::Capacity { what, limit } => {
                 write!(f, "capacity exhausted: more than {limit} {what}")
             }
-            Error::Probe(e) => write!(f, "{e}"),
+            Error::Probe { section, error } => write!(f, "{section}: {error}"),
             Error::Usage { what, value } => write!(f, "{what} ({value})"),
             Error::Unsupported { what, section, at } => {
                 write!(f, "{section}: unsupported {what} at {at}")

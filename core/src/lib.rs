@@ -16,7 +16,10 @@
 //! exceeding one is [`Error::Capacity`], never a truncation.
 #![no_std]
 #![forbid(unsafe_code)]
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 #[cfg(test)]
 extern crate std;
@@ -33,4 +36,5 @@ pub mod probe;
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
+pub use object::{MapDef, Object, Program};
 pub use probe::ProbeSpec;

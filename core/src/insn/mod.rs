@@ -43,7 +43,13 @@ impl Insn {
         } else {
             (i16::from_be_bytes(off_b), i32::from_be_bytes(imm_b))
         };
-        Insn { code: b[0], dst, src, off, imm }
+        Insn {
+            code: b[0],
+            dst,
+            src,
+            off,
+            imm,
+        }
     }
 
     /// Encodes the instruction in the given byte order.
