@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The named CI steps. `bash .ci/steps.sh [STEP ...]` runs the given steps (default: all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SLUICE_REQUIRE_KERNEL=1
+export CARGO_TERM_COLOR=never
+
+step_fmt() { cargo fmt --all -- --check; }
+step_clippy() { cargo clippy --workspace --all-targets --locked -- -D warnings; }
+# The README's test command, with kernel tests required.
+step_test() { cargo test --workspace --locked; }
+step_nostd() {
+	cargo build -p sluice-core --locked --target aarch64-unknown-none
+	cargo build -p sluice-core --locked --target aarch64-unknown-none --features defmt
+}
+step_lockfile() { git diff --exit-code Cargo.lock; }
+
+all=(fmt clippy test nostd lockfile)
+steps=("${@:-${all[@]}}")
+failed=()
+for s in "${steps[@]}"; do
+	echo "=== [ci] step: $s"
+	start=$(date +%s)
+	if "step_$s"; then
+		echo "=== [ci] step: $s ok ($(($(date +%s) - start)) s)"
+	else
+		echo "=== [ci] step: $s FAILED"
+		failed+=("$s")
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "=== [ci] FAILED: ${failed[*]}"
+	exit 1
+fi
+echo "=== [ci] all steps passed: ${steps[*]}"

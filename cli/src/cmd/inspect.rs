@@ -1,0 +1,107 @@
+//! `sluice inspect [--disasm] [FILE.o]`: what an object holds, without the kernel.
+
+use crate::{demo, fail::Failure};
+use sluice_core::object::map_type_name;
+use sluice_core::probe::Section;
+use sluice_core::Object;
+use std::fmt::Write as _;
+
+/// Parses `inspect`'s arguments and runs it.
+pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
+    use lexopt::prelude::*;
+    let mut disasm = false;
+    let mut file = None;
+    while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        match arg {
+            Long("disasm") | Short('d') => disasm = true,
+            Value(v) if file.is_none() => file = Some(std::path::PathBuf::from(v)),
+            other => return Err(crate::fail::usage(other.unexpected())),
+        }
+    }
+    match file {
+        Some(path) => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
+            inspect(&path.display().to_string(), &bytes, disasm)
+        }
+        None => inspect(demo::NAME, demo::OBJECT, disasm),
+    }
+}
+
+/// `sluice` with no arguments: the embedded demo object.
+pub fn show_default() -> Result<(), Failure> {
+    inspect(demo::NAME, demo::OBJECT, true)
+}
+
+fn inspect(name: &str, bytes: &[u8], disasm: bool) -> Result<(), Failure> {
+    let obj: Object<'_> =
+        Object::open(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+    print!("{}", render(name, &obj, disasm));
+    Ok(())
+}
+
+/// The text `inspect` prints.
+pub fn render(name: &str, obj: &Object<'_>, _disasm: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "object: {name}");
+    let _ = writeln!(s, "license: {}", obj.license().unwrap_or("(none)"));
+    match obj.version() {
+        Some(v) => {
+            let _ = writeln!(
+                s,
+                "version: {v:#x} ({}.{}.{})",
+                v >> 16,
+                (v >> 8) & 0xff,
+                v & 0xff
+            );
+        }
+        None => {
+            let _ = writeln!(s, "version: (none)");
+        }
+    }
+    let _ = writeln!(s, "maps: {}", obj.maps().len());
+    for (i, m) in obj.maps().iter().enumerate() {
+        let ty = map_type_name(m.map_type).unwrap_or("unknown");
+        let _ = write!(
+            s,
+            "  [{i}] {} type={ty}({}) key={} value={} max_entries={}",
+            m.name, m.map_type, m.key_size, m.value_size, m.max_entries
+        );
+        if let Some(f) = m.map_flags {
+            let _ = write!(s, " flags={f:#x}");
+        }
+        for (label, v) in [
+            ("inner_map_idx", m.inner_map_idx),
+            ("id", m.id),
+            ("pinning", m.pinning),
+            ("inner_id", m.inner_id),
+            ("inner_idx", m.inner_idx),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(s, " {label}={v}");
+            }
+        }
+        let _ = writeln!(s, " ({}-byte def)", m.layout.size());
+    }
+    let _ = writeln!(s, "programs: {}", obj.programs().len());
+    for (i, p) in obj.programs().iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  [{i}] section '{}' function {} insns={} relocs={} (maps {})",
+            p.section_name,
+            p.name.unwrap_or("(none)"),
+            p.insn_count(),
+            p.reloc_count(),
+            p.map_reloc_count()
+        );
+        match p.section() {
+            Section::Probe(spec) => {
+                let _ = writeln!(s, "      probe: {spec:?}");
+            }
+            Section::Title(t) => {
+                let _ = writeln!(s, "      title: {t} (no probe spec)");
+            }
+        }
+    }
+    s
+}
