@@ -6,6 +6,8 @@
 # Usage: targets/build-static.sh [TARGET...]      default: all three *-unknown-linux-musl targets
 # env:   SLUICE_SIZE_BUDGET   bytes per binary (default 1572864 = 1.5 MiB)
 #        SLUICE_SMOKE_ARGS    arguments for the smoke run (default: --help); it must exit 0
+#        SLUICE_COMPARE_ARGS  a second run whose output must be byte-identical on every target
+#                             (default: inspect, i.e. the embedded demo object; empty: skip)
 #        CARGO_TARGET_DIR     honoured as usual
 # Exit status: 0 only if every target built, is static, fits the budget and ran with status 0.
 set -euo pipefail
@@ -14,6 +16,7 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-musl i686-unknown-linux-musl aarch64-unknown-linux-musl)
 budget=${SLUICE_SIZE_BUDGET:-1572864}
 read -r -a smoke <<< "${SLUICE_SMOKE_ARGS:---help}"
+read -r -a compare <<< "${SLUICE_COMPARE_ARGS-inspect}"
 tdir=${CARGO_TARGET_DIR:-target}
 host=$(uname -m)
 
@@ -48,12 +51,23 @@ for t in "${targets[@]}"; do
   if [ "$rc" -eq 126 ] && [ -z "$runner" ] && [ "${t%%-*}" = i686 ]; then
     runner=qemu-i386-static; out=$($runner "$bin" "${smoke[@]}" 2>&1 </dev/null); rc=$?   # no IA32 emulation
   fi
+  same=skipped
+  if [ ${#compare[@]} -gt 0 ]; then
+    # shellcheck disable=SC2086
+    cout=$($runner "$bin" "${compare[@]}" 2>&1 </dev/null); crc=$?
+    if [ "$crc" -ne 0 ]; then same="exit $crc"
+    elif [ -z "${reference+x}" ]; then reference=$cout; same=reference
+    elif [ "$cout" = "$reference" ]; then same=identical
+    else same=DIFFERENT; diff <(printf '%s\n' "$reference") <(printf '%s\n' "$cout") | head -10 | sed 's/^/    | /'; fi
+  fi
   set -e
   verdict=OK
-  if [ "$static" != yes ] || [ "$size" -gt "$budget" ] || [ "$rc" -ne 0 ]; then verdict=FAIL; fail=$((fail + 1)); fi
-  printf '%-27s %9d bytes (%s KiB, %s%% of budget)  static=%s  run[%s %s]=%d  %s\n' "$t" "$size" \
+  if [ "$static" != yes ] || [ "$size" -gt "$budget" ] || [ "$rc" -ne 0 ]; then verdict=FAIL; fi
+  case $same in skipped|reference|identical) ;; *) verdict=FAIL ;; esac
+  [ "$verdict" = OK ] || fail=$((fail + 1))
+  printf '%-27s %9d bytes (%s KiB, %s%% of budget)  static=%s  run[%s %s]=%d  `%s`: %s  %s\n' "$t" "$size" \
     "$(awk -v s="$size" 'BEGIN{printf "%.1f", s/1024}')" "$(awk -v s="$size" -v b="$budget" 'BEGIN{printf "%.0f", 100*s/b}')" \
-    "$static" "${runner:-native}" "${smoke[*]}" "$rc" "$verdict"
+    "$static" "${runner:-native}" "${smoke[*]}" "$rc" "${compare[*]}" "$same" "$verdict"
   echo "    file: $desc"
   [ "$rc" -eq 0 ] || printf '%s\n' "$out" | head -20 | sed 's/^/    | /'
   sizes+=("${t%%-*}=$size")

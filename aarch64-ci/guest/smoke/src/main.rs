@@ -66,7 +66,11 @@ fn main() {
         std::process::exit(code.parse().unwrap_or(2));
     }
     let mut failed = 0;
-    check("kernel", read("/proc/version").map(|v| v.trim().to_string()), &mut failed);
+    check(
+        "kernel",
+        read("/proc/version").map(|v| v.trim().to_string()),
+        &mut failed,
+    );
     check(
         "kprobe_events",
         if Path::new(&format!("{TRACING}/kprobe_events")).exists() {
