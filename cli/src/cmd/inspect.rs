@@ -1,6 +1,7 @@
 //! `sluice inspect [--disasm] [FILE.o]`: what an object holds, without the kernel.
 
 use crate::{demo, fail::Failure};
+use sluice_core::disasm::Listing;
 use sluice_core::object::map_type_name;
 use sluice_core::probe::Section;
 use sluice_core::Object;
@@ -41,7 +42,7 @@ fn inspect(name: &str, bytes: &[u8], disasm: bool) -> Result<(), Failure> {
 }
 
 /// The text `inspect` prints.
-pub fn render(name: &str, obj: &Object<'_>, _disasm: bool) -> String {
+pub fn render(name: &str, obj: &Object<'_>, disasm: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "object: {name}");
     let _ = writeln!(s, "license: {}", obj.license().unwrap_or("(none)"));
@@ -100,6 +101,12 @@ pub fn render(name: &str, obj: &Object<'_>, _disasm: bool) -> String {
             }
             Section::Title(t) => {
                 let _ = writeln!(s, "      title: {t} (no probe spec)");
+            }
+        }
+        if disasm {
+            let insns: Vec<_> = p.insns().collect();
+            for line in Listing::new(&insns).to_string().lines() {
+                let _ = writeln!(s, "      {line}");
             }
         }
     }

@@ -47,19 +47,6 @@ impl<'a> Elf<'a> {
             header,
             shstrtab: StrTab::empty(),
         };
-        // Every section's extent, once. NOBITS sections occupy no file bytes.
-        for index in 0..header.shnum {
-            let sh = elf.section_unchecked(index);
-            if sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL {
-                let end = sh.offset.checked_add(sh.size);
-                if end.is_none_or(|end| end > data.len() as u64) {
-                    return Err(Error::BadSection {
-                        section: SectionRef::new(index, ""),
-                        what: "contents extend past the end of the file",
-                    });
-                }
-            }
-        }
         if header.shstrndx != 0 {
             let sh = elf.section_unchecked(header.shstrndx);
             let at = SectionRef::new(header.shstrndx, "");
@@ -69,18 +56,57 @@ impl<'a> Elf<'a> {
                     what: "section name table is not SHT_STRTAB",
                 });
             }
-            elf.shstrtab = StrTab::new(elf.section_data_unchecked(&sh), at)?;
-            for index in 0..header.shnum {
-                let sh = elf.section_unchecked(index);
-                if elf.shstrtab.get(sh.name).is_none() {
-                    return Err(Error::BadSection {
-                        section: SectionRef::new(index, ""),
-                        what: "name index outside the section name table, or not valid UTF-8",
-                    });
+            let end = sh.offset.saturating_add(sh.size);
+            let bytes = data
+                .get(sh.offset as usize..)
+                .and_then(|d| d.get(..sh.size as usize));
+            if end > data.len() as u64 || bytes.is_none() {
+                return Err(Error::BadSection {
+                    section: at,
+                    what: "contents extend past the end of the file",
+                });
+            }
+            elf.shstrtab = StrTab::new(bytes.unwrap_or_default(), at)?;
+        }
+        // Every section's extent and name index, once.
+        let names = elf.shstrtab.len() as u64;
+        for index in 0..header.shnum {
+            let sh = elf.section_unchecked(index);
+            let bad = |what| Error::BadSection {
+                section: SectionRef::new(index, ""),
+                what,
+            };
+            if sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL {
+                let end = sh.offset.checked_add(sh.size);
+                if end.is_none_or(|end| end > data.len() as u64) {
+                    return Err(bad("contents extend past the end of the file"));
                 }
+            }
+            if u64::from(sh.name) >= names && !(sh.name == 0 && names == 0) {
+                return Err(bad("name index outside the section name table"));
             }
         }
         Ok(elf)
+    }
+
+    /// A view with no sections, for objects under construction.
+    pub(crate) const fn empty(data: &'a [u8]) -> Self {
+        let header = Header {
+            class: Class::Elf64,
+            endian: Endian::Little,
+            e_type: 0,
+            machine: 0,
+            flags: 0,
+            shoff: 0,
+            shentsize: 0,
+            shnum: 0,
+            shstrndx: 0,
+        };
+        Elf {
+            data,
+            header,
+            shstrtab: StrTab::empty(),
+        }
     }
 
     /// The whole input.
@@ -118,10 +144,17 @@ impl<'a> Elf<'a> {
         (0..self.header.shnum).map(move |i| (i, self.section_unchecked(i)))
     }
 
-    /// The name of a section (empty when the file has no section name table).
+    /// The name of a section; empty when the file has no section name table or the name
+    /// is not UTF-8 (see [`Elf::section_name_bytes`] for the exact bytes).
     #[must_use]
     pub fn section_name(&self, sh: &SectionHeader) -> &'a str {
-        self.shstrtab.get(sh.name).unwrap_or("")
+        core::str::from_utf8(self.section_name_bytes(sh)).unwrap_or("")
+    }
+
+    /// The bytes of a section's name, up to its NUL (index validated in [`Elf::parse`]).
+    #[must_use]
+    pub fn section_name_bytes(&self, sh: &SectionHeader) -> &'a [u8] {
+        self.shstrtab.bytes(sh.name)
     }
 
     /// A [`SectionRef`] for error messages.
@@ -155,6 +188,16 @@ impl<'a> Elf<'a> {
         RelTable::new(self, index, symbols, true)
     }
 
+    /// The REL table in section `index` with its header checked but not its entries: the
+    /// caller checks each entry's symbol index as it reads it.
+    pub(crate) fn rel_table_header(
+        &self,
+        index: u32,
+        symbols: &SymbolTable<'a>,
+    ) -> Result<RelTable<'a>> {
+        RelTable::new(self, index, symbols, false)
+    }
+
     /// The REL table in section `index`, already validated by [`Elf::rel_table`] on this
     /// same input: only the header is re-checked, not every entry.
     pub(crate) fn rel_table_validated(
@@ -165,6 +208,7 @@ impl<'a> Elf<'a> {
         RelTable::new(self, index, symbols, false).ok()
     }
 
+    #[inline]
     fn section_unchecked(&self, index: u32) -> SectionHeader {
         // In range by construction: Header::parse checked shoff + shnum * shentsize.
         let off = self.header.shoff as usize + index as usize * usize::from(self.header.shentsize);
@@ -172,6 +216,7 @@ impl<'a> Elf<'a> {
             .unwrap_or_default()
     }
 
+    #[inline]
     fn section_data_unchecked(&self, sh: &SectionHeader) -> &'a [u8] {
         if sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL {
             return &[];
@@ -199,4 +244,61 @@ where
             offset: off as u64,
             len: core::mem::size_of::<T>() as u64,
         })
+}
+
+/// Fixed-position fields of a record already cut to its full size `N`: with `N` known,
+/// every in-record read compiles to a plain load; a position past the record reads as 0
+/// (callers only use positions inside it).
+#[derive(Clone, Copy)]
+pub(crate) struct Fields<'a, const N: usize> {
+    pub(crate) b: &'a [u8; N],
+    pub(crate) little: bool,
+}
+
+impl<'a, const N: usize> Fields<'a, N> {
+    /// Cuts `N` bytes at `off` of `data`.
+    #[inline]
+    pub(crate) fn at(data: &'a [u8], off: usize, little: bool) -> Option<Self> {
+        let b = data.get(off..off.checked_add(N)?)?.try_into().ok()?;
+        Some(Fields { b, little })
+    }
+    #[inline(always)]
+    fn bytes<const M: usize>(&self, at: usize) -> [u8; M] {
+        let mut out = [0u8; M];
+        if let Some(src) = self.b.get(at..at + M) {
+            out.copy_from_slice(src);
+        }
+        out
+    }
+    #[inline(always)]
+    pub(crate) fn u8(&self, at: usize) -> u8 {
+        self.b.get(at).copied().unwrap_or(0)
+    }
+    #[inline(always)]
+    pub(crate) fn u16(&self, at: usize) -> u16 {
+        let b = self.bytes::<2>(at);
+        if self.little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn u32(&self, at: usize) -> u32 {
+        let b = self.bytes::<4>(at);
+        if self.little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        }
+    }
+    #[inline(always)]
+    pub(crate) fn u64(&self, at: usize) -> u64 {
+        let b = self.bytes::<8>(at);
+        if self.little {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! REL tables (`Elf32_Rel` / `Elf64_Rel`): eBPF objects use relocations without addends.
 
-use super::{read, Class, Elf, SymbolTable, SHT_REL};
+use super::{Class, Elf, Fields, SymbolTable, SHT_REL};
 use crate::error::{Error, Result};
 use scroll::Endian;
 
@@ -37,7 +37,7 @@ impl<'a> RelTable<'a> {
     ) -> Result<Self> {
         let at = elf.section_ref(index);
         let bad = |what| Error::BadSection { section: at, what };
-        let sh = elf.section(index).ok_or(bad("no such section"))?;
+        let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
         if sh.sh_type != SHT_REL {
             return Err(bad("not SHT_REL"));
         }
@@ -60,7 +60,7 @@ impl<'a> RelTable<'a> {
             target: sh.info,
         };
         for i in (0..count).filter(|_| check_entries) {
-            let rel = table.get(i).ok_or(bad("relocation unreadable"))?;
+            let rel = table.get(i).ok_or_else(|| bad("relocation unreadable"))?;
             if rel.sym >= symbols.len() {
                 return Err(Error::BadReloc {
                     section: elf.section_ref(sh.info),
@@ -92,25 +92,27 @@ impl<'a> RelTable<'a> {
             return None;
         }
         let off = index as usize * entry_size(self.class);
-        let (d, e) = (self.data, self.endian);
-        match self.class {
+        let little = self.endian == Endian::Little;
+        Some(match self.class {
             Class::Elf64 => {
-                let info: u64 = read(d, off + 8, e, "relocation").ok()?;
-                Some(Rel {
-                    offset: read(d, off, e, "relocation").ok()?,
+                let f = Fields::<16>::at(self.data, off, little)?;
+                let info = f.u64(8);
+                Rel {
+                    offset: f.u64(0),
                     sym: (info >> 32) as u32,
                     r_type: info as u32,
-                })
+                }
             }
             Class::Elf32 => {
-                let info: u32 = read(d, off + 4, e, "relocation").ok()?;
-                Some(Rel {
-                    offset: read::<u32>(d, off, e, "relocation").ok()?.into(),
+                let f = Fields::<8>::at(self.data, off, little)?;
+                let info = f.u32(4);
+                Rel {
+                    offset: f.u32(0).into(),
                     sym: info >> 8,
                     r_type: info & 0xff,
-                })
+                }
             }
-        }
+        })
     }
 
     /// Iterates over `(index, entry)`.

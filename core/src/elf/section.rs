@@ -1,6 +1,6 @@
 //! Section headers (`Elf32_Shdr` / `Elf64_Shdr`) and string tables.
 
-use super::{read, Class};
+use super::{Class, Fields};
 use crate::error::{Error, Result, SectionRef};
 use scroll::Endian;
 
@@ -58,38 +58,46 @@ impl SectionHeader {
     ///
     /// # Errors
     /// [`Error::Truncated`] when the header does not fit.
+    #[inline]
     pub fn read(data: &[u8], off: usize, class: Class, endian: Endian) -> Result<Self> {
-        const W: &str = "section header";
-        let u32_at = |o: usize| read::<u32>(data, off.saturating_add(o), endian, W);
-        match class {
+        let little = endian == Endian::Little;
+        let truncated = || Error::Truncated {
+            what: "section header",
+            offset: off as u64,
+            len: 64,
+        };
+        Ok(match class {
             Class::Elf64 => {
-                let u64_at = |o: usize| read::<u64>(data, off.saturating_add(o), endian, W);
-                Ok(SectionHeader {
-                    name: u32_at(0)?,
-                    sh_type: u32_at(4)?,
-                    flags: u64_at(8)?,
-                    addr: u64_at(16)?,
-                    offset: u64_at(24)?,
-                    size: u64_at(32)?,
-                    link: u32_at(40)?,
-                    info: u32_at(44)?,
-                    addralign: u64_at(48)?,
-                    entsize: u64_at(56)?,
-                })
+                let f = Fields::<64>::at(data, off, little).ok_or_else(truncated)?;
+                SectionHeader {
+                    name: f.u32(0),
+                    sh_type: f.u32(4),
+                    flags: f.u64(8),
+                    addr: f.u64(16),
+                    offset: f.u64(24),
+                    size: f.u64(32),
+                    link: f.u32(40),
+                    info: f.u32(44),
+                    addralign: f.u64(48),
+                    entsize: f.u64(56),
+                }
             }
-            Class::Elf32 => Ok(SectionHeader {
-                name: u32_at(0)?,
-                sh_type: u32_at(4)?,
-                flags: u32_at(8)?.into(),
-                addr: u32_at(12)?.into(),
-                offset: u32_at(16)?.into(),
-                size: u32_at(20)?.into(),
-                link: u32_at(24)?,
-                info: u32_at(28)?,
-                addralign: u32_at(32)?.into(),
-                entsize: u32_at(36)?.into(),
-            }),
-        }
+            Class::Elf32 => {
+                let f = Fields::<40>::at(data, off, little).ok_or_else(truncated)?;
+                SectionHeader {
+                    name: f.u32(0),
+                    sh_type: f.u32(4),
+                    flags: f.u32(8).into(),
+                    addr: f.u32(12).into(),
+                    offset: f.u32(16).into(),
+                    size: f.u32(20).into(),
+                    link: f.u32(24),
+                    info: f.u32(28),
+                    addralign: f.u32(32).into(),
+                    entsize: f.u32(36).into(),
+                }
+            }
+        })
     }
 
     /// Whether this section holds executable code.
@@ -124,6 +132,26 @@ impl<'a> StrTab<'a> {
                 what: "string table does not end with NUL",
             }),
         }
+    }
+
+    /// Length of the table in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the table is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The bytes of the string at `index`, up to its NUL; empty when out of range.
+    #[must_use]
+    pub fn bytes(&self, index: u32) -> &'a [u8] {
+        let tail = self.data.get(index as usize..).unwrap_or_default();
+        let len = tail.iter().position(|&b| b == 0).unwrap_or(0);
+        tail.get(..len).unwrap_or_default()
     }
 
     /// The string at `index` (up to its NUL), or `None` when out of range or not UTF-8.

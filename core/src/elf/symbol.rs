@@ -1,6 +1,6 @@
 //! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
 
-use super::{read, Class, Elf, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use super::{Class, Elf, Fields, StrTab, SHT_STRTAB, SHT_SYMTAB};
 use crate::error::{Error, Result, SectionRef};
 use scroll::Endian;
 
@@ -64,7 +64,7 @@ impl<'a> SymbolTable<'a> {
     pub(super) fn new(elf: &Elf<'a>, index: u32) -> Result<Self> {
         let at = elf.section_ref(index);
         let bad = |what| Error::BadSection { section: at, what };
-        let sh = elf.section(index).ok_or(bad("no such section"))?;
+        let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
         if sh.sh_type != SHT_SYMTAB {
             return Err(bad("not SHT_SYMTAB"));
         }
@@ -75,7 +75,7 @@ impl<'a> SymbolTable<'a> {
         }
         let strsh = elf
             .section(sh.link)
-            .ok_or(bad("sh_link names no section"))?;
+            .ok_or_else(|| bad("sh_link names no section"))?;
         if strsh.sh_type != SHT_STRTAB {
             return Err(bad("sh_link is not a string table"));
         }
@@ -92,7 +92,7 @@ impl<'a> SymbolTable<'a> {
         };
         let strlen = elf.section_data(&strsh).len() as u64;
         for i in 0..count {
-            let sym = table.get(i).ok_or(bad("symbol unreadable"))?;
+            let sym = table.get(i).ok_or_else(|| bad("symbol unreadable"))?;
             if u64::from(sym.name) >= strlen.max(1) && sym.name != 0 {
                 return Err(Error::BadSymbol {
                     index: i,
@@ -122,26 +122,31 @@ impl<'a> SymbolTable<'a> {
             return None;
         }
         let off = index as usize * entry_size(self.class);
-        let e = self.endian;
-        let d = self.data;
-        match self.class {
-            Class::Elf64 => Some(Symbol {
-                name: read(d, off, e, "symbol").ok()?,
-                info: read(d, off + 4, e, "symbol").ok()?,
-                other: read(d, off + 5, e, "symbol").ok()?,
-                shndx: read(d, off + 6, e, "symbol").ok()?,
-                value: read(d, off + 8, e, "symbol").ok()?,
-                size: read(d, off + 16, e, "symbol").ok()?,
-            }),
-            Class::Elf32 => Some(Symbol {
-                name: read(d, off, e, "symbol").ok()?,
-                value: read::<u32>(d, off + 4, e, "symbol").ok()?.into(),
-                size: read::<u32>(d, off + 8, e, "symbol").ok()?.into(),
-                info: read(d, off + 12, e, "symbol").ok()?,
-                other: read(d, off + 13, e, "symbol").ok()?,
-                shndx: read(d, off + 14, e, "symbol").ok()?,
-            }),
-        }
+        let little = self.endian == Endian::Little;
+        Some(match self.class {
+            Class::Elf64 => {
+                let f = Fields::<24>::at(self.data, off, little)?;
+                Symbol {
+                    name: f.u32(0),
+                    info: f.u8(4),
+                    other: f.u8(5),
+                    shndx: f.u16(6),
+                    value: f.u64(8),
+                    size: f.u64(16),
+                }
+            }
+            Class::Elf32 => {
+                let f = Fields::<16>::at(self.data, off, little)?;
+                Symbol {
+                    name: f.u32(0),
+                    value: f.u32(4).into(),
+                    size: f.u32(8).into(),
+                    info: f.u8(12),
+                    other: f.u8(13),
+                    shndx: f.u16(14),
+                }
+            }
+        })
     }
 
     /// Iterates over `(index, symbol)`.

@@ -15,7 +15,7 @@ pub use maps::{map_type_name, MapDef, MapLayout, MAX_MAP_WORDS};
 pub use programs::Program;
 pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
 
-use crate::elf::{self, Elf, SymbolTable, SHT_REL, SHT_SYMTAB, STT_SECTION};
+use crate::elf::{self, Elf, SymbolTable, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION};
 use crate::error::{Error, Result};
 use heapless::Vec;
 
@@ -47,6 +47,51 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
     pub fn open(bytes: &'a [u8]) -> Result<Self> {
+        let mut obj = Self::new();
+        obj.reopen(bytes)?;
+        Ok(obj)
+    }
+
+    /// An empty object (no programs, no maps), to be filled by [`Object::reopen`].
+    #[must_use]
+    pub const fn new() -> Self {
+        Object {
+            elf: Elf::empty(&[]),
+            symbols: None,
+            license: None,
+            version: None,
+            maps_section: None,
+            map_def_size: 0,
+            maps: Vec::new(),
+            programs: Vec::new(),
+        }
+    }
+
+    /// Opens `bytes` into this object, reusing its storage: what a tool that reads many
+    /// objects, or firmware with one static slot, calls instead of [`Object::open`]. The
+    /// object holds its capacity inline (tens of KiB with the default capacities), so
+    /// `open` pays for initialising and moving it; `reopen` pays for the parse alone.
+    ///
+    /// # Errors
+    /// As [`Object::open`]; on error the object is left empty.
+    pub fn reopen(&mut self, bytes: &'a [u8]) -> Result<()> {
+        self.elf = Elf::empty(bytes);
+        self.symbols = None;
+        self.license = None;
+        self.version = None;
+        self.maps_section = None;
+        self.map_def_size = 0;
+        self.maps.clear();
+        self.programs.clear();
+        let r = self.fill(bytes);
+        if r.is_err() {
+            self.maps.clear();
+            self.programs.clear();
+        }
+        r
+    }
+
+    fn fill(&mut self, bytes: &'a [u8]) -> Result<()> {
         // The seed's rule first: an object in the other byte order is refused as such, not
         // as the garbage its fields read as in ours.
         let object_little = match bytes.get(5) {
@@ -83,69 +128,47 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
             });
         }
         let little = h.is_little_endian();
-        let mut obj = Object {
-            elf,
-            symbols: None,
-            license: None,
-            version: None,
-            maps_section: None,
-            map_def_size: 0,
-            maps: Vec::new(),
-            programs: Vec::new(),
-        };
+        self.elf = elf;
         let mut symtab = None;
-        let mut has_rel = false;
+        let mut rels: Vec<u32, P> = Vec::new();
         // Executable sections; split into programs by their function symbols below.
         let mut execs: Vec<ExecSection<'a>, P> = Vec::new();
         for (index, sh) in elf.sections() {
-            let name = elf.section_name(&sh);
             let at = || elf.section_ref(index);
-            match name {
-                "license" => {
-                    let data = elf.section_data(&sh);
-                    let len = data.iter().position(|&b| b == 0).ok_or(Error::BadSection {
-                        section: at(),
-                        what: "license is not NUL-terminated",
-                    })?;
-                    let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-                    obj.license = Some(text.ok_or(Error::BadSection {
-                        section: at(),
-                        what: "license is not valid UTF-8",
-                    })?);
+            match sh.sh_type {
+                SHT_SYMTAB => {
+                    if symtab.is_some() {
+                        return Err(Error::BadSection {
+                            section: at(),
+                            what: "more than one symbol table",
+                        });
+                    }
+                    symtab = Some(index);
                     continue;
                 }
-                "version" => {
-                    let data: [u8; 4] =
-                        elf.section_data(&sh)
-                            .try_into()
-                            .map_err(|_| Error::BadSection {
-                                section: at(),
-                                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-                            })?;
-                    obj.version = Some(if little {
-                        u32::from_le_bytes(data)
-                    } else {
-                        u32::from_be_bytes(data)
-                    });
+                SHT_REL => {
+                    // Only tables of executable sections are ours; each such section has at
+                    // most one, so there are no more of them than programs.
+                    if elf.section(sh.info).is_some_and(|t| t.is_exec()) {
+                        rels.push(index).map_err(|_| Error::Capacity {
+                            what: "relocation sections",
+                            limit: P as u32,
+                        })?;
+                    }
                     continue;
                 }
-                "maps" => {
-                    obj.maps_section = Some(index);
-                    continue;
-                }
-                _ => {}
+                SHT_PROGBITS => {}
+                _ => continue,
             }
-            if sh.sh_type == SHT_SYMTAB {
-                if symtab.is_some() {
-                    return Err(Error::BadSection {
-                        section: at(),
-                        what: "more than one symbol table",
-                    });
+            let name_bytes = elf.section_name_bytes(&sh);
+            if sh.is_exec() {
+                if sh.size == 0 || sh.size % 8 != 0 {
+                    continue;
                 }
-                symtab = Some(index);
-            } else if sh.sh_type == SHT_REL {
-                has_rel = true;
-            } else if sh.is_exec() && sh.size > 0 && sh.size % 8 == 0 {
+                let name = core::str::from_utf8(name_bytes).map_err(|_| Error::BadSection {
+                    section: at(),
+                    what: "program section name is not valid UTF-8",
+                })?;
                 if name != ".text" {
                     crate::probe::parse(name).map_err(|error| Error::Probe {
                         section: at(),
@@ -162,22 +185,56 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
                     what: "programs",
                     limit: P as u32,
                 })?;
+                continue;
+            }
+            match name_bytes {
+                b"license" => {
+                    let data = elf.section_data(&sh);
+                    let len =
+                        data.iter()
+                            .position(|&b| b == 0)
+                            .ok_or_else(|| Error::BadSection {
+                                section: at(),
+                                what: "license is not NUL-terminated",
+                            })?;
+                    let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+                    self.license = Some(text.ok_or_else(|| Error::BadSection {
+                        section: at(),
+                        what: "license is not valid UTF-8",
+                    })?);
+                }
+                b"version" => {
+                    let data: [u8; 4] =
+                        elf.section_data(&sh)
+                            .try_into()
+                            .map_err(|_| Error::BadSection {
+                                section: at(),
+                                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+                            })?;
+                    self.version = Some(if little {
+                        u32::from_le_bytes(data)
+                    } else {
+                        u32::from_be_bytes(data)
+                    });
+                }
+                b"maps" => self.maps_section = Some(index),
+                _ => {}
             }
         }
         if let Some(index) = symtab {
-            obj.symbols = Some(elf.symbol_table(index)?);
+            self.symbols = Some(elf.symbol_table(index)?);
         }
-        obj.collect_symbols(&mut execs)?;
+        self.collect_symbols(&mut execs)?;
         // Sections without function symbols (hand-written or stripped objects): one program each.
         for e in execs.iter().filter(|e| !e.has_funcs) {
-            obj.push_program(e, None, 0, e.code)?;
+            self.push_program(e, None, 0, e.code)?;
         }
-        obj.programs
+        self.programs
             .sort_unstable_by_key(|p| (p.section_index, p.offset));
-        if has_rel {
-            obj.collect_relocations()?;
+        for &rel in &rels {
+            self.collect_relocations(rel)?;
         }
-        Ok(obj)
+        Ok(())
     }
 
     /// The `license` section's string, if present.
@@ -283,19 +340,19 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
                 let bad = |what| Error::BadSymbol { index: i, what };
                 let name = symbols
                     .name(&sym)
-                    .ok_or(bad("function name is not valid UTF-8"))?;
+                    .ok_or_else(|| bad("function name is not valid UTF-8"))?;
                 let start =
                     usize::try_from(sym.value).map_err(|_| bad("function offset too large"))?;
                 let end = start
                     .checked_add(usize::try_from(sym.size).unwrap_or(usize::MAX))
-                    .ok_or(bad("function size too large"))?;
+                    .ok_or_else(|| bad("function size too large"))?;
                 if start % 8 != 0 || sym.size % 8 != 0 {
                     return Err(bad("function is not aligned to whole instructions"));
                 }
                 let code = e
                     .code
                     .get(start..end)
-                    .ok_or(bad("function extends past the end of its section"))?;
+                    .ok_or_else(|| bad("function extends past the end of its section"))?;
                 if code.is_empty() {
                     continue;
                 }
@@ -345,28 +402,34 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
 
     /// Finds each program's REL section and validates every relocation in it: each entry
     /// belongs to the program whose instructions contain its offset.
-    fn collect_relocations(&mut self) -> Result<()> {
-        for (index, sh) in self.elf.sections() {
-            if sh.sh_type != SHT_REL {
-                continue;
-            }
+    fn collect_relocations(&mut self, index: u32) -> Result<()> {
+        {
+            let sh = self.elf.section(index).unwrap_or_default();
             let first = self.programs.partition_point(|p| p.section_index < sh.info);
             if self
                 .programs
                 .get(first)
                 .is_none_or(|p| p.section_index != sh.info)
             {
-                continue; // .rel.BTF, .rel.debug_*, relocations of data: not ours to check here
+                return Ok(()); // an executable section too small to be a program
             }
-            let symbols = self.symbols.ok_or(Error::BadSection {
+            let symbols = self.symbols.ok_or_else(|| Error::BadSection {
                 section: self.elf.section_ref(index),
                 what: "relocations without a symbol table",
             })?;
-            let table = self.elf.rel_table(index, &symbols)?;
+            let table = self.elf.rel_table_header(index, &symbols)?;
             for (i, rel) in table.iter() {
+                if rel.sym >= symbols.len() {
+                    return Err(Error::BadReloc {
+                        section: self.elf.section_ref(sh.info),
+                        index: i,
+                        insn: rel.offset / 8,
+                        what: "symbol index outside the symbol table",
+                    });
+                }
                 let p = self
                     .program_at(sh.info, rel.offset)
-                    .ok_or(Error::BadReloc {
+                    .ok_or_else(|| Error::BadReloc {
                         section: self.elf.section_ref(sh.info),
                         index: i,
                         insn: rel.offset / 8,
@@ -430,4 +493,10 @@ struct ExecSection<'a> {
     name: &'a str,
     code: &'a [u8],
     has_funcs: bool,
+}
+
+impl<const P: usize, const M: usize> Default for Object<'_, P, M> {
+    fn default() -> Self {
+        Self::new()
+    }
 }

@@ -81,7 +81,7 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
         let rel_off = rel
             .offset
             .checked_sub(u64::from(p.offset))
-            .ok_or(bad("offset before the program"))?;
+            .ok_or_else(|| bad("offset before the program"))?;
         let insn_index = rel_off / 8;
         let count = p.insn_count() as u64;
         if insn_index >= count {
@@ -100,16 +100,16 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
             }
             let map = self
                 .map_index_at(sym.value)
-                .ok_or(bad("map index out of range"))?;
+                .ok_or_else(|| bad("map index out of range"))?;
             RelocKind::Map { map }
         } else {
             match self.elf.section(shndx) {
                 Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
                 Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
-                    let name = self.elf.section_name(&sh);
-                    if name.starts_with(".rodata")
-                        || name.starts_with(".data")
-                        || name.starts_with(".bss")
+                    let name = self.elf.section_name_bytes(&sh);
+                    if name.starts_with(b".rodata")
+                        || name.starts_with(b".data")
+                        || name.starts_with(b".bss")
                     {
                         RelocKind::Data { section: shndx }
                     } else {
