@@ -13,9 +13,15 @@ step_nostd() {
 	cargo build -p sluice-core --locked --target aarch64-unknown-none
 	cargo build -p sluice-core --locked --target aarch64-unknown-none --features defmt
 }
+# targets/ and aarch64-ci/ (see their READMEs): static musl binaries for the three arches, tests
+# under qemu-user, sluice-core on bare-metal aarch64 under QEMU, guest kernels under QEMU TCG.
+step_static() { targets/build-static.sh; }
+step_cross() { aarch64-ci/cross-test.sh; }
+step_nostd_example() { aarch64-ci/host-packages.sh && targets/build-nostd.sh; }
+step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/smoke.sh; }
 step_lockfile() { git diff --exit-code Cargo.lock; }
 
-all=(fmt clippy test nostd lockfile)
+all=(fmt clippy test nostd nostd_example static cross guest lockfile)
 steps=("${@:-${all[@]}}")
 failed=()
 for s in "${steps[@]}"; do
