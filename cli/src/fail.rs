@@ -31,7 +31,6 @@ impl Failure {
     }
 
     /// A runtime failure (kernel, I/O): exit code 1.
-    #[allow(dead_code)]
     pub fn runtime(message: String, detail: Option<String>) -> Self {
         Failure {
             message,

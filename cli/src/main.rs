@@ -4,6 +4,7 @@
 mod cmd;
 mod demo;
 mod fail;
+mod logger;
 
 use std::process::ExitCode;
 
@@ -11,7 +12,9 @@ const USAGE: &str = "\
 sluice: load eBPF filters for perf events
 
 usage:
-  sluice [-v|-vv] inspect [--disasm] [FILE.o]   show an object (default: the embedded demo)
+  sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
+      show an object (default: the embedded demo); --load loads it into the running
+      kernel and prints each program's id, tag and instruction count after the verifier
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
@@ -46,6 +49,7 @@ fn run() -> Result<(), fail::Failure> {
                 return Ok(());
             }
             Some(Value(cmd)) => {
+                logger::init(verbose);
                 let cmd = cmd.string().map_err(fail::usage)?;
                 return match cmd.as_str() {
                     "inspect" => cmd::inspect::run(&mut parser),
@@ -57,7 +61,7 @@ fn run() -> Result<(), fail::Failure> {
             Some(arg) => return Err(fail::usage(arg.unexpected())),
             None => {
                 // No command: run the main job on the built-in default.
-                let _ = verbose;
+                logger::init(verbose);
                 return cmd::inspect::show_default();
             }
         }

@@ -11,10 +11,12 @@ use std::fmt::Write as _;
 pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     use lexopt::prelude::*;
     let mut disasm = false;
+    let mut load = false;
     let mut file = None;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
         match arg {
             Long("disasm") | Short('d') => disasm = true,
+            Long("load") => load = true,
             Value(v) if file.is_none() => file = Some(std::path::PathBuf::from(v)),
             other => return Err(crate::fail::usage(other.unexpected())),
         }
@@ -23,22 +25,63 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         Some(path) => {
             let bytes = std::fs::read(&path)
                 .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
-            inspect(&path.display().to_string(), &bytes, disasm)
+            inspect(&path.display().to_string(), &bytes, disasm, load)
         }
-        None => inspect(demo::NAME, demo::OBJECT, disasm),
+        None => inspect(demo::NAME, demo::OBJECT, disasm, load),
     }
 }
 
 /// `sluice` with no arguments: the embedded demo object.
 pub fn show_default() -> Result<(), Failure> {
-    inspect(demo::NAME, demo::OBJECT, true)
+    inspect(demo::NAME, demo::OBJECT, true, false)
 }
 
-fn inspect(name: &str, bytes: &[u8], disasm: bool) -> Result<(), Failure> {
+fn inspect(name: &str, bytes: &[u8], disasm: bool, load: bool) -> Result<(), Failure> {
     let obj: Object<'_> =
         Object::open(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
     print!("{}", render(name, &obj, disasm));
+    if load {
+        print!("{}", load_report(name, &obj)?);
+    }
     Ok(())
+}
+
+/// Loads every map and program into the running kernel, reports what the kernel says
+/// of each program, and unloads.
+fn load_report(name: &str, obj: &Object<'_>) -> Result<String, Failure> {
+    let loaded = sluice_runtime::load(obj, &sluice_runtime::LoadOptions::default())
+        .map_err(|e| runtime_failure(name, &e))?;
+    let report = loaded.report().map_err(|e| runtime_failure(name, &e))?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "loaded: {} map(s), {} program(s), kern_version {:#x}",
+        loaded.maps().len(),
+        report.len(),
+        loaded.kern_version()
+    );
+    for r in &report {
+        let _ = writeln!(
+            s,
+            "  {} (section '{}'): id {} tag {} insns after verifier {} jited {} bytes",
+            r.name,
+            r.section_name,
+            r.info.id,
+            r.info.tag_hex(),
+            r.info.xlated_insns,
+            r.info.jited_len
+        );
+    }
+    loaded.unload();
+    let _ = writeln!(s, "unloaded");
+    Ok(s)
+}
+
+fn runtime_failure(name: &str, e: &sluice_runtime::Error) -> Failure {
+    let text = e.to_string();
+    let mut lines = text.splitn(2, '\n');
+    let first = lines.next().unwrap_or_default();
+    Failure::runtime(format!("{name}: {first}"), lines.next().map(str::to_string))
 }
 
 /// The text `inspect` prints.
