@@ -1,2 +1,69 @@
-//! The `sluice` command line.
-fn main() {}
+//! The `sluice` command line: wires the runtime to arguments and prints results.
+#![forbid(unsafe_code)]
+
+mod cmd;
+mod demo;
+mod fail;
+mod logger;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+sluice: load eBPF filters for perf events
+
+usage:
+  sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
+      show an object (default: the embedded demo); --load loads it into the running
+      kernel and prints each program's id, tag and instruction count after the verifier
+  sluice --help | --version
+
+exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice: {}", e.message);
+            if let Some(detail) = &e.detail {
+                eprintln!("{detail}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}
+
+fn run() -> Result<(), fail::Failure> {
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    let mut verbose = 0u8;
+    loop {
+        match parser.next().map_err(fail::usage)? {
+            Some(Short('v')) => verbose = verbose.saturating_add(1),
+            Some(Long("verbose")) => verbose = verbose.saturating_add(1),
+            Some(Short('h') | Long("help")) => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            Some(Long("version") | Short('V')) => {
+                println!("sluice {}", env!("CARGO_PKG_VERSION"));
+                return Ok(());
+            }
+            Some(Value(cmd)) => {
+                logger::init(verbose);
+                let cmd = cmd.string().map_err(fail::usage)?;
+                return match cmd.as_str() {
+                    "inspect" => cmd::inspect::run(&mut parser),
+                    other => Err(fail::Failure::usage_msg(format!(
+                        "unknown command '{other}'\n{USAGE}"
+                    ))),
+                };
+            }
+            Some(arg) => return Err(fail::usage(arg.unexpected())),
+            None => {
+                // No command: run the main job on the built-in default.
+                logger::init(verbose);
+                return cmd::inspect::show_default();
+            }
+        }
+    }
+}

@@ -154,7 +154,12 @@ pub enum Error {
         limit: u32,
     },
     /// A section name or argument spec does not parse.
-    Probe(crate::probe::ProbeError),
+    Probe {
+        /// The program section whose name it is.
+        section: SectionRef,
+        /// Where in the name, and what.
+        error: crate::probe::ProbeError,
+    },
     /// A request the caller made does not fit the object (unknown program, missing fd ...).
     Usage {
         /// What is wrong.
@@ -171,12 +176,6 @@ pub enum Error {
         /// Instruction index, relocation index or offset.
         at: u64,
     },
-}
-
-impl From<crate::probe::ProbeError> for Error {
-    fn from(e: crate::probe::ProbeError) -> Self {
-        Error::Probe(e)
-    }
 }
 
 impl fmt::Display for Error {
@@ -211,7 +210,7 @@ impl fmt::Display for Error {
             Error::Capacity { what, limit } => {
                 write!(f, "capacity exhausted: more than {limit} {what}")
             }
-            Error::Probe(e) => write!(f, "{e}"),
+            Error::Probe { section, error } => write!(f, "{section}: {error}"),
             Error::Usage { what, value } => write!(f, "{what} ({value})"),
             Error::Unsupported { what, section, at } => {
                 write!(f, "{section}: unsupported {what} at {at}")

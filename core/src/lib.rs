@@ -36,4 +36,5 @@ pub mod probe;
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
+pub use object::{MapDef, Object, Program};
 pub use probe::ProbeSpec;

@@ -1,1 +1,12 @@
 //! `sluice-runtime`: the std half of sluice — syscalls, loader, probes, attach, rings.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod error;
+pub mod loader;
+pub mod maps;
+pub mod sys;
+
+pub use error::{Error, Result};
+pub use loader::{load, LoadOptions, LoadedObject, LoadedProgram, ProgInfo};
+pub use maps::{Map, MapSpec, Plain, UpdateMode};

@@ -7,6 +7,37 @@
 pub mod encode;
 pub mod opcode;
 
+/// Register numbers, for the constructors in [`encode`].
+///
+/// `r0` return value and helper result, `r1`..`r5` arguments (clobbered by calls),
+/// `r6`..`r9` callee-saved, `r10` the read-only frame pointer.
+pub mod reg {
+    /// Return value; helper results.
+    pub const R0: u8 = 0;
+    /// First argument; the context on entry.
+    pub const R1: u8 = 1;
+    /// Second argument.
+    pub const R2: u8 = 2;
+    /// Third argument.
+    pub const R3: u8 = 3;
+    /// Fourth argument.
+    pub const R4: u8 = 4;
+    /// Fifth argument.
+    pub const R5: u8 = 5;
+    /// Callee-saved.
+    pub const R6: u8 = 6;
+    /// Callee-saved.
+    pub const R7: u8 = 7;
+    /// Callee-saved.
+    pub const R8: u8 = 8;
+    /// Callee-saved.
+    pub const R9: u8 = 9;
+    /// Frame pointer (read-only; the stack grows down from it, 512 bytes).
+    pub const R10: u8 = 10;
+    /// The frame pointer, [`R10`].
+    pub const FP: u8 = R10;
+}
+
 /// One eBPF instruction (`struct bpf_insn`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

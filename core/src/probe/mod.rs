@@ -90,7 +90,7 @@ impl fmt::Display for ProbeError {
 /// What a section name says.
 // No heap to box the probe into; a `Section` is short-lived (objects store names and re-parse).
 #[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Section<'a> {
     /// A probe to create and attach to.
@@ -274,7 +274,7 @@ impl fmt::Display for Args<'_> {
 /// A parsed probe definition. Built only by [`parse`], so its parts are consistent: a return
 /// probe has [`Place::Return`], typed arguments sit at a function entry, `$retval` only in a
 /// return probe, and at most [`MAX_FETCHED_ARGS`] fetched arguments.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ProbeSpec<'a> {
     kind: ProbeKind,

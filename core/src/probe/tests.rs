@@ -929,10 +929,13 @@ fn error_display_is_one_based() {
         e.to_string(),
         "probe spec, column 8: expected a function name"
     );
-    let e: crate::Error = e.into();
+    let e = crate::Error::Probe {
+        section: crate::SectionRef::new(3, "kprobe/"),
+        error: e,
+    };
     assert_eq!(
         e.to_string(),
-        "probe spec, column 8: expected a function name"
+        "section #3 'kprobe/': probe spec, column 8: expected a function name"
     );
 }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The named CI steps. `bash .ci/steps.sh [STEP ...]` runs the given steps (default: all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SLUICE_REQUIRE_KERNEL=1
+export CARGO_TERM_COLOR=never
+
+step_fmt() { cargo fmt --all -- --check; }
+step_clippy() { cargo clippy --workspace --all-targets --locked -- -D warnings; }
+# The README's test command, with kernel tests required.
+step_test() { cargo test --workspace --locked; }
+step_nostd() {
+	cargo build -p sluice-core --locked --target aarch64-unknown-none
+	cargo build -p sluice-core --locked --target aarch64-unknown-none --features defmt
+}
+# i386 for real: the runtime's kernel tests built for i686 run natively on this x86_64
+# kernel (IA32 emulation), so bpf() is syscall 357 through `int 0x80`.
+step_i686() { cargo test --locked -p sluice-core -p sluice-runtime --target i686-unknown-linux-musl; }
+# targets/ and aarch64-ci/ (see their READMEs): static musl binaries for the three arches, tests
+# under qemu-user, sluice-core on bare-metal aarch64 under QEMU, guest kernels under QEMU TCG.
+step_static() { targets/build-static.sh; }
+step_cross() { aarch64-ci/cross-test.sh; }
+step_nostd_example() { aarch64-ci/host-packages.sh && targets/build-nostd.sh; }
+step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/smoke.sh; }
+step_lockfile() { git diff --exit-code Cargo.lock; }
+
+all=(fmt clippy test nostd i686 nostd_example static cross guest lockfile)
+steps=("${@:-${all[@]}}")
+failed=()
+for s in "${steps[@]}"; do
+	echo "=== [ci] step: $s"
+	start=$(date +%s)
+	if "step_$s"; then
+		echo "=== [ci] step: $s ok ($(($(date +%s) - start)) s)"
+	else
+		echo "=== [ci] step: $s FAILED"
+		failed+=("$s")
+	fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "=== [ci] FAILED: ${failed[*]}"
+	exit 1
+fi
+echo "=== [ci] all steps passed: ${steps[*]}"

@@ -1,0 +1,157 @@
+//! `sluice inspect [--disasm] [FILE.o]`: what an object holds, without the kernel.
+
+use crate::{demo, fail::Failure};
+use sluice_core::disasm::Listing;
+use sluice_core::object::map_type_name;
+use sluice_core::probe::Section;
+use sluice_core::Object;
+use std::fmt::Write as _;
+
+/// Parses `inspect`'s arguments and runs it.
+pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
+    use lexopt::prelude::*;
+    let mut disasm = false;
+    let mut load = false;
+    let mut file = None;
+    while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        match arg {
+            Long("disasm") | Short('d') => disasm = true,
+            Long("load") => load = true,
+            Value(v) if file.is_none() => file = Some(std::path::PathBuf::from(v)),
+            other => return Err(crate::fail::usage(other.unexpected())),
+        }
+    }
+    match file {
+        Some(path) => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
+            inspect(&path.display().to_string(), &bytes, disasm, load)
+        }
+        None => inspect(demo::NAME, demo::OBJECT, disasm, load),
+    }
+}
+
+/// `sluice` with no arguments: the embedded demo object.
+pub fn show_default() -> Result<(), Failure> {
+    inspect(demo::NAME, demo::OBJECT, true, false)
+}
+
+fn inspect(name: &str, bytes: &[u8], disasm: bool, load: bool) -> Result<(), Failure> {
+    let obj: Object<'_> =
+        Object::open(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+    print!("{}", render(name, &obj, disasm));
+    if load {
+        print!("{}", load_report(name, &obj)?);
+    }
+    Ok(())
+}
+
+/// Loads every map and program into the running kernel, reports what the kernel says
+/// of each program, and unloads.
+fn load_report(name: &str, obj: &Object<'_>) -> Result<String, Failure> {
+    let loaded = sluice_runtime::load(obj, &sluice_runtime::LoadOptions::default())
+        .map_err(|e| runtime_failure(name, &e))?;
+    let report = loaded.report().map_err(|e| runtime_failure(name, &e))?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "loaded: {} map(s), {} program(s), kern_version {:#x}",
+        loaded.maps().len(),
+        report.len(),
+        loaded.kern_version()
+    );
+    for r in &report {
+        let _ = writeln!(
+            s,
+            "  {} (section '{}'): id {} tag {} insns after verifier {} jited {} bytes",
+            r.name,
+            r.section_name,
+            r.info.id,
+            r.info.tag_hex(),
+            r.info.xlated_insns,
+            r.info.jited_len
+        );
+    }
+    loaded.unload();
+    let _ = writeln!(s, "unloaded");
+    Ok(s)
+}
+
+fn runtime_failure(name: &str, e: &sluice_runtime::Error) -> Failure {
+    let text = e.to_string();
+    let mut lines = text.splitn(2, '\n');
+    let first = lines.next().unwrap_or_default();
+    Failure::runtime(format!("{name}: {first}"), lines.next().map(str::to_string))
+}
+
+/// The text `inspect` prints.
+pub fn render(name: &str, obj: &Object<'_>, disasm: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "object: {name}");
+    let _ = writeln!(s, "license: {}", obj.license().unwrap_or("(none)"));
+    match obj.version() {
+        Some(v) => {
+            let _ = writeln!(
+                s,
+                "version: {v:#x} ({}.{}.{})",
+                v >> 16,
+                (v >> 8) & 0xff,
+                v & 0xff
+            );
+        }
+        None => {
+            let _ = writeln!(s, "version: (none)");
+        }
+    }
+    let _ = writeln!(s, "maps: {}", obj.maps().len());
+    for (i, m) in obj.maps().iter().enumerate() {
+        let ty = map_type_name(m.map_type).unwrap_or("unknown");
+        let _ = write!(
+            s,
+            "  [{i}] {} type={ty}({}) key={} value={} max_entries={}",
+            m.name, m.map_type, m.key_size, m.value_size, m.max_entries
+        );
+        if let Some(f) = m.map_flags {
+            let _ = write!(s, " flags={f:#x}");
+        }
+        for (label, v) in [
+            ("inner_map_idx", m.inner_map_idx),
+            ("id", m.id),
+            ("pinning", m.pinning),
+            ("inner_id", m.inner_id),
+            ("inner_idx", m.inner_idx),
+        ] {
+            if let Some(v) = v {
+                let _ = write!(s, " {label}={v}");
+            }
+        }
+        let _ = writeln!(s, " ({}-byte def)", m.layout.size());
+    }
+    let _ = writeln!(s, "programs: {}", obj.programs().len());
+    for (i, p) in obj.programs().iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  [{i}] section '{}' function {} insns={} relocs={} (maps {})",
+            p.section_name,
+            p.name.unwrap_or("(none)"),
+            p.insn_count(),
+            p.reloc_count(),
+            p.map_reloc_count()
+        );
+        match p.section() {
+            Section::Probe(spec) => {
+                let _ = writeln!(s, "      probe: {spec:?}");
+            }
+            Section::Title(t) => {
+                let _ = writeln!(s, "      title: {t} (no probe spec)");
+            }
+        }
+        if disasm {
+            let insns: Vec<_> = p.insns().collect();
+            for line in Listing::new(&insns).to_string().lines() {
+                let _ = writeln!(s, "      {line}");
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,9 @@
+//! 32-bit x86 (also under IA32 emulation) tables.
+
+/// `__NR_bpf` (`arch/x86/entry/syscalls/syscall_32.tbl`).
+#[doc(alias = "__NR_bpf")]
+pub const SYS_BPF: u32 = 357;
+
+/// `__NR_perf_event_open` (`arch/x86/entry/syscalls/syscall_32.tbl`).
+#[doc(alias = "__NR_perf_event_open")]
+pub const SYS_PERF_EVENT_OPEN: u32 = 336;

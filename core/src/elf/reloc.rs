@@ -1,0 +1,129 @@
+//! REL tables (`Elf32_Rel` / `Elf64_Rel`): eBPF objects use relocations without addends.
+
+use super::{Class, Elf, Fields, SymbolTable, SHT_REL};
+use crate::error::{Error, Result};
+use scroll::Endian;
+
+/// One relocation entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rel {
+    /// Byte offset inside the section the table applies to.
+    pub offset: u64,
+    /// Symbol index (validated in range of the linked symbol table).
+    pub sym: u32,
+    /// Relocation type (`R_BPF_64_64` = 1 on `ld_imm64`, `R_BPF_64_32` = 10 on calls ...).
+    pub r_type: u32,
+}
+
+/// A validated REL table: entry size, count and every symbol index checked once.
+#[derive(Clone, Copy, Debug)]
+pub struct RelTable<'a> {
+    data: &'a [u8],
+    class: Class,
+    endian: Endian,
+    count: u32,
+    /// Section index of this table.
+    pub section: u32,
+    /// Section the relocations apply to (`sh_info`).
+    pub target: u32,
+}
+
+impl<'a> RelTable<'a> {
+    pub(super) fn new(
+        elf: &Elf<'a>,
+        index: u32,
+        symbols: &SymbolTable<'a>,
+        check_entries: bool,
+    ) -> Result<Self> {
+        let at = elf.section_ref(index);
+        let bad = |what| Error::BadSection { section: at, what };
+        let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
+        if sh.sh_type != SHT_REL {
+            return Err(bad("not SHT_REL"));
+        }
+        if sh.link != symbols.section {
+            return Err(bad("sh_link is not the symbol table"));
+        }
+        let class = elf.header().class;
+        let entsize = entry_size(class);
+        if (sh.entsize != 0 && sh.entsize != entsize as u64) || sh.size % entsize as u64 != 0 {
+            return Err(bad("relocation entry size does not match the ELF class"));
+        }
+        let data = elf.section_data(&sh);
+        let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many relocations"))?;
+        let table = RelTable {
+            data,
+            class,
+            endian: elf.endian(),
+            count,
+            section: index,
+            target: sh.info,
+        };
+        for i in (0..count).filter(|_| check_entries) {
+            let rel = table.get(i).ok_or_else(|| bad("relocation unreadable"))?;
+            if rel.sym >= symbols.len() {
+                return Err(Error::BadReloc {
+                    section: elf.section_ref(sh.info),
+                    index: i,
+                    insn: rel.offset / 8,
+                    what: "symbol index outside the symbol table",
+                });
+            }
+        }
+        Ok(table)
+    }
+
+    /// Number of entries.
+    #[must_use]
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether the table is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Entry `index`, or `None` past the table.
+    #[must_use]
+    pub fn get(&self, index: u32) -> Option<Rel> {
+        if index >= self.count {
+            return None;
+        }
+        let off = index as usize * entry_size(self.class);
+        let little = self.endian == Endian::Little;
+        Some(match self.class {
+            Class::Elf64 => {
+                let f = Fields::<16>::at(self.data, off, little)?;
+                let info = f.u64(8);
+                Rel {
+                    offset: f.u64(0),
+                    sym: (info >> 32) as u32,
+                    r_type: info as u32,
+                }
+            }
+            Class::Elf32 => {
+                let f = Fields::<8>::at(self.data, off, little)?;
+                let info = f.u32(4);
+                Rel {
+                    offset: f.u32(0).into(),
+                    sym: info >> 8,
+                    r_type: info & 0xff,
+                }
+            }
+        })
+    }
+
+    /// Iterates over `(index, entry)`.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Rel)> + '_ {
+        (0..self.count).filter_map(move |i| Some((i, self.get(i)?)))
+    }
+}
+
+fn entry_size(class: Class) -> usize {
+    match class {
+        Class::Elf32 => 8,
+        Class::Elf64 => 16,
+    }
+}

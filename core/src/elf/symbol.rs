@@ -1,0 +1,175 @@
+//! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
+
+use super::{Class, Elf, Fields, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use crate::error::{Error, Result, SectionRef};
+use scroll::Endian;
+
+/// Local binding.
+pub const STB_LOCAL: u8 = 0;
+/// Global binding.
+pub const STB_GLOBAL: u8 = 1;
+/// Symbol type not specified.
+pub const STT_NOTYPE: u8 = 0;
+/// Data object.
+pub const STT_OBJECT: u8 = 1;
+/// Function.
+pub const STT_FUNC: u8 = 2;
+/// Section symbol.
+pub const STT_SECTION: u8 = 3;
+
+/// One symbol, widened to 64-bit fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Symbol {
+    /// Offset of the name in the linked string table (validated in range).
+    pub name: u32,
+    /// `st_info`: binding (high nibble) and type (low nibble).
+    pub info: u8,
+    /// `st_other` (visibility).
+    pub other: u8,
+    /// Index of the section the symbol is defined in.
+    pub shndx: u16,
+    /// Value: for a relocatable object, the offset inside its section.
+    pub value: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl Symbol {
+    /// `STT_*` type.
+    #[must_use]
+    pub fn kind(&self) -> u8 {
+        self.info & 0xf
+    }
+
+    /// `STB_*` binding.
+    #[must_use]
+    pub fn bind(&self) -> u8 {
+        self.info >> 4
+    }
+}
+
+/// A validated symbol table: entry size, count and every name index checked once.
+#[derive(Clone, Copy, Debug)]
+pub struct SymbolTable<'a> {
+    data: &'a [u8],
+    strtab: StrTab<'a>,
+    class: Class,
+    endian: Endian,
+    count: u32,
+    /// Section index of the table.
+    pub section: u32,
+}
+
+impl<'a> SymbolTable<'a> {
+    pub(super) fn new(elf: &Elf<'a>, index: u32) -> Result<Self> {
+        let at = elf.section_ref(index);
+        let bad = |what| Error::BadSection { section: at, what };
+        let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
+        if sh.sh_type != SHT_SYMTAB {
+            return Err(bad("not SHT_SYMTAB"));
+        }
+        let class = elf.header().class;
+        let entsize = entry_size(class);
+        if sh.entsize != entsize as u64 || sh.size % entsize as u64 != 0 {
+            return Err(bad("symbol table entry size does not match the ELF class"));
+        }
+        let strsh = elf
+            .section(sh.link)
+            .ok_or_else(|| bad("sh_link names no section"))?;
+        if strsh.sh_type != SHT_STRTAB {
+            return Err(bad("sh_link is not a string table"));
+        }
+        let strtab = StrTab::new(elf.section_data(&strsh), elf.section_ref(sh.link))?;
+        let data = elf.section_data(&sh);
+        let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many symbols"))?;
+        let table = SymbolTable {
+            data,
+            strtab,
+            class,
+            endian: elf.endian(),
+            count,
+            section: index,
+        };
+        let strlen = elf.section_data(&strsh).len() as u64;
+        for i in 0..count {
+            let sym = table.get(i).ok_or_else(|| bad("symbol unreadable"))?;
+            if u64::from(sym.name) >= strlen.max(1) && sym.name != 0 {
+                return Err(Error::BadSymbol {
+                    index: i,
+                    what: "name index outside the string table",
+                });
+            }
+        }
+        Ok(table)
+    }
+
+    /// Number of symbols (including the null symbol 0).
+    #[must_use]
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether the table holds no symbol at all.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Symbol `index`, or `None` past the table.
+    #[must_use]
+    pub fn get(&self, index: u32) -> Option<Symbol> {
+        if index >= self.count {
+            return None;
+        }
+        let off = index as usize * entry_size(self.class);
+        let little = self.endian == Endian::Little;
+        Some(match self.class {
+            Class::Elf64 => {
+                let f = Fields::<24>::at(self.data, off, little)?;
+                Symbol {
+                    name: f.u32(0),
+                    info: f.u8(4),
+                    other: f.u8(5),
+                    shndx: f.u16(6),
+                    value: f.u64(8),
+                    size: f.u64(16),
+                }
+            }
+            Class::Elf32 => {
+                let f = Fields::<16>::at(self.data, off, little)?;
+                Symbol {
+                    name: f.u32(0),
+                    value: f.u32(4).into(),
+                    size: f.u32(8).into(),
+                    info: f.u8(12),
+                    other: f.u8(13),
+                    shndx: f.u16(14),
+                }
+            }
+        })
+    }
+
+    /// Iterates over `(index, symbol)`.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Symbol)> + '_ {
+        (0..self.count).filter_map(move |i| Some((i, self.get(i)?)))
+    }
+
+    /// The name of a symbol; `None` when it is not valid UTF-8.
+    #[must_use]
+    pub fn name(&self, sym: &Symbol) -> Option<&'a str> {
+        self.strtab.get(sym.name)
+    }
+
+    /// A reference to the table's section for errors.
+    #[must_use]
+    pub fn section_ref(&self) -> SectionRef {
+        SectionRef::new(self.section, ".symtab")
+    }
+}
+
+fn entry_size(class: Class) -> usize {
+    match class {
+        Class::Elf32 => 16,
+        Class::Elf64 => 24,
+    }
+}

@@ -1,0 +1,236 @@
+//! Relocations: classified and validated at open, re-read from the REL table when a
+//! program is written out.
+
+use super::{Object, Program};
+use crate::elf::{Rel, RelTable, Symbol, SHT_NOBITS, SHT_PROGBITS};
+use crate::error::{Error, Result, SectionRef};
+use crate::insn::{opcode, Insn};
+
+/// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
+#[doc(alias = "BPF_PSEUDO_MAP_FD")]
+pub const PSEUDO_MAP_FD: u8 = 1;
+
+/// `R_BPF_64_64`: 64-bit immediate of `ld_imm64`.
+pub const R_BPF_64_64: u32 = 1;
+/// `R_BPF_64_32`: call immediate (bpf-to-bpf call).
+pub const R_BPF_64_32: u32 = 10;
+
+/// What a relocation of a program refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RelocKind {
+    /// A map of the legacy `maps` section, by index in [`Object::maps`].
+    Map {
+        /// Map index.
+        map: u32,
+    },
+    /// Code in an executable section (bpf-to-bpf call or function address).
+    Code {
+        /// Section of the callee.
+        section: u32,
+    },
+    /// Global data (`.rodata`, `.data`, `.bss` ...).
+    Data {
+        /// Section of the data.
+        section: u32,
+    },
+    /// A symbol in another section (BTF-defined `.maps`, ...).
+    Other {
+        /// Section of the symbol.
+        section: u32,
+    },
+    /// An undefined symbol (`extern`: kfuncs, `.kconfig`).
+    Extern,
+}
+
+/// One relocation of a program, validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Reloc {
+    /// Index in its REL section.
+    pub index: u32,
+    /// Instruction index it patches.
+    pub insn: u32,
+    /// ELF relocation type.
+    pub r_type: u32,
+    /// Symbol index.
+    pub sym: u32,
+    /// What it refers to.
+    pub kind: RelocKind,
+}
+
+impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
+    /// Classifies and checks one relocation of program `p` (its offset is relative to
+    /// the section; the instruction index in the result is relative to the program).
+    pub(super) fn classify(
+        &self,
+        p: &Program<'a>,
+        index: u32,
+        rel: Rel,
+        sym: &Symbol,
+    ) -> Result<Reloc> {
+        let bad = |what| Error::BadReloc {
+            section: self.elf.section_ref(p.section_index),
+            index,
+            insn: rel.offset / 8,
+            what,
+        };
+        if rel.offset % 8 != 0 {
+            return Err(bad("offset is not on an instruction boundary"));
+        }
+        let rel_off = rel
+            .offset
+            .checked_sub(u64::from(p.offset))
+            .ok_or_else(|| bad("offset before the program"))?;
+        let insn_index = rel_off / 8;
+        let count = p.insn_count() as u64;
+        if insn_index >= count {
+            return Err(bad("offset past the end of the program"));
+        }
+        let insn = p.insn(insn_index as usize).unwrap_or_default();
+        let shndx = u32::from(sym.shndx);
+        let kind = if shndx == 0 {
+            RelocKind::Extern
+        } else if Some(shndx) == self.maps_section {
+            if insn.code != opcode::LD_IMM64 {
+                return Err(bad("map relocation on an instruction that is not ld_imm64"));
+            }
+            if insn_index + 1 >= count {
+                return Err(bad("ld_imm64 is missing its second slot"));
+            }
+            let map = self
+                .map_index_at(sym.value)
+                .ok_or_else(|| bad("map index out of range"))?;
+            RelocKind::Map { map }
+        } else {
+            match self.elf.section(shndx) {
+                Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
+                Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
+                    let name = self.elf.section_name_bytes(&sh);
+                    if name.starts_with(b".rodata")
+                        || name.starts_with(b".data")
+                        || name.starts_with(b".bss")
+                    {
+                        RelocKind::Data { section: shndx }
+                    } else {
+                        RelocKind::Other { section: shndx }
+                    }
+                }
+                Some(_) => RelocKind::Other { section: shndx },
+                // Reserved indices (SHN_ABS, SHN_COMMON ...) or past the table.
+                None => RelocKind::Other { section: shndx },
+            }
+        };
+        Ok(Reloc {
+            index,
+            insn: insn_index as u32,
+            r_type: rel.r_type,
+            sym: rel.sym,
+            kind,
+        })
+    }
+
+    /// The relocations of program `prog` (an index into [`Object::programs`]), re-read
+    /// from the REL table. They were validated at open, so none is skipped.
+    pub fn relocations(&self, prog: usize) -> impl Iterator<Item = Reloc> + use<'_, 'a, P, M> {
+        let p = self.programs.get(prog);
+        let table = p.and_then(|p| self.rel_table_of(p.rel_section?));
+        let symbols = self.symbols;
+        table.into_iter().flat_map(move |t: RelTable<'a>| {
+            let p = p.copied();
+            (0..t.len()).filter_map(move |i| {
+                let p = p?;
+                let rel = t.get(i)?;
+                let end = u64::from(p.offset) + p.code.len() as u64;
+                if rel.offset < u64::from(p.offset) || rel.offset >= end {
+                    return None; // another program of the same section
+                }
+                let sym = symbols?.get(rel.sym)?;
+                self.classify(&p, i, rel, &sym).ok()
+            })
+        })
+    }
+
+    /// Writes `prologue` and then program `prog`'s instructions into `out`, with every map
+    /// load patched to `src_reg = BPF_PSEUDO_MAP_FD`, `imm = map_fds[map]`. Relocation
+    /// indices shift by `prologue.len()`. Returns the number of instructions written.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a program index past the object, a map without an fd in
+    /// `map_fds`; [`Error::Capacity`] when `out` is too small; [`Error::Unsupported`] for
+    /// relocations of kinds this version does not link yet (calls, global data, externs).
+    pub fn relocate(
+        &self,
+        prog: usize,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Result<usize> {
+        let p = self.programs.get(prog).ok_or(Error::Usage {
+            what: "no such program",
+            value: prog as u64,
+        })?;
+        let total = prologue.len() + p.insn_count();
+        let limit = out.len() as u32;
+        let dst = out.get_mut(..total).ok_or(Error::Capacity {
+            what: "instructions in the output buffer",
+            limit,
+        })?;
+        let (head, body) = dst.split_at_mut(prologue.len());
+        head.copy_from_slice(prologue);
+        for (slot, insn) in body.iter_mut().zip(p.insns()) {
+            *slot = insn;
+        }
+        for r in self.relocations(prog) {
+            match r.kind {
+                RelocKind::Map { map } => {
+                    let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
+                        what: "no fd given for map",
+                        value: map.into(),
+                    })?;
+                    let at = r.insn as usize;
+                    if let Some(slot) = body.get_mut(at) {
+                        slot.src = PSEUDO_MAP_FD;
+                        slot.imm = fd;
+                    }
+                    if let Some(next) = body.get_mut(at + 1) {
+                        next.imm = 0;
+                    }
+                }
+                RelocKind::Code { .. } => {
+                    return Err(self.unsupported("bpf-to-bpf call relocation", p.section_index, r))
+                }
+                RelocKind::Data { .. } => {
+                    return Err(self.unsupported("global data relocation", p.section_index, r))
+                }
+                RelocKind::Other { .. } => {
+                    return Err(self.unsupported(
+                        "relocation against a non-map section",
+                        p.section_index,
+                        r,
+                    ))
+                }
+                RelocKind::Extern => {
+                    return Err(self.unsupported(
+                        "relocation against an extern symbol",
+                        p.section_index,
+                        r,
+                    ))
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    fn unsupported(&self, what: &'static str, section: u32, r: Reloc) -> Error {
+        Error::Unsupported {
+            what,
+            section: self.section_ref(section),
+            at: r.insn.into(),
+        }
+    }
+
+    pub(super) fn section_ref(&self, index: u32) -> SectionRef {
+        self.elf.section_ref(index)
+    }
+}

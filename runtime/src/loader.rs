@@ -1,0 +1,670 @@
+//! The load phase: an opened [`Object`] in, maps and programs in the kernel out.
+//!
+//! The order is the seed's (create maps, relocate, load programs), with what kernels since
+//! then added: the program type from the section name, the verifier log retried at the
+//! size the kernel reports (`log_true_size`, Linux 6.4), names for maps and programs, and
+//! errors that say which capability or kernel feature is missing. The object is never
+//! re-parsed: loading again after [`LoadedObject::unload`] reuses the same [`Object`].
+
+use crate::error::{Error, Result};
+use crate::maps::{Map, MapSpec};
+use crate::sys::bpf::{self as sys, LogRequest, ProgLoad};
+use rustix::io::Errno;
+use sluice_core::object::{MapDef, Object, Program};
+use sluice_core::perf::abi::{map_type, object_name, prog_type, ProgInfoRaw, BPF_TAG_SIZE};
+use sluice_core::Insn;
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+/// The seed's log buffer size (`BPF_LOG_BUF_SIZE`, 64 KiB): the first size tried.
+pub const DEFAULT_LOG_SIZE: usize = 64 * 1024;
+/// Largest log buffer the loader grows to (16 MiB).
+pub const MAX_LOG_SIZE: usize = 16 * 1024 * 1024;
+
+/// How to load an object.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Type for programs whose section name implies none (an opaque title): `KPROBE`, as
+    /// the seed loaded everything.
+    pub default_prog_type: u32,
+    /// Force this type on every program, whatever the section says.
+    pub prog_type: Option<u32>,
+    /// `kern_version` to pass; `None`: the object's `version` section, else the running
+    /// kernel's release.
+    pub kern_version: Option<u32>,
+    /// Verifier log level of the retry after a failure (1; 2 prints every instruction).
+    pub log_level: u32,
+    /// First log buffer size of the retry.
+    pub log_size: usize,
+    /// Instructions to put before each program, indexed like [`Object::programs`]
+    /// (missing or empty: none).
+    pub prologues: Vec<Vec<Insn>>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            default_prog_type: prog_type::KPROBE,
+            prog_type: None,
+            kern_version: None,
+            log_level: 1,
+            log_size: DEFAULT_LOG_SIZE,
+            prologues: Vec::new(),
+        }
+    }
+}
+
+/// The program type a section name implies, or `None` for an opaque title.
+///
+/// `kprobe/`, `kretprobe/`, `uprobe/`, `uretprobe/` and the seed's perf form are all
+/// `BPF_PROG_TYPE_KPROBE`; `tracepoint/` and `tp/` are `TRACEPOINT`.
+#[must_use]
+pub fn section_prog_type(section: &str) -> Option<u32> {
+    const TABLE: &[(&str, u32)] = &[
+        ("kprobe/", prog_type::KPROBE),
+        ("kretprobe/", prog_type::KPROBE),
+        ("uprobe/", prog_type::KPROBE),
+        ("uretprobe/", prog_type::KPROBE),
+        ("uprobe", prog_type::KPROBE),
+        ("kprobe", prog_type::KPROBE),
+        ("tracepoint/", prog_type::TRACEPOINT),
+        ("tp/", prog_type::TRACEPOINT),
+        ("raw_tracepoint/", prog_type::RAW_TRACEPOINT),
+        ("raw_tp/", prog_type::RAW_TRACEPOINT),
+        ("perf_event", prog_type::PERF_EVENT),
+        ("socket", prog_type::SOCKET_FILTER),
+        ("xdp", prog_type::XDP),
+        ("classifier", prog_type::SCHED_CLS),
+        ("tc", prog_type::SCHED_CLS),
+        ("action", prog_type::SCHED_ACT),
+    ];
+    TABLE
+        .iter()
+        .find(|(p, _)| section.starts_with(p))
+        .map(|&(_, t)| t)
+}
+
+/// `KERNEL_VERSION(a, b, c)` from a release string such as `6.18.44-fc-v657`, with `c`
+/// capped at 255 as the kernel's own macro does since 4.9.256 (`None` if no `a.b` prefix).
+#[must_use]
+pub fn parse_kernel_release(release: &str) -> Option<u32> {
+    let mut nums = release.split(['.', '-', '+', '_']).map(|p| {
+        let digits: &str = p.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("");
+        digits.parse::<u32>().ok()
+    });
+    let a = nums.next()??;
+    let b = nums.next()??;
+    let c = nums.next().flatten().unwrap_or(0);
+    (a <= 255 && b <= 255).then(|| (a << 16) | (b << 8) | c.min(255))
+}
+
+/// The running kernel's `KERNEL_VERSION` from `uname -r`.
+#[must_use]
+pub fn running_kernel_version() -> Option<u32> {
+    let u = rustix::system::uname();
+    parse_kernel_release(&u.release().to_string_lossy())
+}
+
+/// What the kernel says about a loaded program (`BPF_OBJ_GET_INFO_BY_FD`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgInfo {
+    /// Kernel-wide program id (what `bpftool prog show id N` takes).
+    pub id: u32,
+    /// Program type.
+    pub prog_type: u32,
+    /// Tag: the first 8 bytes of the SHA-1 of the instructions (map fds zeroed).
+    pub tag: [u8; BPF_TAG_SIZE],
+    /// Instructions after the verifier's rewrites (`xlated_prog_len / 8`).
+    pub xlated_insns: u32,
+    /// Bytes of JITed machine code (0 without JIT).
+    pub jited_len: u32,
+    /// Instructions the verifier processed (Linux 5.16; 0 before).
+    pub verified_insns: u32,
+    /// Name as the kernel stores it.
+    pub name: String,
+}
+
+impl ProgInfo {
+    /// The tag as 16 hex digits, as `bpftool` prints it.
+    #[must_use]
+    pub fn tag_hex(&self) -> String {
+        self.tag.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+impl From<ProgInfoRaw> for ProgInfo {
+    fn from(r: ProgInfoRaw) -> Self {
+        let end = r.name.iter().position(|&b| b == 0).unwrap_or(r.name.len());
+        ProgInfo {
+            id: r.id,
+            prog_type: r.prog_type,
+            tag: r.tag,
+            xlated_insns: r.xlated_prog_len / 8,
+            jited_len: r.jited_prog_len,
+            verified_insns: r.verified_insns,
+            name: String::from_utf8_lossy(r.name.get(..end).unwrap_or_default()).into_owned(),
+        }
+    }
+}
+
+/// Reads what the kernel says about program `fd`.
+///
+/// # Errors
+/// [`Error::Unsupported`] before Linux 4.13; the kernel's refusal.
+pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfo> {
+    sys::prog_info(fd).map(ProgInfo::from).map_err(|e| {
+        Error::bpf(
+            "bpf(BPF_OBJ_GET_INFO_BY_FD)",
+            "",
+            e,
+            Some(("BPF_OBJ_GET_INFO_BY_FD".into(), "4.13")),
+        )
+    })
+}
+
+/// One program to hand to the verifier.
+#[derive(Clone, Debug)]
+pub struct ProgramLoad<'a> {
+    /// Name for messages and for the kernel (sanitised, cut to 15 bytes).
+    pub name: &'a str,
+    /// `BPF_PROG_TYPE_*`.
+    pub prog_type: u32,
+    /// The relocated instructions.
+    pub insns: &'a [Insn],
+    /// Licence.
+    pub license: &'a str,
+    /// `KERNEL_VERSION` to pass.
+    pub kern_version: u32,
+}
+
+struct Prepared {
+    bytes: Vec<[u8; 8]>,
+    license: CString,
+}
+
+fn prepare(p: &ProgramLoad<'_>) -> Prepared {
+    let lic = p.license.split('\0').next().unwrap_or("");
+    Prepared {
+        bytes: p.insns.iter().map(|i| i.to_native_bytes()).collect(),
+        license: CString::new(lic).unwrap_or_default(),
+    }
+}
+
+fn log_bytes(mut buf: Vec<u8>) -> Vec<u8> {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    buf.truncate(end);
+    buf
+}
+
+fn classify_load_error(p: &ProgramLoad<'_>, errno: Errno, log: Vec<u8>) -> Error {
+    if !log.is_empty() {
+        return Error::Verifier {
+            program: p.name.into(),
+            errno,
+            log,
+        };
+    }
+    let feature = (errno == Errno::INVAL)
+        .then(|| prog_type::min_kernel(p.prog_type))
+        .flatten()
+        .map(|k| (format!("program type {}", p.prog_type), k));
+    match Error::bpf("bpf(BPF_PROG_LOAD)", p.name, errno, feature) {
+        Error::Syscall { errno, .. } => Error::Verifier {
+            program: p.name.into(),
+            errno,
+            log,
+        },
+        e => e,
+    }
+}
+
+/// Loads one program with a verifier log at `level` and returns its fd and the whole log.
+///
+/// The buffer starts at `log_size` bytes and grows to what the kernel reports it needed
+/// (`log_true_size`, Linux 6.4), or by doubling up to [`MAX_LOG_SIZE`] when the kernel
+/// reports nothing, whenever the kernel answers `ENOSPC`.
+///
+/// # Errors
+/// [`Error::Verifier`] with the whole log when refused; [`Error::Permission`] /
+/// [`Error::Unsupported`] when the kernel will not load programs at all.
+pub fn load_program_with_log(
+    p: &ProgramLoad<'_>,
+    level: u32,
+    log_size: usize,
+) -> Result<(OwnedFd, Vec<u8>)> {
+    let prep = prepare(p);
+    load_prepared_with_log(p, &prep, level, log_size)
+}
+
+fn request<'a>(p: &ProgramLoad<'_>, prep: &'a Prepared, named: bool) -> ProgLoad<'a> {
+    ProgLoad {
+        prog_type: p.prog_type,
+        insns: &prep.bytes,
+        license: &prep.license,
+        kern_version: p.kern_version,
+        name: if named { object_name(p.name) } else { [0; 16] },
+        prog_flags: 0,
+        expected_attach_type: 0,
+    }
+}
+
+fn load_prepared_with_log(
+    p: &ProgramLoad<'_>,
+    prep: &Prepared,
+    level: u32,
+    log_size: usize,
+) -> Result<(OwnedFd, Vec<u8>)> {
+    let req = request(p, prep, true);
+    let mut size = log_size.clamp(256, MAX_LOG_SIZE);
+    loop {
+        let mut buf = vec![0u8; size];
+        let (r, true_size) = sys::prog_load(
+            &req,
+            Some(LogRequest {
+                buf: &mut buf,
+                level,
+            }),
+        );
+        let log = log_bytes(buf);
+        match r {
+            Ok(fd) => return Ok((fd, log)),
+            Err(e) if e == Errno::NOSPC && size < MAX_LOG_SIZE => {
+                let wanted = true_size as usize;
+                size = if wanted > size {
+                    wanted
+                } else {
+                    size.saturating_mul(2)
+                }
+                .min(MAX_LOG_SIZE);
+                log::debug!(
+                    "verifier log of '{}' needs more room: retrying with {size} bytes",
+                    p.name
+                );
+            }
+            Err(e) => return Err(classify_load_error(p, e, log)),
+        }
+    }
+}
+
+/// Loads one program: first without a log (fast path), then, on failure, again with a log
+/// at `log_level` to explain the refusal.
+///
+/// # Errors
+/// As [`load_program_with_log`].
+pub fn load_program(p: &ProgramLoad<'_>, log_level: u32, log_size: usize) -> Result<OwnedFd> {
+    let prep = prepare(p);
+    let (r, _) = sys::prog_load(&request(p, &prep, true), None);
+    let first = match r {
+        Ok(fd) => return Ok(fd),
+        Err(e) => e,
+    };
+    if first == Errno::NOSYS {
+        return Err(classify_load_error(p, first, Vec::new()));
+    }
+    if first == Errno::TOOBIG {
+        // Kernels before 4.15 know no prog_name: the non-zero tail is E2BIG.
+        if let (Ok(fd), _) = sys::prog_load(&request(p, &prep, false), None) {
+            return Ok(fd);
+        }
+    }
+    log::warn!(
+        "load bpf program '{}' failed: {first}; retrying with a verifier log",
+        p.name
+    );
+    match load_prepared_with_log(p, &prep, log_level.max(1), log_size) {
+        Ok((fd, _)) => Ok(fd),
+        Err(e) => {
+            if let Error::Verifier { log, .. } = &e {
+                log::warn!("bpf: load: failed to load program '{}':", p.name);
+                log::warn!("-- BEGIN DUMP LOG ---");
+                log::warn!("{}", String::from_utf8_lossy(log));
+                log::warn!("-- END LOG --");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A program in the kernel; its fd closes on drop.
+#[derive(Debug)]
+pub struct LoadedProgram {
+    index: usize,
+    name: String,
+    section_name: String,
+    prog_type: u32,
+    insns: Vec<Insn>,
+    fd: OwnedFd,
+}
+
+impl LoadedProgram {
+    /// Index in [`Object::programs`].
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// Function name (section name when the object has no symbol for it).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Section name (the probe spec).
+    #[must_use]
+    pub fn section_name(&self) -> &str {
+        &self.section_name
+    }
+    /// `BPF_PROG_TYPE_*` it was loaded as.
+    #[must_use]
+    pub fn prog_type(&self) -> u32 {
+        self.prog_type
+    }
+    /// The instructions handed to the kernel: prologue and relocated program.
+    #[must_use]
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+    /// What the kernel says about it.
+    ///
+    /// # Errors
+    /// As [`prog_info`].
+    pub fn info(&self) -> Result<ProgInfo> {
+        prog_info(self.fd.as_fd())
+    }
+}
+
+impl AsFd for LoadedProgram {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// One line of `sluice inspect --load`: a loaded program and what the kernel says of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramReport {
+    /// Function name.
+    pub name: String,
+    /// Section name.
+    pub section_name: String,
+    /// Kernel's view: id, tag, instruction count after the verifier.
+    pub info: ProgInfo,
+}
+
+/// Every map and program of an object, in the kernel. Dropping it (or [`unload`](Self::unload))
+/// closes every fd, which frees them unless something else holds a reference (an attached
+/// perf event keeps its program).
+#[derive(Debug)]
+pub struct LoadedObject {
+    maps: Vec<Map>,
+    programs: Vec<LoadedProgram>,
+    license: String,
+    kern_version: u32,
+}
+
+impl LoadedObject {
+    /// The maps, in the object's order.
+    #[must_use]
+    pub fn maps(&self) -> &[Map] {
+        &self.maps
+    }
+    /// The map named `name`.
+    #[must_use]
+    pub fn map(&self, name: &str) -> Option<&Map> {
+        self.maps.iter().find(|m| m.name() == name)
+    }
+    /// The programs (subprograms excluded), in the object's order.
+    #[must_use]
+    pub fn programs(&self) -> &[LoadedProgram] {
+        &self.programs
+    }
+    /// The program whose function or section name is `name`.
+    #[must_use]
+    pub fn program(&self, name: &str) -> Option<&LoadedProgram> {
+        self.programs
+            .iter()
+            .find(|p| p.name == name || p.section_name == name)
+    }
+    /// The `kern_version` programs were loaded with.
+    #[must_use]
+    pub fn kern_version(&self) -> u32 {
+        self.kern_version
+    }
+
+    /// Loads program `prog` (an index into [`programs`](Self::programs)) once more with a
+    /// verifier log at `level`, closes that copy, and returns the log. Level 2 lists every
+    /// instruction the verifier walks, in its own disassembly.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an index past the programs; as [`load_program_with_log`].
+    pub fn verifier_log(&self, prog: usize, level: u32) -> Result<Vec<u8>> {
+        let p = self.programs.get(prog).ok_or_else(|| Error::Usage {
+            what: format!("no loaded program #{prog}"),
+        })?;
+        let req = ProgramLoad {
+            name: &p.name,
+            prog_type: p.prog_type,
+            insns: &p.insns,
+            license: &self.license,
+            kern_version: self.kern_version,
+        };
+        load_program_with_log(&req, level, DEFAULT_LOG_SIZE).map(|(_fd, log)| log)
+    }
+
+    /// Id, tag and post-verifier instruction count of every program (`inspect --load`).
+    ///
+    /// # Errors
+    /// As [`prog_info`].
+    pub fn report(&self) -> Result<Vec<ProgramReport>> {
+        self.programs
+            .iter()
+            .map(|p| {
+                Ok(ProgramReport {
+                    name: p.name.clone(),
+                    section_name: p.section_name.clone(),
+                    info: p.info()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Closes every program and map fd.
+    pub fn unload(self) {
+        drop(self);
+    }
+}
+
+impl Drop for LoadedObject {
+    fn drop(&mut self) {
+        log::debug!(
+            "unloading {} program(s) and {} map(s)",
+            self.programs.len(),
+            self.maps.len()
+        );
+    }
+}
+
+fn map_spec(def: &MapDef<'_>) -> Result<MapSpec> {
+    let mut max_entries = def.max_entries;
+    if def.map_type == map_type::PERF_EVENT_ARRAY && max_entries == 0 {
+        // One slot per CPU, what libbpf fills in when the object leaves it to the loader.
+        max_entries = sys::possible_cpus()
+            .map_err(|errno| Error::Syscall {
+                call: "read /sys/devices/system/cpu/possible",
+                subject: String::new(),
+                errno,
+            })?
+            .try_into()
+            .unwrap_or(u32::MAX);
+    }
+    Ok(MapSpec {
+        name: def.name.into(),
+        map_type: def.map_type,
+        key_size: def.key_size,
+        value_size: def.value_size,
+        max_entries,
+        map_flags: def.map_flags.unwrap_or(0),
+    })
+}
+
+/// The inner map template of a map-in-map: samples/bpf `inner_map_idx`, or iproute2 `inner_idx`.
+/// Only map-in-map types have one: the field exists (as 0) in every definition of the layout.
+fn inner_of(def: &MapDef<'_>) -> Option<u32> {
+    matches!(
+        def.map_type,
+        map_type::ARRAY_OF_MAPS | map_type::HASH_OF_MAPS
+    )
+    .then(|| def.inner_map_idx.or(def.inner_idx))
+    .flatten()
+}
+
+fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
+    let mut maps: Vec<Option<Map>> = defs.iter().map(|_| None).collect();
+    // Plain maps first, so every map-in-map finds its inner template created.
+    for inner_pass in [false, true] {
+        for i in 0..defs.len() {
+            let Some(def) = defs.get(i) else { continue };
+            if inner_of(def).is_some() != inner_pass {
+                continue;
+            }
+            let inner = match inner_of(def) {
+                Some(j) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
+                    || Error::Usage {
+                        what: format!(
+                            "map '{}': inner map #{j} is missing or itself a map-in-map",
+                            def.name
+                        ),
+                    },
+                )?),
+                None => None,
+            };
+            let m = Map::create(&map_spec(def)?, inner)?;
+            if let Some(slot) = maps.get_mut(i) {
+                *slot = Some(m);
+            }
+        }
+    }
+    Ok(maps.into_iter().flatten().collect())
+}
+
+fn program_name<'a>(p: &Program<'a>) -> &'a str {
+    p.name.unwrap_or(p.section_name)
+}
+
+/// Loads `obj`: creates every map, relocates every program against the map fds (after its
+/// prologue, if any), and loads it with the type its section implies.
+///
+/// # Errors
+/// The first failure, with everything created so far closed again:
+/// [`Error::Verifier`] (program name, errno, whole log), [`Error::Permission`],
+/// [`Error::Unsupported`], [`Error::Core`] for relocation problems, [`Error::Syscall`].
+pub fn load<const P: usize, const M: usize>(
+    obj: &Object<'_, P, M>,
+    opts: &LoadOptions,
+) -> Result<LoadedObject> {
+    let kern_version = opts
+        .kern_version
+        .or_else(|| obj.version())
+        .or_else(running_kernel_version)
+        .unwrap_or(0);
+    let license = obj.license().unwrap_or("").to_owned();
+    let maps = create_maps(obj.maps())?;
+    let map_fds: Vec<i32> = maps.iter().map(|m| m.as_fd().as_raw_fd()).collect();
+    let mut programs = Vec::with_capacity(obj.programs().len());
+    for (index, p) in obj.programs().iter().enumerate() {
+        if p.is_subprogram() {
+            continue;
+        }
+        let prologue = opts.prologues.get(index).map_or(&[][..], Vec::as_slice);
+        let mut insns = vec![Insn::default(); prologue.len().saturating_add(p.insn_count())];
+        let n = obj.relocate(index, prologue, &map_fds, &mut insns)?;
+        insns.truncate(n);
+        let prog_type = opts
+            .prog_type
+            .or_else(|| section_prog_type(p.section_name))
+            .unwrap_or(opts.default_prog_type);
+        let name = program_name(p);
+        let req = ProgramLoad {
+            name,
+            prog_type,
+            insns: &insns,
+            license: &license,
+            kern_version,
+        };
+        let fd = load_program(&req, opts.log_level, opts.log_size)?;
+        log::debug!(
+            "load bpf program '{}' ({}): fd = {}",
+            name,
+            p.section_name,
+            fd.as_raw_fd()
+        );
+        programs.push(LoadedProgram {
+            index,
+            name: name.into(),
+            section_name: p.section_name.into(),
+            prog_type,
+            insns,
+            fd,
+        });
+    }
+    log::info!(
+        "loaded {} program(s), {} map(s), kern_version {:#x}",
+        programs.len(),
+        maps.len(),
+        kern_version
+    );
+    Ok(LoadedObject {
+        maps,
+        programs,
+        license,
+        kern_version,
+    })
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_releases() {
+        let rows = [
+            ("6.18.44-fc-v657", Some(0x06122c)),
+            ("4.9.337", Some(0x0409ff)),
+            ("5.15.0-91-generic", Some(0x050f00)),
+            ("6.1", Some(0x060100)),
+            ("3.10.0-1160.el7.x86_64", Some(0x030a00)),
+            ("6.8.0-rc3", Some(0x060800)),
+            ("garbage", None),
+            ("", None),
+            ("6", None),
+        ];
+        for (r, v) in rows {
+            assert_eq!(parse_kernel_release(r), v, "{r}");
+        }
+    }
+
+    #[test]
+    fn section_types() {
+        let rows = [
+            ("kprobe/vfs_read", Some(2)),
+            ("kretprobe/vfs_read", Some(2)),
+            ("uprobe/bin/ls:main", Some(2)),
+            ("tracepoint/syscalls/sys_enter_write", Some(5)),
+            ("tp/sched/sched_switch", Some(5)),
+            ("func=sys_write", None),
+            ("sys_write", None),
+        ];
+        for (s, t) in rows {
+            assert_eq!(section_prog_type(s), t, "{s}");
+        }
+    }
+
+    #[test]
+    fn running_kernel_parses() {
+        assert!(running_kernel_version().unwrap() >= 0x030000);
+    }
+}

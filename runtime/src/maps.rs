@@ -1,0 +1,417 @@
+//! Map handles: created maps with typed `get`/`update`/`delete`/`keys`, for hash, array
+//! and per-CPU maps.
+//!
+//! Keys and values are plain data in native byte order (what a BPF program on this machine
+//! sees). Per-CPU maps hold one value per *possible* CPU, each slot `value_size` rounded up
+//! to 8 bytes (`kernel/bpf/syscall.c` `bpf_map_value_size`).
+
+use crate::error::{Error, Result};
+use crate::sys::bpf::{self as sys, MapFd};
+use rustix::io::Errno;
+use sluice_core::perf::abi::{
+    map_type, object_name, MapCreateAttr, BPF_ANY, BPF_EXIST, BPF_NOEXIST,
+};
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// Plain data that can be a map key or value: fixed size, every byte pattern valid,
+/// stored in native byte order.
+pub trait Plain: Copy {
+    /// Size in bytes.
+    const SIZE: usize;
+    /// Writes `self` into `out` (exactly [`SIZE`](Self::SIZE) bytes).
+    fn write_to(&self, out: &mut [u8]);
+    /// Reads a value from `bytes` (at least [`SIZE`](Self::SIZE) bytes; `None` if shorter).
+    fn read_from(bytes: &[u8]) -> Option<Self>;
+}
+
+macro_rules! plain_int {
+    ($($t:ty),*) => {$(
+        impl Plain for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+            fn write_to(&self, out: &mut [u8]) {
+                for (d, s) in out.iter_mut().zip(self.to_ne_bytes()) {
+                    *d = s;
+                }
+            }
+            fn read_from(bytes: &[u8]) -> Option<Self> {
+                Some(<$t>::from_ne_bytes(bytes.get(..Self::SIZE)?.try_into().ok()?))
+            }
+        }
+    )*};
+}
+plain_int!(u8, u16, u32, u64, i8, i16, i32, i64);
+
+impl<T: Plain + Default, const N: usize> Plain for [T; N] {
+    const SIZE: usize = T::SIZE * N;
+    fn write_to(&self, out: &mut [u8]) {
+        for (chunk, v) in out.chunks_mut(T::SIZE.max(1)).zip(self) {
+            v.write_to(chunk);
+        }
+    }
+    fn read_from(bytes: &[u8]) -> Option<Self> {
+        let mut out = [T::default(); N];
+        for (i, slot) in out.iter_mut().enumerate() {
+            let start = i.checked_mul(T::SIZE)?;
+            *slot = T::read_from(bytes.get(start..)?)?;
+        }
+        Some(out)
+    }
+}
+
+fn to_bytes<T: Plain>(v: &T) -> Vec<u8> {
+    let mut b = vec![0u8; T::SIZE];
+    v.write_to(&mut b);
+    b
+}
+
+/// How an update treats an existing element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UpdateMode {
+    /// Create or replace (`BPF_ANY`).
+    #[default]
+    Any,
+    /// Only create (`BPF_NOEXIST`).
+    NoExist,
+    /// Only replace (`BPF_EXIST`).
+    Exist,
+}
+
+impl UpdateMode {
+    fn flags(self) -> u64 {
+        match self {
+            UpdateMode::Any => BPF_ANY,
+            UpdateMode::NoExist => BPF_NOEXIST,
+            UpdateMode::Exist => BPF_EXIST,
+        }
+    }
+}
+
+/// What a map is created with.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct MapSpec {
+    /// Name (sanitised and cut to 15 bytes for the kernel).
+    pub name: String,
+    /// `BPF_MAP_TYPE_*`.
+    pub map_type: u32,
+    /// Key size in bytes.
+    pub key_size: u32,
+    /// Value size in bytes.
+    pub value_size: u32,
+    /// Maximum number of entries.
+    pub max_entries: u32,
+    /// `BPF_F_*` creation flags.
+    pub map_flags: u32,
+}
+
+/// A map this process created; closed on drop.
+#[derive(Debug)]
+pub struct Map {
+    name: String,
+    fd: MapFd,
+    max_entries: u32,
+}
+
+impl Map {
+    /// Creates a map (`BPF_MAP_CREATE`), with `inner` as the inner map template for
+    /// map-in-map types.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a map type this kernel does not know,
+    /// [`Error::Permission`] without `CAP_BPF`, [`Error::Syscall`] otherwise.
+    pub fn create(spec: &MapSpec, inner: Option<&Map>) -> Result<Map> {
+        let mut attr = MapCreateAttr {
+            map_type: spec.map_type,
+            key_size: spec.key_size,
+            value_size: spec.value_size,
+            max_entries: spec.max_entries,
+            map_flags: spec.map_flags,
+            inner_map_fd: inner.map_or(0, |m| m.fd.as_fd().as_raw_fd_u32()),
+            map_name: object_name(&spec.name),
+            ..MapCreateAttr::default()
+        };
+        let fd = match sys::map_create(&attr) {
+            // Kernels before 4.15 know no map_name: E2BIG (non-zero unknown tail) or EINVAL.
+            Err(e) if (e == Errno::TOOBIG || e == Errno::INVAL) && attr.map_name[0] != 0 => {
+                attr.map_name = [0; 16];
+                sys::map_create(&attr)
+            }
+            r => r,
+        };
+        let fd = fd.map_err(|errno| {
+            let feature = map_type::min_kernel(spec.map_type)
+                .map(|k| (format!("map type {}", spec.map_type), k));
+            Error::bpf("bpf(BPF_MAP_CREATE)", &spec.name, errno, feature)
+        })?;
+        log::debug!(
+            "created map '{}' (type {}): fd {}",
+            spec.name,
+            spec.map_type,
+            fd.as_fd().as_raw_fd_u32()
+        );
+        Ok(Map {
+            name: spec.name.clone(),
+            fd,
+            max_entries: spec.max_entries,
+        })
+    }
+
+    /// The map's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// `BPF_MAP_TYPE_*`.
+    #[must_use]
+    pub fn map_type(&self) -> u32 {
+        self.fd.map_type()
+    }
+    /// Key size in bytes.
+    #[must_use]
+    pub fn key_size(&self) -> u32 {
+        self.fd.key_size()
+    }
+    /// Value size in bytes (one CPU's for per-CPU maps).
+    #[must_use]
+    pub fn value_size(&self) -> u32 {
+        self.fd.value_size()
+    }
+    /// Maximum number of entries.
+    #[must_use]
+    pub fn max_entries(&self) -> u32 {
+        self.max_entries
+    }
+    /// Whether values are per possible CPU.
+    #[must_use]
+    pub fn is_per_cpu(&self) -> bool {
+        map_type::is_per_cpu(self.map_type())
+    }
+    /// Bytes one lookup returns (all CPUs' slots for per-CPU maps).
+    #[must_use]
+    pub fn value_bytes(&self) -> usize {
+        self.fd.value_bytes()
+    }
+
+    fn err(&self, call: &'static str, errno: Errno) -> Error {
+        Error::bpf(call, &self.name, errno, None)
+    }
+
+    fn check_key(&self, len: usize) -> Result<()> {
+        if len != self.key_size() as usize {
+            return Err(Error::Usage {
+                what: format!(
+                    "map '{}': key of {len} bytes, the map's keys have {}",
+                    self.name,
+                    self.key_size()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, len: usize) -> Result<()> {
+        if len != self.value_bytes() {
+            return Err(Error::Usage {
+                what: format!(
+                    "map '{}': value of {len} bytes, the map's values take {}",
+                    self.name,
+                    self.value_bytes()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Looks `key` up; `None` if absent. Per-CPU maps return every CPU's slot.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a key of the wrong size; the kernel's refusal.
+    pub fn get_bytes(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_key(key.len())?;
+        let mut v = vec![0u8; self.value_bytes()];
+        match self.fd.lookup(key, &mut v) {
+            Ok(()) => Ok(Some(v)),
+            Err(e) if e == Errno::NOENT => Ok(None),
+            Err(e) => Err(self.err("bpf(BPF_MAP_LOOKUP_ELEM)", e)),
+        }
+    }
+
+    /// Sets `key` to `value` (all CPUs' slots for per-CPU maps).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for sizes that do not fit; the kernel's refusal (`EEXIST` with
+    /// [`UpdateMode::NoExist`], `ENOENT` with [`UpdateMode::Exist`], `E2BIG` when full).
+    pub fn update_bytes(&self, key: &[u8], value: &[u8], mode: UpdateMode) -> Result<()> {
+        self.check_key(key.len())?;
+        self.check_value(value.len())?;
+        self.fd
+            .update(key, value, mode.flags())
+            .map_err(|e| self.err("bpf(BPF_MAP_UPDATE_ELEM)", e))
+    }
+
+    /// Deletes `key`; `false` if it was absent.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a key of the wrong size; the kernel's refusal (`EINVAL` on
+    /// arrays, whose elements cannot be deleted).
+    pub fn delete_bytes(&self, key: &[u8]) -> Result<bool> {
+        self.check_key(key.len())?;
+        match self.fd.delete(key) {
+            Ok(()) => Ok(true),
+            Err(e) if e == Errno::NOENT => Ok(false),
+            Err(e) => Err(self.err("bpf(BPF_MAP_DELETE_ELEM)", e)),
+        }
+    }
+
+    /// Iterates over the keys (`BPF_MAP_GET_NEXT_KEY` from the start). Bounded by
+    /// `max_entries + 1` steps so a map changing underneath cannot loop forever.
+    pub fn keys_bytes(&self) -> KeysBytes<'_> {
+        KeysBytes {
+            map: self,
+            last: None,
+            left: u64::from(self.max_entries) + 1,
+            done: false,
+        }
+    }
+
+    /// Typed lookup.
+    ///
+    /// # Errors
+    /// As [`get_bytes`](Self::get_bytes); [`Error::Usage`] if `V` does not fit the value size.
+    pub fn get<K: Plain, V: Plain>(&self, key: &K) -> Result<Option<V>> {
+        self.check_value(V::SIZE)?;
+        Ok(self
+            .get_bytes(&to_bytes(key))?
+            .and_then(|b| V::read_from(&b)))
+    }
+
+    /// Typed update.
+    ///
+    /// # Errors
+    /// As [`update_bytes`](Self::update_bytes).
+    pub fn update<K: Plain, V: Plain>(&self, key: &K, value: &V, mode: UpdateMode) -> Result<()> {
+        self.update_bytes(&to_bytes(key), &to_bytes(value), mode)
+    }
+
+    /// Typed delete; `false` if absent.
+    ///
+    /// # Errors
+    /// As [`delete_bytes`](Self::delete_bytes).
+    pub fn delete<K: Plain>(&self, key: &K) -> Result<bool> {
+        self.delete_bytes(&to_bytes(key))
+    }
+
+    /// Typed keys; a single [`Error::Usage`] if `K` is not the key size.
+    pub fn keys<K: Plain + 'static>(&self) -> impl Iterator<Item = Result<K>> + '_ {
+        let (err, keys) = match self.check_key(K::SIZE) {
+            Ok(()) => (None, Some(self.keys_bytes())),
+            Err(e) => (Some(Err(e)), None),
+        };
+        err.into_iter()
+            .chain(keys.into_iter().flatten().filter_map(|k| match k {
+                Ok(b) => K::read_from(&b).map(Ok),
+                Err(e) => Some(Err(e)),
+            }))
+    }
+
+    fn per_cpu_stride(&self) -> usize {
+        (self.value_size() as usize).next_multiple_of(8)
+    }
+
+    /// Per-CPU lookup: one value per possible CPU.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] on a map that is not per-CPU or a `V` of the wrong size; as
+    /// [`get_bytes`](Self::get_bytes).
+    pub fn get_per_cpu<K: Plain, V: Plain>(&self, key: &K) -> Result<Option<Vec<V>>> {
+        self.check_per_cpu::<V>()?;
+        let stride = self.per_cpu_stride();
+        Ok(self
+            .get_bytes(&to_bytes(key))?
+            .map(|b| b.chunks(stride).filter_map(V::read_from).collect()))
+    }
+
+    /// Per-CPU update: `values` holds one value per possible CPU.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] on a map that is not per-CPU, a `V` of the wrong size, or a count
+    /// other than the possible CPUs; as [`update_bytes`](Self::update_bytes).
+    pub fn update_per_cpu<K: Plain, V: Plain>(
+        &self,
+        key: &K,
+        values: &[V],
+        mode: UpdateMode,
+    ) -> Result<()> {
+        self.check_per_cpu::<V>()?;
+        let stride = self.per_cpu_stride();
+        let mut buf = vec![0u8; values.len().saturating_mul(stride)];
+        for (chunk, v) in buf.chunks_mut(stride).zip(values) {
+            v.write_to(chunk);
+        }
+        self.update_bytes(&to_bytes(key), &buf, mode)
+    }
+
+    fn check_per_cpu<V: Plain>(&self) -> Result<()> {
+        if !self.is_per_cpu() || V::SIZE != self.value_size() as usize {
+            return Err(Error::Usage {
+                what: format!(
+                    "map '{}' (type {}, value size {}) is no per-CPU map of {}-byte values",
+                    self.name,
+                    self.map_type(),
+                    self.value_size(),
+                    V::SIZE
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl AsFd for Map {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+trait RawU32 {
+    fn as_raw_fd_u32(&self) -> u32;
+}
+impl RawU32 for BorrowedFd<'_> {
+    fn as_raw_fd_u32(&self) -> u32 {
+        use std::os::fd::AsRawFd;
+        self.as_raw_fd() as u32
+    }
+}
+
+/// Iterator over a map's keys as bytes; see [`Map::keys_bytes`].
+#[derive(Debug)]
+pub struct KeysBytes<'m> {
+    map: &'m Map,
+    last: Option<Vec<u8>>,
+    left: u64,
+    done: bool,
+}
+
+impl Iterator for KeysBytes<'_> {
+    type Item = Result<Vec<u8>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let mut next = vec![0u8; self.map.key_size() as usize];
+        match self.map.fd.next_key(self.last.as_deref(), &mut next) {
+            Ok(()) => {
+                self.last = Some(next.clone());
+                Some(Ok(next))
+            }
+            Err(e) if e == Errno::NOENT => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(self.map.err("bpf(BPF_MAP_GET_NEXT_KEY)", e)))
+            }
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Typed, safe wrappers around `bpf(2)`: map create/lookup/update/delete/next-key, program
+//! load, object info, BTF load.
+//!
+//! Every wrapper builds its `bpf_attr` from Rust slices it holds for the duration of the call,
+//! and checks slice lengths against what the kernel will write before calling.
+
+use super::{owned_fd, syscall, NR};
+use rustix::io::Errno;
+use sluice_core::perf::abi::{
+    cmd, map_type, BtfLoadAttr, MapCreateAttr, MapElemAttr, ObjInfoAttr, ProgInfoRaw, ProgLoadAttr,
+    BPF_OBJ_NAME_LEN,
+};
+use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::OnceLock;
+
+mod sealed {
+    /// `bpf_attr` shapes: `repr(C)` structs of plain integers, no padding bytes.
+    pub trait Attr {}
+    impl Attr for sluice_core::perf::abi::MapCreateAttr {}
+    impl Attr for sluice_core::perf::abi::MapElemAttr {}
+    impl Attr for sluice_core::perf::abi::ProgLoadAttr {}
+    impl Attr for sluice_core::perf::abi::ObjInfoAttr {}
+    impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
+}
+
+/// Calls `bpf(cmd, attr, sizeof(*attr))`.
+///
+/// # Safety
+/// Every address inside `attr` must be valid for what `cmd` does with it (man 2 bpf).
+unsafe fn sys_bpf<A: sealed::Attr>(cmd: u32, attr: &mut A) -> Result<usize, Errno> {
+    let size = core::mem::size_of::<A>();
+    let ptr: *mut A = attr;
+    // SAFETY: `attr` is a live, exclusive reference to a repr(C) bpf_attr image of `size`
+    // bytes (kernel/bpf/syscall.c copies min(size, sizeof(union bpf_attr)) in and may write
+    // output fields such as log_true_size back); addresses inside are the caller's contract.
+    unsafe { syscall(NR.bpf, [cmd as usize, ptr as usize, size, 0, 0]) }
+}
+
+fn addr<T>(p: *const T) -> u64 {
+    p as usize as u64
+}
+
+/// Number of possible CPUs (`/sys/devices/system/cpu/possible`), what the kernel's
+/// `num_possible_cpus()` counts and per-CPU map values are sized by. Read once.
+///
+/// # Errors
+/// The file cannot be read or does not parse.
+pub fn possible_cpus() -> Result<usize, Errno> {
+    static CPUS: OnceLock<Option<usize>> = OnceLock::new();
+    let n = CPUS.get_or_init(|| {
+        std::fs::read_to_string("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|s| parse_cpu_list(&s))
+    });
+    n.ok_or(Errno::NOENT)
+}
+
+/// Counts the CPUs in a kernel CPU list such as `0-3,8,10-11` (`None` if it does not parse).
+#[must_use]
+pub fn parse_cpu_list(s: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let v = part.parse::<usize>().ok()?;
+                (v, v)
+            }
+        };
+        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
+    }
+    (n > 0).then_some(n)
+}
+
+/// A map fd together with the sizes the kernel created it with, so element calls can check
+/// their buffers before the kernel writes into them.
+#[derive(Debug)]
+pub struct MapFd {
+    fd: OwnedFd,
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    value_bytes: usize,
+}
+
+/// Creates a map (`BPF_MAP_CREATE`).
+///
+/// # Errors
+/// The kernel's errno (`EINVAL` for an unknown type or bad sizes, `EPERM` without
+/// `CAP_BPF`, `E2BIG` when `attr` carries fields the kernel is too old to know), or `ENOENT`
+/// when a per-CPU map is asked for and the possible-CPU count cannot be read.
+#[doc(alias = "BPF_MAP_CREATE")]
+pub fn map_create(attr: &MapCreateAttr) -> Result<MapFd, Errno> {
+    let value_bytes = if map_type::is_per_cpu(attr.map_type) {
+        let rounded = (attr.value_size as usize)
+            .checked_next_multiple_of(8)
+            .ok_or(Errno::INVAL)?;
+        rounded.checked_mul(possible_cpus()?).ok_or(Errno::INVAL)?
+    } else {
+        attr.value_size as usize
+    };
+    let mut a = *attr;
+    // SAFETY: MapCreateAttr holds no addresses (man 2 bpf, BPF_MAP_CREATE).
+    let fd = owned_fd(unsafe { sys_bpf(cmd::MAP_CREATE, &mut a) }?)?;
+    Ok(MapFd {
+        fd,
+        map_type: attr.map_type,
+        key_size: attr.key_size,
+        value_size: attr.value_size,
+        value_bytes,
+    })
+}
+
+impl MapFd {
+    /// The map's type.
+    #[must_use]
+    pub fn map_type(&self) -> u32 {
+        self.map_type
+    }
+    /// Key size in bytes.
+    #[must_use]
+    pub fn key_size(&self) -> u32 {
+        self.key_size
+    }
+    /// Value size in bytes as declared (one CPU's share for per-CPU maps).
+    #[must_use]
+    pub fn value_size(&self) -> u32 {
+        self.value_size
+    }
+    /// Bytes a lookup writes: `value_size`, or for per-CPU maps `value_size` rounded up
+    /// to 8 times the number of possible CPUs.
+    #[must_use]
+    pub fn value_bytes(&self) -> usize {
+        self.value_bytes
+    }
+
+    fn check(&self, key: Option<&[u8]>, value: Option<usize>) -> Result<(), Errno> {
+        if key.is_some_and(|k| k.len() != self.key_size as usize) {
+            return Err(Errno::INVAL);
+        }
+        if value.is_some_and(|v| v < self.value_bytes) {
+            return Err(Errno::INVAL);
+        }
+        Ok(())
+    }
+
+    fn elem(&self, cmd: u32, key: Option<&[u8]>, value: u64, flags: u64) -> Result<(), Errno> {
+        let mut a = MapElemAttr {
+            map_fd: self.fd.as_raw_fd() as u32,
+            key: key.map_or(0, |k| addr(k.as_ptr())),
+            value,
+            flags,
+            ..MapElemAttr::default()
+        };
+        // SAFETY: the key address is a live slice of exactly key_size bytes (checked by the
+        // caller through `check`), `value` a live buffer of at least value_bytes bytes,
+        // which is what kernel/bpf/syscall.c (map_lookup_elem, bpf_map_value_size) copies.
+        unsafe { sys_bpf(cmd, &mut a) }.map(drop)
+    }
+
+    /// Looks `key` up and copies the value into `value` (`BPF_MAP_LOOKUP_ELEM`).
+    ///
+    /// # Errors
+    /// `EINVAL` if `key` is not `key_size` bytes or `value` is shorter than
+    /// [`value_bytes`](Self::value_bytes); `ENOENT` if the key is absent; the kernel's errno.
+    #[doc(alias = "BPF_MAP_LOOKUP_ELEM")]
+    pub fn lookup(&self, key: &[u8], value: &mut [u8]) -> Result<(), Errno> {
+        self.check(Some(key), Some(value.len()))?;
+        self.elem(cmd::MAP_LOOKUP_ELEM, Some(key), addr(value.as_mut_ptr()), 0)
+    }
+
+    /// Sets `key` to `value` (`BPF_MAP_UPDATE_ELEM`); `flags` is `BPF_ANY`, `BPF_NOEXIST`
+    /// or `BPF_EXIST`.
+    ///
+    /// # Errors
+    /// As [`lookup`](Self::lookup); `EEXIST`/`ENOENT` per `flags`; `E2BIG` when full.
+    #[doc(alias = "BPF_MAP_UPDATE_ELEM")]
+    pub fn update(&self, key: &[u8], value: &[u8], flags: u64) -> Result<(), Errno> {
+        self.check(Some(key), Some(value.len()))?;
+        self.elem(cmd::MAP_UPDATE_ELEM, Some(key), addr(value.as_ptr()), flags)
+    }
+
+    /// Deletes `key` (`BPF_MAP_DELETE_ELEM`).
+    ///
+    /// # Errors
+    /// `ENOENT` if absent; `EINVAL` on arrays (elements cannot be deleted); the kernel's errno.
+    #[doc(alias = "BPF_MAP_DELETE_ELEM")]
+    pub fn delete(&self, key: &[u8]) -> Result<(), Errno> {
+        self.check(Some(key), None)?;
+        self.elem(cmd::MAP_DELETE_ELEM, Some(key), 0, 0)
+    }
+
+    /// Writes the key after `key` (the first key when `None`) into `next`
+    /// (`BPF_MAP_GET_NEXT_KEY`).
+    ///
+    /// # Errors
+    /// `ENOENT` past the last key; `EINVAL` on wrong buffer sizes; the kernel's errno.
+    #[doc(alias = "BPF_MAP_GET_NEXT_KEY")]
+    pub fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> Result<(), Errno> {
+        self.check(key, None)?;
+        if next.len() != self.key_size as usize {
+            return Err(Errno::INVAL);
+        }
+        self.elem(cmd::MAP_GET_NEXT_KEY, key, addr(next.as_mut_ptr()), 0)
+    }
+}
+
+impl AsFd for MapFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// What `BPF_PROG_LOAD` needs besides the log.
+#[derive(Clone, Copy, Debug)]
+pub struct ProgLoad<'a> {
+    /// `enum bpf_prog_type`.
+    pub prog_type: u32,
+    /// Instructions, each in native byte order (`Insn::to_native_bytes`).
+    pub insns: &'a [[u8; 8]],
+    /// Licence string (GPL-only helpers need a GPL-compatible one).
+    pub license: &'a CStr,
+    /// `KERNEL_VERSION(a, b, c)` for kernels that check it (kprobes before 5.0).
+    pub kern_version: u32,
+    /// Program name as the kernel stores it ([`sluice_core::perf::abi::object_name`]).
+    pub name: [u8; BPF_OBJ_NAME_LEN],
+    /// `BPF_F_*` load flags.
+    pub prog_flags: u32,
+    /// `enum bpf_attach_type`, for the types that need it at load time.
+    pub expected_attach_type: u32,
+}
+
+/// A verifier log request: the buffer and the level (1, 2, or with 4 for stats).
+#[derive(Debug)]
+pub struct LogRequest<'b> {
+    /// Buffer the verifier writes its NUL-terminated log into.
+    pub buf: &'b mut [u8],
+    /// `log_level`.
+    pub level: u32,
+}
+
+/// Loads a program (`BPF_PROG_LOAD`). Returns the result and `log_true_size`, which
+/// kernels ≥ 6.4 fill with the log size the verifier needed (0 otherwise or without a log).
+///
+/// # Errors
+/// The kernel's errno: `EACCES`/`EINVAL` when the verifier refuses (details in the log),
+/// `ENOSPC` when the log buffer is too small, `EPERM` without capability, `E2BIG` when
+/// the program is too large, `EINVAL` if there are no instructions or more than
+/// `u32::MAX`, or a log buffer over `u32::MAX` bytes.
+#[doc(alias = "BPF_PROG_LOAD")]
+pub fn prog_load(req: &ProgLoad<'_>, log: Option<LogRequest<'_>>) -> (Result<OwnedFd, Errno>, u32) {
+    let Ok(insn_cnt) = u32::try_from(req.insns.len()) else {
+        return (Err(Errno::INVAL), 0);
+    };
+    let (log_buf, log_size, log_level) = match log {
+        Some(LogRequest { buf, level }) => match u32::try_from(buf.len()) {
+            Ok(n) => {
+                if let Some(b) = buf.first_mut() {
+                    *b = 0;
+                }
+                (addr(buf.as_mut_ptr()), n, level)
+            }
+            Err(_) => return (Err(Errno::INVAL), 0),
+        },
+        None => (0, 0, 0),
+    };
+    let mut a = ProgLoadAttr {
+        prog_type: req.prog_type,
+        insn_cnt,
+        insns: addr(req.insns.as_ptr()),
+        license: addr(req.license.as_ptr()),
+        log_level,
+        log_size,
+        log_buf,
+        kern_version: req.kern_version,
+        prog_flags: req.prog_flags,
+        prog_name: req.name,
+        expected_attach_type: req.expected_attach_type,
+        ..ProgLoadAttr::default()
+    };
+    // SAFETY: insns points at insn_cnt live 8-byte instructions, license at a live
+    // NUL-terminated string, log_buf (if any) at a live exclusive buffer of log_size bytes;
+    // the verifier reads/writes only those (kernel/bpf/syscall.c bpf_prog_load,
+    // kernel/bpf/log.c bpf_vlog_init). No other address field is set.
+    let r = unsafe { sys_bpf(cmd::PROG_LOAD, &mut a) }.and_then(owned_fd);
+    (r, a.log_true_size)
+}
+
+/// Reads a program's `bpf_prog_info` (`BPF_OBJ_GET_INFO_BY_FD`, Linux 4.13).
+///
+/// Only the fixed fields are filled: every address field is left zero, so the kernel
+/// copies no arrays.
+///
+/// # Errors
+/// `EINVAL` if `fd` is not a BPF program (or the kernel is older than 4.13); the kernel's errno.
+#[doc(alias = "BPF_OBJ_GET_INFO_BY_FD")]
+pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfoRaw, Errno> {
+    let mut info = ProgInfoRaw::default();
+    let mut a = ObjInfoAttr {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: core::mem::size_of::<ProgInfoRaw>() as u32,
+        info: addr(&raw mut info),
+    };
+    // SAFETY: `info` is a live, exclusive, zeroed bpf_prog_info of info_len bytes; with all
+    // its address fields zero the kernel writes only into it (kernel/bpf/syscall.c
+    // bpf_prog_get_info_by_fd copies at most info_len bytes out).
+    unsafe { sys_bpf(cmd::OBJ_GET_INFO_BY_FD, &mut a) }?;
+    Ok(info)
+}
+
+/// Loads raw BTF (`BPF_BTF_LOAD`, Linux 4.18); returns the result and `btf_log_true_size`.
+///
+/// # Errors
+/// The kernel's errno (`EINVAL` with details in the log for malformed BTF).
+#[doc(alias = "BPF_BTF_LOAD")]
+pub fn btf_load(btf: &[u8], log: Option<LogRequest<'_>>) -> (Result<OwnedFd, Errno>, u32) {
+    let Ok(btf_size) = u32::try_from(btf.len()) else {
+        return (Err(Errno::INVAL), 0);
+    };
+    let (log_buf, log_size, log_level) = match log {
+        Some(LogRequest { buf, level }) => match u32::try_from(buf.len()) {
+            Ok(n) => (addr(buf.as_mut_ptr()), n, level),
+            Err(_) => return (Err(Errno::INVAL), 0),
+        },
+        None => (0, 0, 0),
+    };
+    let mut a = BtfLoadAttr {
+        btf: addr(btf.as_ptr()),
+        btf_log_buf: log_buf,
+        btf_size,
+        btf_log_size: log_size,
+        btf_log_level: log_level,
+        btf_log_true_size: 0,
+    };
+    // SAFETY: btf points at btf_size live bytes, btf_log_buf (if any) at a live exclusive
+    // buffer of btf_log_size bytes (kernel/bpf/btf.c btf_parse).
+    let r = unsafe { sys_bpf(cmd::BTF_LOAD, &mut a) }.and_then(owned_fd);
+    (r, a.btf_log_true_size)
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        let rows = [
+            ("0", Some(1)),
+            ("0-1\n", Some(2)),
+            ("0-3,8,10-11", Some(7)),
+            ("", None),
+            ("3-1", None),
+            ("x", None),
+            ("0-18446744073709551615", None),
+        ];
+        for (s, n) in rows {
+            assert_eq!(parse_cpu_list(s), n, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn possible_cpus_reads_sysfs() {
+        let n = possible_cpus().unwrap();
+        assert!(n >= 1);
+        assert!(
+            n >= std::thread::available_parallelism()
+                .map_or(1, |p| p.get())
+                .min(n)
+        );
+    }
+}
