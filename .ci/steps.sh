@@ -16,9 +16,15 @@ step_nostd() {
 # i386 for real: the runtime's kernel tests built for i686 run natively on this x86_64
 # kernel (IA32 emulation), so bpf() is syscall 357 through `int 0x80`.
 step_i686() { cargo test --locked -p sluice-core -p sluice-runtime --target i686-unknown-linux-musl; }
+# targets/ and aarch64-ci/ (see their READMEs): static musl binaries for the three arches, tests
+# under qemu-user, sluice-core on bare-metal aarch64 under QEMU, guest kernels under QEMU TCG.
+step_static() { targets/build-static.sh; }
+step_cross() { aarch64-ci/cross-test.sh; }
+step_nostd_example() { aarch64-ci/host-packages.sh && targets/build-nostd.sh; }
+step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/smoke.sh; }
 step_lockfile() { git diff --exit-code Cargo.lock; }
 
-all=(fmt clippy test nostd i686 lockfile)
+all=(fmt clippy test nostd i686 nostd_example static cross guest lockfile)
 steps=("${@:-${all[@]}}")
 failed=()
 for s in "${steps[@]}"; do

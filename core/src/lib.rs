@@ -37,4 +37,4 @@ pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
 pub use object::{MapDef, Object, Program};
-pub use probe::ProbeSpec;
+pub use probe::{parse as parse_section, ProbeSpec, Section};

@@ -55,34 +55,12 @@ impl Default for LoadOptions {
     }
 }
 
-/// The program type a section name implies, or `None` for an opaque title.
-///
-/// `kprobe/`, `kretprobe/`, `uprobe/`, `uretprobe/` and the seed's perf form are all
-/// `BPF_PROG_TYPE_KPROBE`; `tracepoint/` and `tp/` are `TRACEPOINT`.
+/// The program type a section name implies, or `None` for an opaque title: libbpf's
+/// section table (`kprobe/`, `uprobe/` and the seed's perf form are `KPROBE`, `tracepoint/`
+/// is `TRACEPOINT`, `xdp`, `socket` ...), from [`sluice_core::probe::program_type`].
 #[must_use]
 pub fn section_prog_type(section: &str) -> Option<u32> {
-    const TABLE: &[(&str, u32)] = &[
-        ("kprobe/", prog_type::KPROBE),
-        ("kretprobe/", prog_type::KPROBE),
-        ("uprobe/", prog_type::KPROBE),
-        ("uretprobe/", prog_type::KPROBE),
-        ("uprobe", prog_type::KPROBE),
-        ("kprobe", prog_type::KPROBE),
-        ("tracepoint/", prog_type::TRACEPOINT),
-        ("tp/", prog_type::TRACEPOINT),
-        ("raw_tracepoint/", prog_type::RAW_TRACEPOINT),
-        ("raw_tp/", prog_type::RAW_TRACEPOINT),
-        ("perf_event", prog_type::PERF_EVENT),
-        ("socket", prog_type::SOCKET_FILTER),
-        ("xdp", prog_type::XDP),
-        ("classifier", prog_type::SCHED_CLS),
-        ("tc", prog_type::SCHED_CLS),
-        ("action", prog_type::SCHED_ACT),
-    ];
-    TABLE
-        .iter()
-        .find(|(p, _)| section.starts_with(p))
-        .map(|&(_, t)| t)
+    sluice_core::probe::program_type(section)
 }
 
 /// `KERNEL_VERSION(a, b, c)` from a release string such as `6.18.44-fc-v657`, with `c`
@@ -655,7 +633,7 @@ mod tests {
             ("uprobe/bin/ls:main", Some(2)),
             ("tracepoint/syscalls/sys_enter_write", Some(5)),
             ("tp/sched/sched_switch", Some(5)),
-            ("func=sys_write", None),
+            ("func=sys_write", Some(2)), // the seed's perf form is a kprobe
             ("sys_write", None),
         ];
         for (s, t) in rows {

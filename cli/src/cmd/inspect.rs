@@ -140,7 +140,7 @@ pub fn render(name: &str, obj: &Object<'_>, disasm: bool) -> String {
         );
         match p.section() {
             Section::Probe(spec) => {
-                let _ = writeln!(s, "      probe: {spec:?}");
+                let _ = writeln!(s, "      probe: {spec}");
             }
             Section::Title(t) => {
                 let _ = writeln!(s, "      title: {t} (no probe spec)");

@@ -1,0 +1,378 @@
+//! Argument expressions, as `perf probe` writes them: `[NAME=]BASE{STEP}[:TYPE]`.
+//!
+//! `BASE` is a variable (`file`), a register (`%di`, `%x0`) or a `$` variable (`$retval`,
+//! `$stack3`, `$arg2`, `$comm`, the pseudo-argument `$err`, or any other `$name` the seed's
+//! examples use such as `$outdata`). `STEP`s are `.member`, `->member` and `[index]`; only a
+//! variable or `$retval` has a type that steps can walk. `TYPE` is a kprobe-tracer fetch type.
+
+use core::fmt;
+
+use heapless::Vec;
+
+use super::ctype::is_type_keyword;
+use super::cursor::{err_at, is_ident_cont, Cursor};
+use super::{ProbeError, MAX_STEPS};
+
+/// Where an argument's value starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ArgBase<'a> {
+    /// A C variable or parameter, found through debug info: `file`.
+    Var(&'a str),
+    /// A register by its kprobe-tracer name, without the `%`: `di`, `x0`, `r12`.
+    /// Which names exist is the architecture's business.
+    Reg(&'a str),
+    /// `$retval`: the return value (return probes only).
+    Retval,
+    /// `$err`: the pseudo-argument that receives 0, or the 1-based index of the first
+    /// argument whose read failed. It fetches nothing and takes no steps or type.
+    Err,
+    /// `$stack`: the stack pointer.
+    Stack,
+    /// `$stackN`: the N-th word on the stack.
+    StackN(u32),
+    /// `$argN`: the N-th function argument by the calling convention (1-based).
+    ArgN(u32),
+    /// `$comm`: the current task's name.
+    Comm,
+    /// Any other `$name` (the seed's `$outdata`), without the `$`; the prologue decides.
+    Special(&'a str),
+}
+
+/// One step from a base to the value fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Step<'a> {
+    /// `.member`: a member of the struct value reached so far.
+    Member(&'a str),
+    /// `->member`: a member of the struct the value reached so far points to.
+    Deref(&'a str),
+    /// `[n]`: an element of the array (or pointer) reached so far.
+    Index(u64),
+}
+
+/// How the fetched value is typed, the kprobe tracer's `:TYPE` suffix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[allow(missing_docs)] // the variant names are the suffixes
+pub enum FetchType {
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    X8,
+    X16,
+    X32,
+    X64,
+    /// A NUL-terminated string the value points to.
+    String,
+}
+
+impl FetchType {
+    const ALL: [FetchType; 13] = [
+        FetchType::U8,
+        FetchType::U16,
+        FetchType::U32,
+        FetchType::U64,
+        FetchType::S8,
+        FetchType::S16,
+        FetchType::S32,
+        FetchType::S64,
+        FetchType::X8,
+        FetchType::X16,
+        FetchType::X32,
+        FetchType::X64,
+        FetchType::String,
+    ];
+
+    /// The suffix as written after `:`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FetchType::U8 => "u8",
+            FetchType::U16 => "u16",
+            FetchType::U32 => "u32",
+            FetchType::U64 => "u64",
+            FetchType::S8 => "s8",
+            FetchType::S16 => "s16",
+            FetchType::S32 => "s32",
+            FetchType::S64 => "s64",
+            FetchType::X8 => "x8",
+            FetchType::X16 => "x16",
+            FetchType::X32 => "x32",
+            FetchType::X64 => "x64",
+            FetchType::String => "string",
+        }
+    }
+
+    /// The type named by `s`, if any.
+    #[must_use]
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|t| t.as_str() == s)
+    }
+
+    /// Size in bytes of an integer type; `None` for `string`.
+    #[must_use]
+    pub fn size(self) -> Option<u8> {
+        match self {
+            FetchType::U8 | FetchType::S8 | FetchType::X8 => Some(1),
+            FetchType::U16 | FetchType::S16 | FetchType::X16 => Some(2),
+            FetchType::U32 | FetchType::S32 | FetchType::X32 => Some(4),
+            FetchType::U64 | FetchType::S64 | FetchType::X64 => Some(8),
+            FetchType::String => None,
+        }
+    }
+
+    /// Whether the value is sign-extended.
+    #[must_use]
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            FetchType::S8 | FetchType::S16 | FetchType::S32 | FetchType::S64
+        )
+    }
+}
+
+impl fmt::Display for FetchType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One argument expression: `[NAME=]BASE{STEP}[:TYPE]`, e.g. `a_ops=file->f_mapping->a_ops:u64`.
+///
+/// `Display` renders it the way `perf probe` prints it (`file->f_mapping->a_ops`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arg<'a> {
+    name: Option<&'a str>,
+    base: ArgBase<'a>,
+    steps: Vec<Step<'a>, MAX_STEPS, u8>,
+    ty: Option<FetchType>,
+}
+
+impl<'a> Arg<'a> {
+    /// The name given with `NAME=`, if any.
+    #[must_use]
+    pub fn name(&self) -> Option<&'a str> {
+        self.name
+    }
+
+    /// Where the value starts.
+    #[must_use]
+    pub fn base(&self) -> ArgBase<'a> {
+        self.base
+    }
+
+    /// The member accesses, dereferences and indexing from the base, in order.
+    #[must_use]
+    pub fn steps(&self) -> &[Step<'a>] {
+        &self.steps
+    }
+
+    /// The `:TYPE` suffix, if any.
+    #[must_use]
+    pub fn fetch_type(&self) -> Option<FetchType> {
+        self.ty
+    }
+
+    /// Whether this is the `$err` pseudo-argument (which fetches nothing).
+    #[must_use]
+    pub fn is_err(&self) -> bool {
+        self.base == ArgBase::Err
+    }
+
+    /// Parses `s[start..end]` as one argument of a probe whose kind says whether `$retval`
+    /// exists.
+    pub(super) fn parse(
+        s: &'a str,
+        start: usize,
+        end: usize,
+        is_return: bool,
+    ) -> Result<Self, ProbeError> {
+        let mut c = Cursor::new(s, start, end);
+        if c.at_end() {
+            return Err(c.err("empty argument"));
+        }
+
+        // `NAME=`: an identifier directly followed by `=`.
+        let mut name = None;
+        let mut look = c;
+        if let Some(id) = look.ident() {
+            if look.eat(b'=') {
+                name = Some(id);
+                c = look;
+            }
+        }
+
+        let base_at = c.pos();
+        let base = if c.eat(b'%') {
+            let reg = c.take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+            if reg.is_empty() {
+                return Err(c.err("expected a register name after '%'"));
+            }
+            ArgBase::Reg(reg)
+        } else if c.eat(b'$') {
+            let var = c.take_while(is_ident_cont);
+            if var.is_empty() {
+                return Err(c.err("expected a name after '$'"));
+            }
+            dollar(var, base_at)?
+        } else if let Some(var) = c.ident() {
+            if is_type_keyword(var) {
+                return Err(err_at(base_at, "a C type keyword is not a variable"));
+            }
+            ArgBase::Var(var)
+        } else {
+            return Err(c.err("expected a variable, %register or $variable"));
+        };
+        if base == ArgBase::Retval && !is_return {
+            return Err(err_at(base_at, "$retval exists only in a return probe"));
+        }
+
+        let mut steps = Vec::new();
+        loop {
+            let step_at = c.pos();
+            let step = if c.eat(b'.') {
+                Step::Member(member(&mut c)?)
+            } else if c.eat_str("->") {
+                Step::Deref(member(&mut c)?)
+            } else if c.eat(b'[') {
+                let n = c.number()?;
+                if !c.eat(b']') {
+                    return Err(c.err("expected ']'"));
+                }
+                Step::Index(n)
+            } else {
+                break;
+            };
+            if !matches!(base, ArgBase::Var(_) | ArgBase::Retval) {
+                return Err(err_at(
+                    step_at,
+                    "only a variable or $retval has members or elements",
+                ));
+            }
+            steps
+                .push(step)
+                .map_err(|_| err_at(step_at, "too many steps in one argument"))?;
+        }
+
+        let mut ty = None;
+        if c.eat(b':') {
+            let at = c.pos();
+            let word = c.take_while(|b| b.is_ascii_alphanumeric());
+            if word.is_empty() {
+                return Err(c.err("expected a type after ':'"));
+            }
+            ty = Some(FetchType::from_name(word).ok_or_else(|| {
+                err_at(at, "unknown fetch type (u8..u64, s8..s64, x8..x64, string)")
+            })?);
+            if base == ArgBase::Err {
+                return Err(err_at(at, "$err takes no type"));
+            }
+        }
+        if !c.at_end() {
+            return Err(c.err("unexpected character in argument"));
+        }
+        Ok(Arg {
+            name,
+            base,
+            steps,
+            ty,
+        })
+    }
+}
+
+/// A `.` or `->` member name.
+fn member<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
+    c.ident().ok_or_else(|| c.err("expected a member name"))
+}
+
+/// Decodes `$var` (given without the `$`, found at column `at`).
+fn dollar(var: &str, at: usize) -> Result<ArgBase<'_>, ProbeError> {
+    Ok(match var {
+        "retval" => ArgBase::Retval,
+        "err" => ArgBase::Err,
+        "stack" => ArgBase::Stack,
+        "comm" => ArgBase::Comm,
+        _ => {
+            if let Some(n) = var.strip_prefix("stack").and_then(decimal) {
+                ArgBase::StackN(n)
+            } else if let Some(n) = var.strip_prefix("arg").and_then(decimal) {
+                if n == 0 {
+                    return Err(err_at(at, "$argN counts from 1"));
+                }
+                ArgBase::ArgN(n)
+            } else {
+                ArgBase::Special(var)
+            }
+        }
+    })
+}
+
+/// A plain decimal `u32` with no sign or leading `+`; `None` otherwise.
+fn decimal(s: &str) -> Option<u32> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+impl fmt::Display for ArgBase<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgBase::Var(v) => f.write_str(v),
+            ArgBase::Reg(r) => write!(f, "%{r}"),
+            ArgBase::Retval => f.write_str("$retval"),
+            ArgBase::Err => f.write_str("$err"),
+            ArgBase::Stack => f.write_str("$stack"),
+            ArgBase::StackN(n) => write!(f, "$stack{n}"),
+            ArgBase::ArgN(n) => write!(f, "$arg{n}"),
+            ArgBase::Comm => f.write_str("$comm"),
+            ArgBase::Special(v) => write!(f, "${v}"),
+        }
+    }
+}
+
+impl fmt::Display for Step<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Member(m) => write!(f, ".{m}"),
+            Step::Deref(m) => write!(f, "->{m}"),
+            Step::Index(i) => write!(f, "[{i}]"),
+        }
+    }
+}
+
+impl fmt::Display for Arg<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(name) = self.name {
+            write!(f, "{name}=")?;
+        }
+        write!(f, "{}", self.base)?;
+        for step in &self.steps {
+            write!(f, "{step}")?;
+        }
+        if let Some(ty) = self.ty {
+            write!(f, ":{ty}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Arg<'_> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "Arg {{ name: {}, base: {}, steps: {}, ty: {} }}",
+            self.name,
+            self.base,
+            self.steps.as_slice(),
+            self.ty
+        );
+    }
+}
