@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use sluice_core::dwarf::{debug_file_candidates, DebugSections, FetchSyntax, Resolver};
 use sluice_core::elf::Elf;
-use sluice_core::probe::{self, Section};
+use sluice_core::probe::{self, ArgBase, Section};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -67,50 +67,83 @@ fn main() -> ExitCode {
     let mut failed = false;
     for spec in specs {
         println!("## {spec}");
-        let parsed = match probe::parse(spec) {
-            Ok(Section::Probe(p)) => p,
-            Ok(_) => {
-                println!("# not a probe spec");
-                failed = true;
-                continue;
-            }
-            Err(e) => {
-                println!("# parse error: {e}");
-                failed = true;
-                continue;
-            }
+        // The grammar takes at most 4 fetched args (r2..r5); resolve longer lists (the peers'
+        // probe lists have 5) in chunks of 4 and join the chunks per site.
+        let mut words = spec.split_whitespace();
+        let place = words.next().unwrap_or("");
+        let all: Vec<&str> = words.collect();
+        let chunks: Vec<Vec<&str>> = if all.is_empty() {
+            vec![Vec::new()]
+        } else {
+            all.chunks(4).map(<[&str]>::to_vec).collect()
         };
-        match resolver.resolve_spec(&parsed) {
-            Ok(sites) => {
+        let mut lines: Vec<String> = Vec::new();
+        let mut error = None;
+        for chunk in &chunks {
+            let text = std::iter::once(place).chain(chunk.iter().copied()).collect::<Vec<_>>().join(" ");
+            let parsed = match probe::parse(&text) {
+                Ok(Section::Probe(p)) => p,
+                Ok(_) => {
+                    error = Some("not a probe spec".to_string());
+                    break;
+                }
+                Err(e) => {
+                    error = Some(format!("parse error: {e}"));
+                    break;
+                }
+            };
+            let sites = match resolver.resolve_spec(&parsed) {
+                Ok(s) => s,
+                Err(e) => {
+                    error = Some(format!("error: {e}"));
+                    break;
+                }
+            };
+            if lines.is_empty() {
                 let kind = if parsed.kind().is_return() { 'r' } else { 'p' };
                 let func = parsed.func().unwrap_or("");
-                let event = if parsed.kind().is_return() {
-                    format!("{func}__return")
-                } else {
-                    func.to_string()
+                let event = match parsed.place() {
+                    _ if parsed.kind().is_return() => format!("{func}__return"),
+                    probe::Place::Line(l) => format!("{func}_L{l}"),
+                    _ => func.to_string(),
                 };
-                for site in sites {
-                    let mut line = format!(
-                        "{kind}:probe_{stem}/{event} BINARY:{:#x}",
-                        site.file_offset.unwrap_or(site.address)
-                    );
-                    for arg in &site.args {
-                        match arg.fetch_arg(resolver.arch(), FetchSyntax::Perf) {
-                            Ok(s) => {
-                                line.push(' ');
-                                line.push_str(&s);
-                            }
-                            Err(e) => {
-                                line.push_str(&format!(" #{}: {e}", arg.name));
-                            }
-                        }
+                lines = sites
+                    .iter()
+                    .map(|site| {
+                        format!(
+                            "{kind}:probe_{stem}/{event} BINARY:{:#x}",
+                            site.file_offset.unwrap_or(site.address)
+                        )
+                    })
+                    .collect();
+            }
+            let exprs = parsed.args().exprs();
+            for (line, site) in lines.iter_mut().zip(&sites) {
+                for (arg, expr) in site.args.iter().zip(exprs.iter().filter(|a| !a.is_err())) {
+                    if expr.base() == ArgBase::Retval {
+                        // perf leaves the return value to the tracer's own `$retval`.
+                        line.push_str(" $retval");
+                        continue;
                     }
-                    println!("{line}");
+                    match arg.fetch_arg(resolver.arch(), FetchSyntax::Perf) {
+                        Ok(s) => {
+                            line.push(' ');
+                            line.push_str(&s);
+                        }
+                        Err(e) => line.push_str(&format!(" #{}: {e}", arg.name)),
+                    }
                 }
             }
-            Err(e) => {
-                println!("# error: {e}");
+        }
+        match error {
+            Some(e) => {
+                println!("# {e}");
                 failed = true;
+            }
+            None => {
+                for l in lines {
+                    println!("{l}");
+                }
             }
         }
     }

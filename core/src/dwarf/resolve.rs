@@ -358,10 +358,15 @@ impl<'s> Resolver<'s> {
             let mut depth: isize = 0;
             // Concrete subprograms enclosing the current DIE: (depth, DIE).
             let mut outer: Vec<(isize, DieRef)> = Vec::new();
+            // Depths of the sites found that enclose the current DIE.
+            let mut inside: Vec<isize> = Vec::new();
             while let Some((delta, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
                 depth = depth.saturating_add(delta);
                 while outer.last().is_some_and(|(d, _)| *d >= depth) {
                     outer.pop();
+                }
+                while inside.last().is_some_and(|d| *d >= depth) {
+                    inside.pop();
                 }
                 let tag = entry.tag();
                 if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
@@ -391,6 +396,13 @@ impl<'s> Resolver<'s> {
                     None => self.name_of(die)?,
                 };
                 if name != Some(func.as_bytes()) {
+                    continue;
+                }
+                let nested = !inside.is_empty();
+                inside.push(depth);
+                if nested {
+                    // GCC's partial inlining puts a copy of a function inside its own
+                    // out-of-line body; like perf, probe the function once there.
                     continue;
                 }
                 sites.push(Site {
@@ -694,6 +706,10 @@ impl<'s> Resolver<'s> {
                 },
             }
         }
+        if let (true, Some(t)) = (arg.steps().is_empty(), arg.fetch_type()) {
+            // perf names `zSql:string` `zSql_string` (the arg text, ':' made '_').
+            name = alloc::format!("{name}_{}", t.as_str());
+        }
         if let Some(n) = arg.name() {
             name = String::from(n);
         }
@@ -940,6 +956,14 @@ impl<'s> Resolver<'s> {
             [Operation::FrameOffset { offset }] => {
                 let fb = self.frame_base(site, pc, name)?;
                 Ok(Val::Memory(fb, Vec::new(), *offset))
+            }
+            [Operation::FrameOffset { offset }, Operation::StackValue] => {
+                // The address of a frame slot, as a value (a pointer into the frame).
+                match self.frame_base(site, pc, name)? {
+                    Start::Reg(r, o) => Ok(Val::Value(Start::Reg(r, o.wrapping_add(*offset)), Vec::new())),
+                    Start::Cfa(r, o) => Ok(Val::Value(Start::Cfa(r, o.wrapping_add(*offset)), Vec::new())),
+                    Start::Const(_) | Start::Addr(_) => Err(na("a frame base this resolver does not evaluate")),
+                }
             }
             [Operation::Address { address }] => Ok(Val::Memory(Start::Addr(*address), Vec::new(), 0)),
             [Operation::AddressIndex { index }] => {
