@@ -63,7 +63,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let stem = path.rsplit('/').next().unwrap_or(path).replace(['.', '-'], "_");
+    let stem = path
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .replace(['.', '-'], "_");
     let mut failed = false;
     for spec in specs {
         println!("## {spec}");
@@ -80,7 +84,10 @@ fn main() -> ExitCode {
         let mut lines: Vec<String> = Vec::new();
         let mut error = None;
         for chunk in &chunks {
-            let text = std::iter::once(place).chain(chunk.iter().copied()).collect::<Vec<_>>().join(" ");
+            let text = std::iter::once(place)
+                .chain(chunk.iter().copied())
+                .collect::<Vec<_>>()
+                .join(" ");
             let parsed = match probe::parse(&text) {
                 Ok(Section::Probe(p)) => p,
                 Ok(_) => {

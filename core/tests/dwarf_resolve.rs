@@ -4,6 +4,7 @@
 //! same builds (`tests/golden/dwarf/compare.sh` re-checks them against perf itself).
 //! Without gcc the tests say so and pass (like the kernel tests without root).
 #![cfg(feature = "dwarf")]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,7 +49,12 @@ fn resolve(bytes: &[u8], spec: &str) -> Result<Vec<String>, Error> {
     resolve_with(bytes, bytes, spec, PrologueSkip::Auto)
 }
 
-fn resolve_with(code: &[u8], debug: &[u8], spec: &str, skip: PrologueSkip) -> Result<Vec<String>, Error> {
+fn resolve_with(
+    code: &[u8],
+    debug: &[u8],
+    spec: &str,
+    skip: PrologueSkip,
+) -> Result<Vec<String>, Error> {
     let code = Elf::parse(code).unwrap();
     let debug = Elf::parse(debug).unwrap();
     let sections = DebugSections::load(&debug)?;
@@ -83,7 +89,9 @@ fn check(bytes: &[u8], cases: &[(&str, &[&str])]) {
 
 #[test]
 fn x86_64_o0_frame_slots_chains_globals() {
-    let Some(bin) = build("vars_O0", &["-g", "-O0"]) else { return };
+    let Some(bin) = build("vars_O0", &["-g", "-O0"]) else {
+        return;
+    };
     let bytes = std::fs::read(bin).unwrap();
     check(
         &bytes,
@@ -119,7 +127,9 @@ fn x86_64_o0_frame_slots_chains_globals() {
 
 #[test]
 fn x86_64_o2_registers_location_lists_inlines() {
-    let Some(bin) = build("vars_O2", &["-g", "-O2"]) else { return };
+    let Some(bin) = build("vars_O2", &["-g", "-O2"]) else {
+        return;
+    };
     let bytes = std::fs::read(bin).unwrap();
     check(
         &bytes,
@@ -151,10 +161,22 @@ fn x86_64_o2_registers_location_lists_inlines() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(resolve(&bytes, "nope x"), Err(Error::FunctionNotFound(f)) if f == "nope"));
-    assert!(matches!(resolve(&bytes, "twice zz"), Err(Error::VariableNotFound { .. })));
-    assert!(matches!(resolve(&bytes, "twice a->x"), Err(Error::BadStep { .. })));
-    assert!(matches!(resolve(&bytes, "process file->nope"), Err(Error::BadStep { .. })));
-    assert!(matches!(resolve(&bytes, "process file->small"), Err(Error::NotScalar { .. })));
+    assert!(matches!(
+        resolve(&bytes, "twice zz"),
+        Err(Error::VariableNotFound { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "twice a->x"),
+        Err(Error::BadStep { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "process file->nope"),
+        Err(Error::BadStep { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "process file->small"),
+        Err(Error::NotScalar { .. })
+    ));
     // Return probes sit at the entry of the out-of-line function.
     let ret = resolve(&bytes, "sum_bytes%return").unwrap();
     let entry = resolve(&bytes, "sum_bytes+0").unwrap();
@@ -163,22 +185,38 @@ fn x86_64_o2_registers_location_lists_inlines() {
 
 #[test]
 fn i386_stack_arguments() {
-    let Some(o2) = build("vars32_O2", &["-m32", "-g", "-O2"]) else { return };
+    let Some(o2) = build("vars32_O2", &["-m32", "-g", "-O2"]) else {
+        return;
+    };
     let bytes = std::fs::read(o2).unwrap();
     check(
         &bytes,
         &[
-            ("process file bytes sc us", &["file=+4($stack):x32 bytes=+8($stack):s32 sc=+12($stack):s8 us=+16($stack):x16"]),
-            ("process file->pos file->f_mapping->a_ops->flags", &["pos=+20(+4($stack)):s64 flags=+4(+4(+12(+4($stack)))):x16"]),
+            (
+                "process file bytes sc us",
+                &["file=+4($stack):x32 bytes=+8($stack):s32 sc=+12($stack):s8 us=+16($stack):x16"],
+            ),
+            (
+                "process file->pos file->f_mapping->a_ops->flags",
+                &["pos=+20(+4($stack)):s64 flags=+4(+4(+12(+4($stack)))):x16"],
+            ),
         ],
     );
-    let Some(o0) = build("vars32_O0", &["-m32", "-g", "-O0"]) else { return };
+    let Some(o0) = build("vars32_O0", &["-m32", "-g", "-O0"]) else {
+        return;
+    };
     let bytes = std::fs::read(o0).unwrap();
     check(
         &bytes,
         &[
-            ("twice a b r", &["a=+8(%bp):s32 b=+12(%bp):s32 r=-4(%bp):s32"]),
-            ("main counter global_map.tag", &["counter=@counter+0:s32 tag=@global_map+8:x8"]),
+            (
+                "twice a b r",
+                &["a=+8(%bp):s32 b=+12(%bp):s32 r=-4(%bp):s32"],
+            ),
+            (
+                "main counter global_map.tag",
+                &["counter=@counter+0:s32 tag=@global_map+8:x8"],
+            ),
         ],
     );
 }
@@ -194,23 +232,42 @@ fn compressed_sections_resolve_the_same() {
     let plain = std::fs::read(plain).unwrap();
     let packed = std::fs::read(packed).unwrap();
     let elf = Elf::parse(&packed).unwrap();
-    let compressed = elf
-        .sections()
-        .any(|(_, sh)| elf.section_name(&sh) == ".debug_info" && sh.flags & sluice_core::elf::SHF_COMPRESSED != 0);
+    let compressed = elf.sections().any(|(_, sh)| {
+        elf.section_name(&sh) == ".debug_info" && sh.flags & sluice_core::elf::SHF_COMPRESSED != 0
+    });
     assert!(compressed, "gcc -gz=zlib did not compress .debug_info");
-    for spec in ["process file->f_mapping->a_ops->flags sc", "scale x factor", "main counter"] {
-        assert_eq!(resolve(&plain, spec).unwrap(), resolve(&packed, spec).unwrap(), "{spec}");
+    for spec in [
+        "process file->f_mapping->a_ops->flags sc",
+        "scale x factor",
+        "main counter",
+    ] {
+        assert_eq!(
+            resolve(&plain, spec).unwrap(),
+            resolve(&packed, spec).unwrap(),
+            "{spec}"
+        );
     }
 }
 
 #[test]
 fn separate_debug_file_by_debuglink() {
-    let Some(bin) = build("vars_split", &["-g", "-O2", "-Wl,--build-id"]) else { return };
+    let Some(bin) = build("vars_split", &["-g", "-O2", "-Wl,--build-id"]) else {
+        return;
+    };
     let dir = bin.parent().unwrap().to_path_buf();
     let dbg = dir.join("vars_split.debug");
-    let run = |args: &[&std::ffi::OsStr]| Command::new("objcopy").args(args).status().map(|s| s.success()).unwrap_or(false);
-    let ok = run(&["--only-keep-debug".as_ref(), bin.as_os_str(), dbg.as_os_str()])
-        && run(&["--strip-debug".as_ref(), bin.as_os_str()])
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new("objcopy")
+            .args(args)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    let ok = run(&[
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        dbg.as_os_str(),
+    ]) && run(&["--strip-debug".as_ref(), bin.as_os_str()])
         && Command::new("objcopy")
             .current_dir(&dir)
             .args(["--add-gnu-debuglink=vars_split.debug", "vars_split"])
@@ -230,10 +287,17 @@ fn separate_debug_file_by_debuglink() {
     assert_eq!(debuglink_crc(&debug), crc);
     let path = bin.to_str().unwrap();
     let cands = debug_file_candidates(&elf, path);
-    assert!(cands[0].starts_with("/usr/lib/debug/.build-id/"), "{cands:?}");
+    assert!(
+        cands[0].starts_with("/usr/lib/debug/.build-id/"),
+        "{cands:?}"
+    );
     assert!(cands[0].ends_with(".debug"));
-    assert!(cands.contains(&dbg.to_str().unwrap().to_string()), "{cands:?}");
-    let full = std::fs::read(build("vars_full", &["-g", "-O2", "-Wl,--build-id"]).unwrap()).unwrap();
+    assert!(
+        cands.contains(&dbg.to_str().unwrap().to_string()),
+        "{cands:?}"
+    );
+    let full =
+        std::fs::read(build("vars_full", &["-g", "-O2", "-Wl,--build-id"]).unwrap()).unwrap();
     for spec in ["process file->pos us", "scale x"] {
         let split = resolve_with(&code, &debug, spec, PrologueSkip::Auto).unwrap();
         assert_eq!(split, resolve(&full, spec).unwrap(), "{spec}");
@@ -242,31 +306,56 @@ fn separate_debug_file_by_debuglink() {
 
 #[test]
 fn locations_are_prologue_input() {
-    let Some(bin) = build("vars_loc", &["-g", "-O0"]) else { return };
+    let Some(bin) = build("vars_loc", &["-g", "-O0"]) else {
+        return;
+    };
     let bytes = std::fs::read(bin).unwrap();
     let elf = Elf::parse(&bytes).unwrap();
     let s = DebugSections::load(&elf).unwrap();
     let r = Resolver::new(&elf, &s).unwrap();
-    let Ok(Section::Probe(p)) = probe::parse("process file->f_mapping->a_ops->flags") else { panic!() };
+    let Ok(Section::Probe(p)) = probe::parse("process file->f_mapping->a_ops->flags") else {
+        panic!()
+    };
     let sites = r.resolve_spec(&p).unwrap();
     let loc = &sites[0].args[0].location;
-    assert_eq!(loc.base, LocBase::FrameSlot { cfa_reg: 6, cfa_offset: 16, offset: -56 });
+    assert_eq!(
+        loc.base,
+        LocBase::FrameSlot {
+            cfa_reg: 6,
+            cfa_offset: 16,
+            offset: -56
+        }
+    );
     assert_eq!(loc.derefs, vec![16, 8, 8]);
     assert_eq!((loc.size, loc.signed), (2, false));
     let regs = loc.with_register_base();
-    assert_eq!(regs.base, LocBase::Register { dwarf_reg: 6, offset: 0 });
+    assert_eq!(
+        regs.base,
+        LocBase::Register {
+            dwarf_reg: 6,
+            offset: 0
+        }
+    );
     assert_eq!(regs.derefs, vec![-40, 16, 8, 8]);
     assert_eq!(
-        sites[0].args[0].fetch_arg(r.arch(), FetchSyntax::Kprobe).unwrap(),
+        sites[0].args[0]
+            .fetch_arg(r.arch(), FetchSyntax::Kprobe)
+            .unwrap(),
         "flags=+8(+8(+16(-40(%bp)))):u16"
     );
     // A global for a uprobe: `@+` the file offset relative to the probed mapping.
-    let Ok(Section::Probe(p)) = probe::parse("main counter") else { panic!() };
+    let Ok(Section::Probe(p)) = probe::parse("main counter") else {
+        panic!()
+    };
     let site = &r.resolve_spec(&p).unwrap()[0];
-    let LocBase::Address(addr) = site.args[0].location.base else { panic!() };
+    let LocBase::Address(addr) = site.args[0].location.base else {
+        panic!()
+    };
     let bias = r.load_bias(site.address).unwrap();
     assert_eq!(
-        site.args[0].fetch_arg(r.arch(), FetchSyntax::Uprobe { load_bias: bias }).unwrap(),
+        site.args[0]
+            .fetch_arg(r.arch(), FetchSyntax::Uprobe { load_bias: bias })
+            .unwrap(),
         format!("counter=@+{:#x}:s32", addr - bias)
     );
 }
@@ -274,7 +363,9 @@ fn locations_are_prologue_input() {
 /// Corrupted debug info: every error is a value, never a panic.
 #[test]
 fn corrupted_debug_info_never_panics() {
-    let Some(bin) = build("vars_fuzz", &["-g", "-O2"]) else { return };
+    let Some(bin) = build("vars_fuzz", &["-g", "-O2"]) else {
+        return;
+    };
     let bytes = std::fs::read(bin).unwrap();
     let elf = Elf::parse(&bytes).unwrap();
     let (info_off, info_len) = elf
@@ -295,11 +386,22 @@ fn corrupted_debug_info_never_panics() {
             let at = info_off + (next() as usize) % info_len;
             m[at] = next() as u8;
         }
-        for spec in ["process file->f_mapping->a_ops->flags sc", "scale x factor", "main counter", "process:8 slot"] {
+        for spec in [
+            "process file->f_mapping->a_ops->flags sc",
+            "scale x factor",
+            "main counter",
+            "process:8 slot",
+        ] {
             let Ok(code) = Elf::parse(&m) else { continue };
-            let Ok(sections) = DebugSections::load(&code) else { continue };
-            let Ok(r) = Resolver::new(&code, &sections) else { continue };
-            let Ok(Section::Probe(p)) = probe::parse(spec) else { panic!() };
+            let Ok(sections) = DebugSections::load(&code) else {
+                continue;
+            };
+            let Ok(r) = Resolver::new(&code, &sections) else {
+                continue;
+            };
+            let Ok(Section::Probe(p)) = probe::parse(spec) else {
+                panic!()
+            };
             if let Ok(sites) = r.resolve_spec(&p) {
                 for site in sites {
                     for a in site.args {

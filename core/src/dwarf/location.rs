@@ -113,7 +113,12 @@ impl ArgLocation {
     /// # Errors
     /// [`Error::Unexpressible`] for a register the tracer cannot name, or a register plus
     /// offset value with nothing to dereference.
-    pub fn fetch_arg(&self, arch: Arch, syntax: FetchSyntax, string: bool) -> Result<String, Error> {
+    pub fn fetch_arg(
+        &self,
+        arch: Arch,
+        syntax: FetchSyntax,
+        string: bool,
+    ) -> Result<String, Error> {
         let mut inner = String::new();
         let reg = |r: u16| {
             register_name(arch, r).ok_or(Error::Unexpressible {
@@ -212,6 +217,7 @@ impl ResolvedArg {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
     use alloc::vec;
@@ -233,23 +239,66 @@ mod tests {
             offset: 0,
         };
         let cases = vec![
-            (loc(reg(5), &[248, 104], 8, false), Arch::X86_64, FetchSyntax::Kprobe, "+104(+248(%di)):u64"),
-            (loc(reg(5), &[248, 104], 8, false), Arch::X86_64, FetchSyntax::Perf, "+104(+248(%di)):x64"),
-            (loc(reg(12), &[], 8, true), Arch::X86_64, FetchSyntax::Kprobe, "%r12:s64"),
             (
-                loc(LocBase::FrameSlot { cfa_reg: 6, cfa_offset: 16, offset: -56 }, &[16], 2, true),
+                loc(reg(5), &[248, 104], 8, false),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "+104(+248(%di)):u64",
+            ),
+            (
+                loc(reg(5), &[248, 104], 8, false),
+                Arch::X86_64,
+                FetchSyntax::Perf,
+                "+104(+248(%di)):x64",
+            ),
+            (
+                loc(reg(12), &[], 8, true),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "%r12:s64",
+            ),
+            (
+                loc(
+                    LocBase::FrameSlot {
+                        cfa_reg: 6,
+                        cfa_offset: 16,
+                        offset: -56,
+                    },
+                    &[16],
+                    2,
+                    true,
+                ),
                 Arch::X86_64,
                 FetchSyntax::Perf,
                 "+16(-40(%bp)):s16",
             ),
             (
-                loc(LocBase::FrameSlot { cfa_reg: 4, cfa_offset: 4, offset: 0 }, &[], 4, false),
+                loc(
+                    LocBase::FrameSlot {
+                        cfa_reg: 4,
+                        cfa_offset: 4,
+                        offset: 0,
+                    },
+                    &[],
+                    4,
+                    false,
+                ),
                 Arch::I386,
                 FetchSyntax::Kprobe,
                 "+4($stack):u32",
             ),
-            (loc(LocBase::Const(-3), &[], 4, true), Arch::Aarch64, FetchSyntax::Kprobe, "\\-3:s32"),
-            (loc(LocBase::Address(0x4010), &[], 4, true), Arch::X86_64, FetchSyntax::Kprobe, "@0x4010:s32"),
+            (
+                loc(LocBase::Const(-3), &[], 4, true),
+                Arch::Aarch64,
+                FetchSyntax::Kprobe,
+                "\\-3:s32",
+            ),
+            (
+                loc(LocBase::Address(0x4010), &[], 4, true),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "@0x4010:s32",
+            ),
             (
                 loc(LocBase::Address(0x4010), &[], 4, true),
                 Arch::X86_64,
@@ -262,19 +311,52 @@ mod tests {
         }
         let mut g = loc(LocBase::Address(0x4020), &[], 1, false);
         g.global = Some(("global_map".into(), 16));
-        assert_eq!(g.fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).unwrap(), "@global_map+16:x8");
+        assert_eq!(
+            g.fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).unwrap(),
+            "@global_map+16:x8"
+        );
         let s = loc(reg(4), &[], 8, false);
-        assert_eq!(s.fetch_arg(Arch::X86_64, FetchSyntax::Perf, true).unwrap(), "+0(%si):string");
-        let bad = loc(LocBase::Register { dwarf_reg: 7, offset: 8 }, &[], 8, false);
-        assert!(bad.fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).is_err());
-        assert!(loc(reg(40), &[], 8, false).fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).is_err());
+        assert_eq!(
+            s.fetch_arg(Arch::X86_64, FetchSyntax::Perf, true).unwrap(),
+            "+0(%si):string"
+        );
+        let bad = loc(
+            LocBase::Register {
+                dwarf_reg: 7,
+                offset: 8,
+            },
+            &[],
+            8,
+            false,
+        );
+        assert!(bad
+            .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
+            .is_err());
+        assert!(loc(reg(40), &[], 8, false)
+            .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
+            .is_err());
     }
 
     #[test]
     fn frame_slot_as_register() {
-        let l = loc(LocBase::FrameSlot { cfa_reg: 6, cfa_offset: 16, offset: -56 }, &[16], 2, true);
+        let l = loc(
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56,
+            },
+            &[16],
+            2,
+            true,
+        );
         let r = l.with_register_base();
-        assert_eq!(r.base, LocBase::Register { dwarf_reg: 6, offset: 0 });
+        assert_eq!(
+            r.base,
+            LocBase::Register {
+                dwarf_reg: 6,
+                offset: 0
+            }
+        );
         assert_eq!(r.derefs, vec![-40, 16]);
         assert_eq!(l.reads(), 2);
         assert_eq!(r.reads(), 2);

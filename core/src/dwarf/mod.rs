@@ -35,7 +35,7 @@ use core::fmt;
 
 pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
 pub use regs::{arch_of_machine, register_name, return_register};
-pub use resolve::{PrologueSkip, ProbeSite, Resolver, MAX_DEPTH};
+pub use resolve::{ProbeSite, PrologueSkip, Resolver, MAX_DEPTH};
 pub use sections::{
     build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,
     MAX_INFLATED,
@@ -152,7 +152,10 @@ impl fmt::Display for Error {
                 write!(f, "variable '{name}' is not visible at {pc:#x}")
             }
             Error::NotAvailable { name, pc, reason } => {
-                write!(f, "variable '{name}' at {pc:#x} cannot be fetched: {reason}")
+                write!(
+                    f,
+                    "variable '{name}' at {pc:#x} cannot be fetched: {reason}"
+                )
             }
             Error::BadStep { name, step, reason } => write!(f, "{name}: '{step}': {reason}"),
             Error::NotScalar { name, what } => {

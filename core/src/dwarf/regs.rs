@@ -21,8 +21,8 @@ const I386: [&str; 9] = [
 /// aarch64: x0..x30, then sp (31).
 const AARCH64: [&str; 32] = [
     "%x0", "%x1", "%x2", "%x3", "%x4", "%x5", "%x6", "%x7", "%x8", "%x9", "%x10", "%x11", "%x12",
-    "%x13", "%x14", "%x15", "%x16", "%x17", "%x18", "%x19", "%x20", "%x21", "%x22", "%x23",
-    "%x24", "%x25", "%x26", "%x27", "%x28", "%x29", "%x30", "%sp",
+    "%x13", "%x14", "%x15", "%x16", "%x17", "%x18", "%x19", "%x20", "%x21", "%x22", "%x23", "%x24",
+    "%x25", "%x26", "%x27", "%x28", "%x29", "%x30", "%sp",
 ];
 
 /// The tracer's name of DWARF register `reg` on `arch` (`%di`, `$stack`, `%x0`), or `None`
@@ -58,6 +58,7 @@ pub fn arch_of_machine(machine: u16) -> Option<Arch> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
 

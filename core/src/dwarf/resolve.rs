@@ -212,7 +212,13 @@ impl<'s> Resolver<'s> {
     pub(super) fn entry(
         &self,
         die: DieRef,
-    ) -> Result<(&gimli::Unit<R<'s>>, gimli::DebuggingInformationEntry<'_, '_, R<'s>>), Error> {
+    ) -> Result<
+        (
+            &gimli::Unit<R<'s>>,
+            gimli::DebuggingInformationEntry<'_, '_, R<'s>>,
+        ),
+        Error,
+    > {
         let unit = self.unit(die.unit)?;
         let entry = unit.entry(die.offset).map_err(gimli_err("DIE"))?;
         Ok((unit, entry))
@@ -264,7 +270,10 @@ impl<'s> Resolver<'s> {
         let mut at = die;
         for _ in 0..MAX_DEPTH {
             let (unit, entry) = self.entry(at)?;
-            if let Some(v) = entry.attr_value(dw::DW_AT_name).map_err(gimli_err("DW_AT_name"))? {
+            if let Some(v) = entry
+                .attr_value(dw::DW_AT_name)
+                .map_err(gimli_err("DW_AT_name"))?
+            {
                 return Ok(Some(self.string(unit, v)?));
             }
             let origin = match entry
@@ -336,7 +345,10 @@ impl<'s> Resolver<'s> {
     fn entry_pc(&self, die: DieRef) -> Result<Option<u64>, Error> {
         let (unit, entry) = self.entry(die)?;
         for attr in [dw::DW_AT_entry_pc, dw::DW_AT_low_pc] {
-            if let Some(v) = entry.attr_value(attr).map_err(gimli_err("DW_AT_entry_pc"))? {
+            if let Some(v) = entry
+                .attr_value(attr)
+                .map_err(gimli_err("DW_AT_entry_pc"))?
+            {
                 if let Some(a) = self
                     .dwarf
                     .attr_address(unit, v)
@@ -391,7 +403,10 @@ impl<'s> Resolver<'s> {
                     continue;
                 }
                 // Cheap test first: the DIE's own name; else follow its origin.
-                let name = match entry.attr_value(dw::DW_AT_name).map_err(gimli_err("DW_AT_name"))? {
+                let name = match entry
+                    .attr_value(dw::DW_AT_name)
+                    .map_err(gimli_err("DW_AT_name"))?
+                {
                     Some(v) => Some(self.string(unit, v)?),
                     None => self.name_of(die)?,
                 };
@@ -541,7 +556,11 @@ impl<'s> Resolver<'s> {
                     return Ok(Vec::new());
                 }
                 let addr = entry.checked_add(off).ok_or(no("offset overflows"))?;
-                if !self.ranges(site.die)?.iter().any(|&(b, e)| addr >= b && addr < e) {
+                if !self
+                    .ranges(site.die)?
+                    .iter()
+                    .any(|&(b, e)| addr >= b && addr < e)
+                {
                     return Err(no("offset past the end of the function"));
                 }
                 alloc::vec![addr]
@@ -566,7 +585,11 @@ impl<'s> Resolver<'s> {
                     .iter()
                     .filter(|r| r.line == want && r.is_stmt && !r.end_sequence)
                     .filter(|r| ranges.iter().any(|&(b, e)| r.address >= b && r.address < e))
-                    .filter(|r| !inlines.iter().any(|&(b, e)| r.address >= b && r.address < e))
+                    .filter(|r| {
+                        !inlines
+                            .iter()
+                            .any(|&(b, e)| r.address >= b && r.address < e)
+                    })
                     .filter(|r| {
                         want_file.is_none() || self.file_name(site.die.unit, r.file) == want_file
                     })
@@ -598,7 +621,12 @@ impl<'s> Resolver<'s> {
     /// [`Error::FunctionNotFound`], [`Error::NoPlace`] when no site has that place; the
     /// first argument that does not resolve at a site ([`Error::VariableNotFound`],
     /// [`Error::NotAvailable`], [`Error::BadStep`], [`Error::NotScalar`]).
-    pub fn resolve(&self, func: &str, place: Place, args: &[Arg<'_>]) -> Result<Vec<ProbeSite>, Error> {
+    pub fn resolve(
+        &self,
+        func: &str,
+        place: Place,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<ProbeSite>, Error> {
         let sites = self.find_sites(func)?;
         if sites.is_empty() {
             return Err(Error::FunctionNotFound(String::from(func)));
@@ -632,7 +660,13 @@ impl<'s> Resolver<'s> {
         Ok(out)
     }
 
-    fn resolve_arg(&self, site: &Site, pc: u64, place: Place, arg: &Arg<'_>) -> Result<ResolvedArg, Error> {
+    fn resolve_arg(
+        &self,
+        site: &Site,
+        pc: u64,
+        place: Place,
+        arg: &Arg<'_>,
+    ) -> Result<ResolvedArg, Error> {
         let (var_name, start_val, ty) = match arg.base() {
             ArgBase::Var(name) => {
                 let die = self.find_variable(site, pc, name)?;
@@ -678,9 +712,7 @@ impl<'s> Resolver<'s> {
                         }
                         (Step::Deref(_), _) => return Err(bad("'->' on a non-pointer")),
                         (_, Kind::Aggregate) => t,
-                        (_, Kind::Pointer { .. }) => {
-                            return Err(bad("'.' on a pointer: use '->'"))
-                        }
+                        (_, Kind::Pointer { .. }) => return Err(bad("'.' on a pointer: use '->'")),
                         _ => return Err(bad("'.' on a non-struct")),
                     };
                     let (off, mty) = self.member(agg, m, 0)?.ok_or(bad("no such member"))?;
@@ -786,7 +818,13 @@ impl<'s> Resolver<'s> {
         })
     }
 
-    fn search_scope(&self, scope: DieRef, pc: u64, name: &str, depth: u32) -> Result<Option<DieRef>, Error> {
+    fn search_scope(
+        &self,
+        scope: DieRef,
+        pc: u64,
+        name: &str,
+        depth: u32,
+    ) -> Result<Option<DieRef>, Error> {
         if depth > MAX_DEPTH {
             return Err(Error::Limit {
                 what: "nested lexical blocks",
@@ -808,10 +846,10 @@ impl<'s> Resolver<'s> {
                 offset: e.offset(),
             };
             match e.tag() {
-                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable if found.is_none() => {
-                    if self.name_of(die)? == Some(name.as_bytes()) {
-                        found = Some(die);
-                    }
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable
+                    if found.is_none() && self.name_of(die)? == Some(name.as_bytes()) =>
+                {
+                    found = Some(die);
                 }
                 dw::DW_TAG_lexical_block => blocks.push(die),
                 _ => {}
@@ -853,8 +891,7 @@ impl<'s> Resolver<'s> {
                 .attr_value(dw::DW_AT_location)
                 .map_err(gimli_err("DW_AT_location"))?
                 .is_some()
-                || e
-                    .attr_value(dw::DW_AT_const_value)
+                || e.attr_value(dw::DW_AT_const_value)
                     .map_err(gimli_err("DW_AT_const_value"))?
                     .is_some();
             let die = DieRef {
@@ -947,10 +984,16 @@ impl<'s> Resolver<'s> {
             [Operation::Register { register }] => {
                 Ok(Val::Value(Start::Reg(reg(*register), 0), Vec::new()))
             }
-            [Operation::RegisterOffset { register, offset, .. }] => {
-                Ok(Val::Memory(Start::Reg(reg(*register), 0), Vec::new(), *offset))
-            }
-            [Operation::RegisterOffset { register, offset, .. }, Operation::StackValue] => {
+            [Operation::RegisterOffset {
+                register, offset, ..
+            }] => Ok(Val::Memory(
+                Start::Reg(reg(*register), 0),
+                Vec::new(),
+                *offset,
+            )),
+            [Operation::RegisterOffset {
+                register, offset, ..
+            }, Operation::StackValue] => {
                 Ok(Val::Value(Start::Reg(reg(*register), *offset), Vec::new()))
             }
             [Operation::FrameOffset { offset }] => {
@@ -960,14 +1003,27 @@ impl<'s> Resolver<'s> {
             [Operation::FrameOffset { offset }, Operation::StackValue] => {
                 // The address of a frame slot, as a value (a pointer into the frame).
                 match self.frame_base(site, pc, name)? {
-                    Start::Reg(r, o) => Ok(Val::Value(Start::Reg(r, o.wrapping_add(*offset)), Vec::new())),
-                    Start::Cfa(r, o) => Ok(Val::Value(Start::Cfa(r, o.wrapping_add(*offset)), Vec::new())),
-                    Start::Const(_) | Start::Addr(_) => Err(na("a frame base this resolver does not evaluate")),
+                    Start::Reg(r, o) => Ok(Val::Value(
+                        Start::Reg(r, o.wrapping_add(*offset)),
+                        Vec::new(),
+                    )),
+                    Start::Cfa(r, o) => Ok(Val::Value(
+                        Start::Cfa(r, o.wrapping_add(*offset)),
+                        Vec::new(),
+                    )),
+                    Start::Const(_) | Start::Addr(_) => {
+                        Err(na("a frame base this resolver does not evaluate"))
+                    }
                 }
             }
-            [Operation::Address { address }] => Ok(Val::Memory(Start::Addr(*address), Vec::new(), 0)),
+            [Operation::Address { address }] => {
+                Ok(Val::Memory(Start::Addr(*address), Vec::new(), 0))
+            }
             [Operation::AddressIndex { index }] => {
-                let a = self.dwarf.address(unit, *index).map_err(gimli_err("DW_OP_addrx"))?;
+                let a = self
+                    .dwarf
+                    .address(unit, *index)
+                    .map_err(gimli_err("DW_OP_addrx"))?;
                 Ok(Val::Memory(Start::Addr(a), Vec::new(), 0))
             }
             [Operation::UnsignedConstant { value }, Operation::StackValue] => {
@@ -980,16 +1036,24 @@ impl<'s> Resolver<'s> {
                 Ok(Val::Value(Start::Const(*address as i64), Vec::new()))
             }
             [Operation::ImplicitValue { data }] => Ok(Val::Value(
-                Start::Const(le_value(data.slice()).ok_or(na("implicit value wider than 8 bytes"))?),
+                Start::Const(
+                    le_value(data.slice()).ok_or(na("implicit value wider than 8 bytes"))?,
+                ),
                 Vec::new(),
             )),
             ops if ops.iter().any(|o| matches!(o, Operation::Piece { .. })) => {
                 Err(na("split in pieces"))
             }
-            ops if ops.iter().any(|o| matches!(o, Operation::EntryValue { .. })) => {
+            ops if ops
+                .iter()
+                .any(|o| matches!(o, Operation::EntryValue { .. })) =>
+            {
                 Err(na("only an entry value (the caller's register at entry)"))
             }
-            ops if ops.iter().any(|o| matches!(o, Operation::ImplicitPointer { .. })) => {
+            ops if ops
+                .iter()
+                .any(|o| matches!(o, Operation::ImplicitPointer { .. })) =>
+            {
                 Err(na("an implicit pointer (the object is optimized out)"))
             }
             _ => Err(na("a computed location (arithmetic on registers)")),
@@ -1033,9 +1097,12 @@ impl<'s> Resolver<'s> {
         match (first, second) {
             (Some(Operation::CallFrameCFA), None) => self.cfa(pc, name),
             (Some(Operation::Register { register }), None) => Ok(Start::Reg(register.0, 0)),
-            (Some(Operation::RegisterOffset { register, offset, .. }), None) => {
-                Ok(Start::Reg(register.0, offset))
-            }
+            (
+                Some(Operation::RegisterOffset {
+                    register, offset, ..
+                }),
+                None,
+            ) => Ok(Start::Reg(register.0, offset)),
             _ => Err(na("a frame base this resolver does not evaluate")),
         }
     }
@@ -1085,13 +1152,20 @@ impl<'s> Resolver<'s> {
                 section.set_address_size(address_size);
                 let bases = gimli::BaseAddresses::default();
                 section
-                    .unwind_info_for_address(&bases, &mut ctx, pc, gimli::DebugFrame::cie_from_offset)
+                    .unwind_info_for_address(
+                        &bases,
+                        &mut ctx,
+                        pc,
+                        gimli::DebugFrame::cie_from_offset,
+                    )
                     .map(|row| row.cfa().clone())
                     .map_err(|_| na("no call frame information at this address"))?
             }
         };
         match rule {
-            gimli::CfaRule::RegisterAndOffset { register, offset } => Ok(Start::Cfa(register.0, offset)),
+            gimli::CfaRule::RegisterAndOffset { register, offset } => {
+                Ok(Start::Cfa(register.0, offset))
+            }
             gimli::CfaRule::Expression(_) => Err(na("the CFA is an expression")),
         }
     }
@@ -1135,9 +1209,10 @@ fn address_of(v: Val) -> Option<Val> {
         Val::Memory(Start::Reg(r, o), d, off) if d.is_empty() => {
             Some(Val::Value(Start::Reg(r, o.wrapping_add(off)), d))
         }
-        Val::Memory(Start::Addr(a), d, off) if d.is_empty() => {
-            Some(Val::Value(Start::Const(a.wrapping_add(off as u64) as i64), d))
-        }
+        Val::Memory(Start::Addr(a), d, off) if d.is_empty() => Some(Val::Value(
+            Start::Const(a.wrapping_add(off as u64) as i64),
+            d,
+        )),
         Val::Memory(s, mut d, off) => {
             // `+off(X)` as a value is X + off: only expressible when folded into a read later.
             let last = d.pop()?;
@@ -1166,7 +1241,9 @@ fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
                 dwarf_reg: r,
                 offset: 0,
             },
-            core::iter::once(first.wrapping_add(o)).chain(rest.iter().copied()).collect(),
+            core::iter::once(first.wrapping_add(o))
+                .chain(rest.iter().copied())
+                .collect(),
         ),
         (Start::Reg(r, o), None) => (
             LocBase::Register {
@@ -1192,7 +1269,10 @@ fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
         ),
         (Start::Addr(a), Some((&first, rest))) => {
             global = Some((var, first as u64));
-            (LocBase::Address(a.wrapping_add(first as u64)), rest.to_vec())
+            (
+                LocBase::Address(a.wrapping_add(first as u64)),
+                rest.to_vec(),
+            )
         }
         (Start::Addr(a), None) => (LocBase::Const(a as i64), Vec::new()),
         (Start::Const(c), Some((&first, rest))) => (
@@ -1211,6 +1291,7 @@ fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -1227,18 +1308,46 @@ mod tests {
         // `file->f_mapping->a_ops`, file in %di.
         let v = Val::Memory(Start::Reg(5, 0), alloc::vec![248], 104);
         let l = finish(v, 8, false, String::new());
-        assert_eq!(l.base, LocBase::Register { dwarf_reg: 5, offset: 0 });
+        assert_eq!(
+            l.base,
+            LocBase::Register {
+                dwarf_reg: 5,
+                offset: 0
+            }
+        );
         assert_eq!(l.derefs, alloc::vec![248, 104]);
         // An -O0 local: CFA (rbp+16) - 56.
-        let l = finish(Val::Memory(Start::Cfa(6, 16), Vec::new(), -56), 4, true, String::new());
-        assert_eq!(l.base, LocBase::FrameSlot { cfa_reg: 6, cfa_offset: 16, offset: -56 });
+        let l = finish(
+            Val::Memory(Start::Cfa(6, 16), Vec::new(), -56),
+            4,
+            true,
+            String::new(),
+        );
+        assert_eq!(
+            l.base,
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56
+            }
+        );
         assert!(l.derefs.is_empty());
         // A global's member.
-        let l = finish(Val::Memory(Start::Addr(0x4000), Vec::new(), 16), 1, false, "g".into());
+        let l = finish(
+            Val::Memory(Start::Addr(0x4000), Vec::new(), 16),
+            1,
+            false,
+            "g".into(),
+        );
         assert_eq!(l.base, LocBase::Address(0x4010));
         assert_eq!(l.global, Some(("g".into(), 16)));
         // A frame base register with an offset folds into the first read.
-        let l = finish(Val::Memory(Start::Reg(7, 8), Vec::new(), 4), 4, false, String::new());
+        let l = finish(
+            Val::Memory(Start::Reg(7, 8), Vec::new(), 4),
+            4,
+            false,
+            String::new(),
+        );
         assert_eq!(l.derefs, alloc::vec![12]);
     }
 }

@@ -117,11 +117,19 @@ fn inflate(name: &str, deflated: &[u8], size: u64) -> Result<Vec<u8>, Error> {
 fn inflate_chdr(name: &str, bytes: &[u8], class: Class, little: bool) -> Result<Vec<u8>, Error> {
     let rd32 = |at: usize| -> Option<u32> {
         let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
-        Some(if little { u32::from_le_bytes(b) } else { u32::from_be_bytes(b) })
+        Some(if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
     };
     let rd64 = |at: usize| -> Option<u64> {
         let b: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(if little { u64::from_le_bytes(b) } else { u64::from_be_bytes(b) })
+        Some(if little {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        })
     };
     let (ty, size, hdr) = match class {
         Class::Elf64 => (rd32(0), rd64(8), 24),
@@ -170,7 +178,11 @@ pub fn build_id<'a>(elf: &Elf<'a>) -> Option<&'a [u8]> {
     let little = elf.header().is_little_endian();
     let rd = |b: &[u8], at: usize| -> Option<u32> {
         let w: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-        Some(if little { u32::from_le_bytes(w) } else { u32::from_be_bytes(w) })
+        Some(if little {
+            u32::from_le_bytes(w)
+        } else {
+            u32::from_be_bytes(w)
+        })
     };
     let align4 = |n: u32| (n as usize).checked_add(3).map(|n| n & !3);
     // Each note advances by at least its 12-byte header: bounded by the section size.
@@ -239,7 +251,9 @@ pub fn debug_file_candidates(elf: &Elf<'_>, path: &str) -> Vec<String> {
         }
     }
     if let Some((name, _)) = debuglink(elf) {
-        let dir = path.rsplit_once('/').map_or(".", |(d, _)| if d.is_empty() { "/" } else { d });
+        let dir = path
+            .rsplit_once('/')
+            .map_or(".", |(d, _)| if d.is_empty() { "/" } else { d });
         let dir = dir.trim_end_matches('/');
         out.push(format!("{dir}/{name}"));
         out.push(format!("{dir}/.debug/{name}"));
@@ -254,6 +268,7 @@ pub fn debug_file_candidates(elf: &Elf<'_>, path: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -274,7 +289,9 @@ mod tests {
         assert_eq!(inflate_zdebug(".zdebug_info", &z).unwrap(), b"hello dwarf");
         // A stated size that lies is an error, not a truncation.
         let mut lie = z.clone();
-        lie.get_mut(4..12).unwrap().copy_from_slice(&5u64.to_be_bytes());
+        lie.get_mut(4..12)
+            .unwrap()
+            .copy_from_slice(&5u64.to_be_bytes());
         assert!(inflate_zdebug(".zdebug_info", &lie).is_err());
     }
 }

@@ -32,7 +32,10 @@ impl Resolver<'_> {
         let mut at = die;
         for _ in 0..MAX_TYPE_HOPS {
             let (unit, entry) = self.entry(at)?;
-            if let Some(v) = entry.attr_value(dw::DW_AT_type).map_err(gimli_err("DW_AT_type"))? {
+            if let Some(v) = entry
+                .attr_value(dw::DW_AT_type)
+                .map_err(gimli_err("DW_AT_type"))?
+            {
                 return Ok(self.reference(at.unit, unit, v));
             }
             let origin = entry
@@ -178,7 +181,10 @@ impl Resolver<'_> {
             if e.tag() != dw::DW_TAG_subrange_type {
                 continue;
             }
-            let count = match e.attr_value(dw::DW_AT_count).map_err(gimli_err("DW_AT_count"))? {
+            let count = match e
+                .attr_value(dw::DW_AT_count)
+                .map_err(gimli_err("DW_AT_count"))?
+            {
                 Some(v) => v.udata_value(),
                 None => e
                     .attr_value(dw::DW_AT_upper_bound)
@@ -213,7 +219,10 @@ impl Resolver<'_> {
             if e.tag() != dw::DW_TAG_subrange_type {
                 continue;
             }
-            let count = match e.attr_value(dw::DW_AT_count).map_err(gimli_err("DW_AT_count"))? {
+            let count = match e
+                .attr_value(dw::DW_AT_count)
+                .map_err(gimli_err("DW_AT_count"))?
+            {
                 Some(v) => v.udata_value(),
                 None => e
                     .attr_value(dw::DW_AT_upper_bound)
@@ -282,9 +291,14 @@ impl Resolver<'_> {
                         }
                     }
                 }
-                Some(v) => v.sdata_value().or(v.udata_value().map(|u| u as i64)).unwrap_or(0),
+                Some(v) => v
+                    .sdata_value()
+                    .or(v.udata_value().map(|u| u as i64))
+                    .unwrap_or(0),
             };
-            let member_name = e.attr_value(dw::DW_AT_name).map_err(gimli_err("DW_AT_name"))?;
+            let member_name = e
+                .attr_value(dw::DW_AT_name)
+                .map_err(gimli_err("DW_AT_name"))?;
             let ty = e
                 .attr_value(dw::DW_AT_type)
                 .map_err(gimli_err("DW_AT_type"))?
