@@ -217,6 +217,12 @@ fn i386_stack_arguments() {
                 "main counter global_map.tag",
                 &["counter=@counter+0:s32 tag=@global_map+8:x8"],
             ),
+            // `main` realigns its stack: the CFA is `*(%ebp - 16)` (a CFA expression), and
+            // argc sits at the CFA. perf drops the read (`-16(%bp)`, the saved pointer).
+            (
+                "main argc argv",
+                &["argc=+0(-16(%bp)):s32 argv=+4(-16(%bp)):x32"],
+            ),
         ],
     );
 }

@@ -997,23 +997,21 @@ impl<'s> Resolver<'s> {
                 Ok(Val::Value(Start::Reg(reg(*register), *offset), Vec::new()))
             }
             [Operation::FrameOffset { offset }] => {
-                let fb = self.frame_base(site, pc, name)?;
-                Ok(Val::Memory(fb, Vec::new(), *offset))
+                let (fb, reads) = self.frame_base(site, pc, name)?;
+                Ok(Val::Memory(fb, reads, *offset))
             }
             [Operation::FrameOffset { offset }, Operation::StackValue] => {
                 // The address of a frame slot, as a value (a pointer into the frame).
                 match self.frame_base(site, pc, name)? {
-                    Start::Reg(r, o) => Ok(Val::Value(
+                    (Start::Reg(r, o), reads) if reads.is_empty() => Ok(Val::Value(
                         Start::Reg(r, o.wrapping_add(*offset)),
                         Vec::new(),
                     )),
-                    Start::Cfa(r, o) => Ok(Val::Value(
+                    (Start::Cfa(r, o), reads) if reads.is_empty() => Ok(Val::Value(
                         Start::Cfa(r, o.wrapping_add(*offset)),
                         Vec::new(),
                     )),
-                    Start::Const(_) | Start::Addr(_) => {
-                        Err(na("a frame base this resolver does not evaluate"))
-                    }
+                    _ => Err(na("the address of a slot of a frame found by a read")),
                 }
             }
             [Operation::Address { address }] => {
@@ -1061,7 +1059,7 @@ impl<'s> Resolver<'s> {
     }
 
     /// The frame base of the function around `site` at `pc`.
-    fn frame_base(&self, site: &Site, pc: u64, name: &str) -> Result<Start, Error> {
+    fn frame_base(&self, site: &Site, pc: u64, name: &str) -> Result<(Start, Vec<i64>), Error> {
         let na = |reason| Error::NotAvailable {
             name: String::from(name),
             pc,
@@ -1096,19 +1094,22 @@ impl<'s> Resolver<'s> {
         let second = iter.next().map_err(gimli_err("frame base"))?;
         match (first, second) {
             (Some(Operation::CallFrameCFA), None) => self.cfa(pc, name),
-            (Some(Operation::Register { register }), None) => Ok(Start::Reg(register.0, 0)),
+            (Some(Operation::Register { register }), None) => {
+                Ok((Start::Reg(register.0, 0), Vec::new()))
+            }
             (
                 Some(Operation::RegisterOffset {
                     register, offset, ..
                 }),
                 None,
-            ) => Ok(Start::Reg(register.0, offset)),
+            ) => Ok((Start::Reg(register.0, offset), Vec::new())),
             _ => Err(na("a frame base this resolver does not evaluate")),
         }
     }
 
-    /// The CFA at `pc` from `.eh_frame` (or `.debug_frame`): a register plus an offset.
-    fn cfa(&self, pc: u64, name: &str) -> Result<Start, Error> {
+    /// The CFA at `pc` from `.eh_frame` (or `.debug_frame`): a register plus an offset, or
+    /// the `DW_OP_bregN off; DW_OP_deref` expression of a realigned stack (i386 `main`).
+    fn cfa(&self, pc: u64, name: &str) -> Result<(Start, Vec<i64>), Error> {
         let na = |reason| Error::NotAvailable {
             name: String::from(name),
             pc,
@@ -1125,9 +1126,10 @@ impl<'s> Resolver<'s> {
                 .map(|(_, sh)| sh)
                 .find(|sh| self.code.section_name(sh) == n && sh.sh_type != SHT_NOBITS)
         };
-        let address_size = self.units.first().map_or(8, |u| u.encoding().address_size);
+        let encoding = self.units.first().map(|u| u.encoding());
+        let address_size = encoding.map_or(8, |e| e.address_size);
         let mut ctx = gimli::UnwindContext::new();
-        let rule = if let Some(eh) = find(".eh_frame") {
+        if let Some(eh) = find(".eh_frame") {
             let mut bases = gimli::BaseAddresses::default().set_eh_frame(eh.addr);
             if let Some(text) = find(".text") {
                 bases = bases.set_text(text.addr);
@@ -1137,36 +1139,55 @@ impl<'s> Resolver<'s> {
             }
             let mut section = gimli::EhFrame::new(self.code.section_data(&eh), endian);
             section.set_address_size(address_size);
-            section
-                .unwind_info_for_address(&bases, &mut ctx, pc, gimli::EhFrame::cie_from_offset)
-                .map(|row| row.cfa().clone())
-                .ok()
-        } else {
-            None
-        };
-        let rule = match rule {
-            Some(r) => r,
-            None => {
-                let data = self.debug_frame;
-                let mut section = gimli::DebugFrame::new(data, endian);
-                section.set_address_size(address_size);
-                let bases = gimli::BaseAddresses::default();
-                section
-                    .unwind_info_for_address(
-                        &bases,
-                        &mut ctx,
-                        pc,
-                        gimli::DebugFrame::cie_from_offset,
-                    )
-                    .map(|row| row.cfa().clone())
-                    .map_err(|_| na("no call frame information at this address"))?
+            if let Ok(row) = section.unwind_info_for_address(
+                &bases,
+                &mut ctx,
+                pc,
+                gimli::EhFrame::cie_from_offset,
+            ) {
+                let rule = row.cfa().clone();
+                return cfa_rule(&rule, &section, encoding)
+                    .ok_or(na("a CFA expression this resolver does not evaluate"));
             }
-        };
-        match rule {
-            gimli::CfaRule::RegisterAndOffset { register, offset } => {
-                Ok(Start::Cfa(register.0, offset))
+        }
+        let mut section = gimli::DebugFrame::new(self.debug_frame, endian);
+        section.set_address_size(address_size);
+        let bases = gimli::BaseAddresses::default();
+        let row = section
+            .unwind_info_for_address(&bases, &mut ctx, pc, gimli::DebugFrame::cie_from_offset)
+            .map_err(|_| na("no call frame information at this address"))?;
+        let rule = row.cfa().clone();
+        cfa_rule(&rule, &section, encoding)
+            .ok_or(na("a CFA expression this resolver does not evaluate"))
+    }
+}
+
+/// A CFA rule as a start and reads.
+fn cfa_rule<'s, S: UnwindSection<R<'s>>>(
+    rule: &gimli::CfaRule<usize>,
+    section: &S,
+    encoding: Option<gimli::Encoding>,
+) -> Option<(Start, Vec<i64>)> {
+    match rule {
+        gimli::CfaRule::RegisterAndOffset { register, offset } => {
+            Some((Start::Cfa(register.0, *offset), Vec::new()))
+        }
+        gimli::CfaRule::Expression(e) => {
+            let expr = e.get(section).ok()?;
+            let mut ops = expr.operations(encoding?);
+            let first = ops.next().ok()?;
+            let second = ops.next().ok()?;
+            let third = ops.next().ok()?;
+            match (first, second, third) {
+                (
+                    Some(Operation::RegisterOffset {
+                        register, offset, ..
+                    }),
+                    Some(Operation::Deref { .. }),
+                    None,
+                ) => Some((Start::Reg(register.0, 0), alloc::vec![offset])),
+                _ => None,
             }
-            gimli::CfaRule::Expression(_) => Err(na("the CFA is an expression")),
         }
     }
 }
