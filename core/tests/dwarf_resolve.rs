@@ -418,3 +418,36 @@ fn corrupted_debug_info_never_panics() {
         }
     }
 }
+
+/// One site per inlined instance, with no cap (perf stops at 128).
+#[test]
+fn two_hundred_inlined_sites() {
+    let dir = out_dir();
+    let src = dir.join("many.c");
+    let mut c = String::from(
+        "volatile int sink;\nstatic inline __attribute__((always_inline)) void hit(int v) { sink = v * 3; }\nint main(void) {\n",
+    );
+    for i in 0..200 {
+        c.push_str(&format!("    hit(sink); /* {i} */\n"));
+    }
+    c.push_str("    return 0;\n}\n");
+    std::fs::write(&src, c).unwrap();
+    let bin = dir.join("many");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: gcc unavailable");
+        return;
+    }
+    let bytes = std::fs::read(&bin).unwrap();
+    let sites = resolve(&bytes, "hit v").unwrap();
+    assert_eq!(sites.len(), 200);
+    let mut addrs: Vec<&str> = sites.iter().map(|l| l.split(' ').next().unwrap()).collect();
+    addrs.dedup();
+    assert_eq!(addrs.len(), 200, "distinct addresses");
+}

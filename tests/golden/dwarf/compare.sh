@@ -15,7 +15,8 @@
 #   BOTH-FAIL   neither (both reasons)
 # and, with TIME=1, wall time and peak RSS of each tool per spec (/usr/bin/time).
 # Needs root for perf probe (it opens tracefs even with -n), gcc, and gcc-multilib for -m32.
-# Exit status 0; the verdicts are the result (UPDATE=1 writes them to expected_*.txt here).
+# Exit status 0; the verdicts are the result (UPDATE=1 writes them to expected_*.txt here:
+# expected_vars.txt, expected_BINARYNAME.txt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -61,9 +62,9 @@ compare_one() {  # binary spec
         PERF-ONLY) echo "$p" | sed 's/^/    perf: /'; grep '^#' "$work/ours.out" | sed 's/^# /    ours: /' || true ;;
         OURS-ONLY)
             echo "$o" | sed 's/^/    ours: /'
-            grep -E 'Error|Failed|not found|Too many|not supported|is not|No such' "$work/perf.out" | head -2 | sed 's/^ */    perf: /' || true ;;
+            grep -E 'Error|Failed|not found|Too many|not supported|is not|No such' "$work/perf.out" | grep -v 'open cache' | head -2 | norm "$bin" | sed 's/^ */    perf: /' || true ;;
         BOTH-FAIL)
-            grep -E 'Error|Failed|not found|Too many|not supported|is not|No such' "$work/perf.out" | head -2 | sed 's/^ */    perf: /' || true
+            grep -E 'Error|Failed|not found|Too many|not supported|is not|No such' "$work/perf.out" | grep -v 'open cache' | head -2 | norm "$bin" | sed 's/^ */    perf: /' || true
             grep '^#' "$work/ours.out" | sed 's/^# /    ours: /' || true ;;
     esac
 }
@@ -81,7 +82,10 @@ summary() { grep -Eo '^(MATCH|DIFF|PERF-ONLY|OURS-ONLY|BOTH-FAIL)' "$1" | sort |
 
 if (($# == 2)); then
     run_list "$(readlink -f "$1")" "$2" "$(basename "$1")" | tee "$work/report"
-    echo "# summary: $(summary "$work/report")"
+    echo "# summary: $(summary "$work/report")" | tee -a "$work/report"
+    if [[ ${UPDATE:-0} == 1 ]]; then
+        cp "$work/report" "$here/expected_$(basename "$1").txt"
+    fi
     exit 0
 fi
 
@@ -96,7 +100,7 @@ for arch in 64 32; do
         run_list "$bin" "$here/vars_specs.txt" "vars${arch}_$opt ($(gcc --version | head -1))" | tee -a "$work/report"
     done
 done
-echo "# summary: $(summary "$work/report")"
+echo "# summary: $(summary "$work/report")" | tee -a "$work/report"
 if [[ ${UPDATE:-0} == 1 ]]; then
     cp "$work/report" "$here/expected_vars.txt"
 fi
