@@ -48,10 +48,7 @@ fn verify(what: &str, locs: &ArgLocs<'_>) -> usize {
     };
     match load_program_with_log(&load, 1, 1 << 16) {
         Ok(_) => p.len(),
-        Err(e) => panic!(
-            "{what}: refused: {e}\nlisting:\n{}",
-            Listing::new(&insns)
-        ),
+        Err(e) => panic!("{what}: refused: {e}\nlisting:\n{}", Listing::new(&insns)),
     }
 }
 
@@ -85,7 +82,10 @@ fn every_shape_passes_the_verifier() {
     for memory in [Memory::Kernel, Memory::User] {
         for n in 1..=4usize {
             for depth in 0..=4usize {
-                for (size, signed) in [1u8, 2, 4, 8].into_iter().flat_map(|s| [(s, false), (s, true)]) {
+                for (size, signed) in [1u8, 2, 4, 8]
+                    .into_iter()
+                    .flat_map(|s| [(s, false), (s, true)])
+                {
                     // No $err, then $err at every position that still fits r2..r5.
                     let err_positions: Vec<Option<usize>> = std::iter::once(None)
                         .chain((n < 4).then_some(0..=n).into_iter().flatten().map(Some))
@@ -95,7 +95,11 @@ fn every_shape_passes_the_verifier() {
                         for i in 0..n {
                             // Vary depth and size per argument too.
                             let d = (depth + i) % 5;
-                            let (sz, sg) = if i == 0 { (size, signed) } else { ([8, 4, 2, 1][i], i % 2 == 0) };
+                            let (sz, sg) = if i == 0 {
+                                (size, signed)
+                            } else {
+                                ([8, 4, 2, 1][i], i % 2 == 0)
+                            };
                             locs.push(arg(i, d, sz, sg)).unwrap();
                         }
                         if let Some(pos) = err {
@@ -157,7 +161,8 @@ fn typed_specs_pass_the_verifier() {
         let Section::Probe(p) = parse(spec).unwrap() else {
             panic!("{spec}: not a probe")
         };
-        let locs = from_typed_args(Arch::X86_64, p.kind(), p.args()).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let locs = from_typed_args(Arch::X86_64, p.kind(), p.args())
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
         verify(spec, &locs);
     }
 }
