@@ -75,7 +75,7 @@ fn render(arch: Arch, spec: &str) -> Result<String, Failure> {
     let code: Prologue =
         Prologue::generate(&locs).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     let mut out = code.to_string();
-    let _ = writeln!(out, "fetch-args ({arch}, {}):", probe);
+    let _ = writeln!(out, "fetch-args ({arch}, {spec}):");
     let mut fetched = 0usize;
     for (j, v) in locs.values().iter().enumerate() {
         let reg = j + 2;
