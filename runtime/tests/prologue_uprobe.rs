@@ -300,7 +300,7 @@ fn typed_spec_without_debug_info_fetches_the_arguments() {
     let calls = [
         (&o as *const Outer, -1, 255, i64::MIN),
         (std::ptr::null(), i32::MAX, 0, -5),
-        (8 as *const Outer, i32::MIN, 0x80, 0x7fff_ffff_ffff),
+        (0x18 as *const Outer, i32::MIN, 0x80, 0x7fff_ffff_ffff),
     ];
     for (k, (seen, kernel)) in run(&locs, &calls).into_iter().enumerate() {
         let (a, b, c, d) = calls[k];

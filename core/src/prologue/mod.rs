@@ -43,6 +43,12 @@
 mod gen;
 mod loc;
 #[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 mod tests;
 mod typed;
 
