@@ -14,7 +14,7 @@
 //!
 //! # Output
 //!
-//! [`write`] fills a caller buffer; [`Prologue`] holds one in a `heapless::Vec` of
+//! [`write()`] fills a caller buffer; [`Prologue`] holds one in a `heapless::Vec` of
 //! const-generic capacity (default [`MAX_INSNS`], always enough). The code:
 //!
 //! ```text
