@@ -38,5 +38,5 @@ pub mod prologue;
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
-pub use object::{MapDef, Object, Program};
+pub use object::{MapDef, Object, ObjectStorage, Program};
 pub use probe::{parse as parse_section, ProbeSpec, Section};

@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use sluice_core::disasm::{validate, Listing};
-use sluice_core::{Insn, Object};
+use sluice_core::{Insn, Object, ObjectStorage};
 use std::fmt::Write;
 
 struct Sink(usize);
@@ -17,7 +17,8 @@ impl Write for Sink {
 
 fuzz_target!(|data: &[u8]| {
     // Small capacities on purpose: capacity errors are part of the surface.
-    let Ok(obj) = Object::<'_, 16, 8>::open(data) else { return };
+    let mut storage = ObjectStorage::<16, 8>::with_capacities();
+    let Ok(obj) = Object::open(data, &mut storage) else { return };
     let mut out = [Insn::default(); 512];
     let fds = [5i32; 8];
     let prologue = [Insn { code: 0xbf, dst: 6, src: 1, off: 0, imm: 0 }];

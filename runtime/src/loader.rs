@@ -569,10 +569,7 @@ fn program_name<'a>(p: &Program<'a>) -> &'a str {
 /// The first failure, with everything created so far closed again:
 /// [`Error::Verifier`] (program name, errno, whole log), [`Error::Permission`],
 /// [`Error::Unsupported`], [`Error::Core`] for relocation problems, [`Error::Syscall`].
-pub fn load<const P: usize, const M: usize>(
-    obj: &Object<'_, P, M>,
-    opts: &LoadOptions,
-) -> Result<LoadedObject> {
+pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
     let kern_version = opts
         .kern_version
         .or_else(|| obj.version())
