@@ -15,6 +15,10 @@ usage:
   sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
       show an object (default: the embedded demo); --load loads it into the running
       kernel and prints each program's id, tag and instruction count after the verifier
+  sluice prologue [--arch x86_64|i386|aarch64] SPEC
+      print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
+      bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
+      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
@@ -53,6 +57,7 @@ fn run() -> Result<(), fail::Failure> {
                 let cmd = cmd.string().map_err(fail::usage)?;
                 return match cmd.as_str() {
                     "inspect" => cmd::inspect::run(&mut parser),
+                    "prologue" => cmd::prologue::run(&mut parser),
                     other => Err(fail::Failure::usage_msg(format!(
                         "unknown command '{other}'\n{USAGE}"
                     ))),

@@ -9,6 +9,7 @@
 //! insn/disasm: decode and print instructions exactly as the kernel verifier does
 //! probe: the section-name grammar (perf's `EVENT=FUNC+OFF ARG`, `kprobe/`, `uprobe/`, ...)
 //! arch: syscall numbers, pt_regs layouts and calling conventions per architecture
+//! prologue: instructions that fetch probe arguments into r2..r5 before a program
 //! perf: `bpf_attr` / `perf_event_attr` ABI structs and ring records
 //! dwarf (feature `dwarf`, uses `alloc`): probe points and argument locations from DWARF
 //! ```
@@ -38,9 +39,10 @@ pub mod insn;
 pub mod object;
 pub mod perf;
 pub mod probe;
+pub mod prologue;
 
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
-pub use object::{MapDef, Object, Program};
+pub use object::{MapDef, Object, ObjectStorage, Program};
 pub use probe::{parse as parse_section, ProbeSpec, Section};
