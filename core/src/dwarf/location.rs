@@ -7,6 +7,7 @@ use core::fmt::Write;
 use super::regs::register_name;
 use super::Error;
 use crate::arch::Arch;
+use crate::prologue::{ArgLoc, Base};
 
 /// Where an argument's value starts, before any dereference.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +105,49 @@ impl ArgLocation {
             out.derefs.insert(0, cfa_offset.wrapping_add(offset));
         }
         out
+    }
+
+    /// The prologue generator's input for this location on `arch`, named `name`: a frame
+    /// slot becomes its CFA register and one more read.
+    ///
+    /// # Errors
+    /// [`Error::Unexpressible`] for a register without a `pt_regs` slot, a register plus
+    /// offset value, or a read offset beyond 32 bits; [`Error::Core`] past the prologue's
+    /// dereference capacity.
+    pub fn to_arg_loc<'n>(&self, arch: Arch, name: &'n str) -> Result<ArgLoc<'n>, Error> {
+        let loc = self.with_register_base();
+        let base = match loc.base {
+            LocBase::Register { dwarf_reg, offset } => {
+                if offset != 0 {
+                    return Err(Error::Unexpressible {
+                        what: "register plus offset as a value",
+                        value: offset,
+                    });
+                }
+                Base::Reg(arch.dwarf_reg(dwarf_reg).ok_or(Error::Unexpressible {
+                    what: "register without a pt_regs slot",
+                    value: i64::from(dwarf_reg),
+                })?)
+            }
+            LocBase::Address(a) => Base::Addr(a),
+            LocBase::Const(c) => Base::Const(c as u64),
+            // Turned into a register base above.
+            LocBase::FrameSlot { .. } => {
+                return Err(Error::Unexpressible {
+                    what: "frame slot",
+                    value: 0,
+                })
+            }
+        };
+        let mut out = ArgLoc::new(base, self.size, self.signed)?.named(name);
+        for &d in &loc.derefs {
+            let d = i32::try_from(d).map_err(|_| Error::Unexpressible {
+                what: "read offset beyond 32 bits",
+                value: d,
+            })?;
+            out = out.deref(d)?;
+        }
+        Ok(out)
     }
 
     /// The kprobe-tracer fetch-arg (without `NAME=`): `+104(+248(%di)):u64`, `-40(%bp):s32`,
@@ -335,6 +379,51 @@ mod tests {
         assert!(loc(reg(40), &[], 8, false)
             .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
             .is_err());
+    }
+
+    #[test]
+    fn prologue_input() {
+        let l = loc(
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56,
+            },
+            &[16],
+            2,
+            true,
+        );
+        let a = l.to_arg_loc(Arch::X86_64, "s").unwrap();
+        assert_eq!(a.base(), Base::Reg(Arch::X86_64.dwarf_reg(6).unwrap()));
+        assert_eq!(a.derefs(), &[-40, 16]);
+        assert_eq!((a.size(), a.signed(), a.name()), (2, true, Some("s")));
+        assert_eq!(alloc::format!("{}", a.fetch_arg(0)), "s=+16(-40(%bp)):s16");
+        let g = loc(LocBase::Address(0x4010), &[8], 8, false);
+        assert_eq!(
+            g.to_arg_loc(Arch::Aarch64, "g").unwrap().base(),
+            Base::Addr(0x4010)
+        );
+        let v = loc(
+            LocBase::Register {
+                dwarf_reg: 7,
+                offset: 8,
+            },
+            &[],
+            8,
+            false,
+        );
+        assert!(v.to_arg_loc(Arch::X86_64, "v").is_err());
+        assert!(loc(
+            LocBase::Register {
+                dwarf_reg: 17,
+                offset: 0
+            },
+            &[],
+            8,
+            false
+        )
+        .to_arg_loc(Arch::X86_64, "xmm")
+        .is_err());
     }
 
     #[test]

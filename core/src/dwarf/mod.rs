@@ -46,8 +46,8 @@ pub use sections::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
-    /// The ELF file itself is malformed.
-    Elf(crate::Error),
+    /// An error of the rest of the core: a malformed ELF file, a prologue capacity.
+    Core(crate::Error),
     /// The ELF machine is not one sluice has register tables for.
     UnknownMachine(u16),
     /// The file has no `.debug_info`.
@@ -130,7 +130,7 @@ pub enum Error {
 
 impl From<crate::Error> for Error {
     fn from(e: crate::Error) -> Self {
-        Error::Elf(e)
+        Error::Core(e)
     }
 }
 
@@ -141,7 +141,7 @@ pub(crate) fn gimli_err(what: &'static str) -> impl Fn(gimli::Error) -> Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Elf(e) => write!(f, "{e}"),
+            Error::Core(e) => write!(f, "{e}"),
             Error::UnknownMachine(m) => write!(f, "no register table for ELF machine {m}"),
             Error::NoDebugInfo => f.write_str("no .debug_info in the file"),
             Error::Decompress { section, what } => write!(f, "{section}: {what}"),
