@@ -25,6 +25,7 @@
 extern crate std;
 
 pub mod arch;
+pub mod btf;
 pub mod disasm;
 pub mod elf;
 pub mod error;
