@@ -14,7 +14,10 @@ fn check(name: &str, btf_bytes: &[u8], golden: &str) {
     let ours = dump(&btf);
     let want = std::fs::read_to_string(golden_dir().join(golden))
         .unwrap_or_else(|e| panic!("{golden}: {e} (run tests/golden/btf/extract.sh --update)"));
-    assert_eq!(ours, want, "{name}: our dump differs from the golden {golden}");
+    assert_eq!(
+        ours, want,
+        "{name}: our dump differs from the golden {golden}"
+    );
     let last = want.lines().filter(|l| l.starts_with('[')).count() as u32;
     assert_eq!(btf.type_count(), last, "{name}: type count");
 }
@@ -31,9 +34,15 @@ fn every_fixture_btf_equals_bpftool() {
         check(&name, sec, &format!("{name}.txt"));
         if let Some(live) = bpftool_dump(path.to_str().unwrap()) {
             let golden = std::fs::read_to_string(golden_dir().join(format!("{name}.txt"))).unwrap();
-            assert_eq!(live, golden, "{name}: golden is stale: run tests/golden/btf/extract.sh --update");
+            assert_eq!(
+                live, golden,
+                "{name}: golden is stale: run tests/golden/btf/extract.sh --update"
+            );
         } else {
-            skip("every_fixture_btf_equals_bpftool", "bpftool not installed: goldens not re-checked");
+            skip(
+                "every_fixture_btf_equals_bpftool",
+                "bpftool not installed: goldens not re-checked",
+            );
         }
         n += 1;
     }
@@ -95,7 +104,12 @@ fn vmlinux_reads_like_bpftool() {
     // The exact lines bpftool prints for the two types and the two members.
     let mut ours = String::new();
     dump_type(&btf, &task, &mut ours);
-    let head = format!("[{}] STRUCT 'task_struct' size={} vlen={}", task.id(), task.size().unwrap(), task.vlen());
+    let head = format!(
+        "[{}] STRUCT 'task_struct' size={} vlen={}",
+        task.id(),
+        task.size().unwrap(),
+        task.vlen()
+    );
     assert!(live.contains(&head), "{head}");
     assert!(live.contains(&format!(
         "\t'f_mapping' type_id={} bits_offset={}\n",
@@ -105,7 +119,15 @@ fn vmlinux_reads_like_bpftool() {
     let all = dump(&btf);
     if all != live {
         let (a, b): (Vec<_>, Vec<_>) = (all.lines().collect(), live.lines().collect());
-        let i = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-        panic!("first difference at line {i}: ours {:?} bpftool {:?}", a.get(i), b.get(i));
+        let i = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
+        panic!(
+            "first difference at line {i}: ours {:?} bpftool {:?}",
+            a.get(i),
+            b.get(i)
+        );
     }
 }

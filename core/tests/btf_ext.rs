@@ -21,18 +21,37 @@ fn fixtures_func_info_names_the_symbols() {
         let btf = parse(b);
         let ext = BtfExt::parse(e, &btf).unwrap();
         let elf = Elf::parse(&bytes).unwrap();
-        let symtab = elf.sections().find(|(_, sh)| sh.sh_type == SHT_SYMTAB).unwrap().0;
+        let symtab = elf
+            .sections()
+            .find(|(_, sh)| sh.sh_type == SHT_SYMTAB)
+            .unwrap()
+            .0;
         let syms = elf.symbol_table(symtab).unwrap();
         for sec in ext.func_info() {
-            let shndx = elf.sections().find(|(_, sh)| elf.section_name(sh) == sec.name()).unwrap().0;
+            let shndx = elf
+                .sections()
+                .find(|(_, sh)| elf.section_name(sh) == sec.name())
+                .unwrap()
+                .0;
             for fi in sec.records() {
                 let f = btf.ty(fi.type_id).unwrap();
                 assert_eq!(f.kind(), Kind::Func);
                 let sym = syms
                     .iter()
                     .map(|(_, s)| s)
-                    .find(|s| s.kind() == STT_FUNC && u32::from(s.shndx) == shndx && s.value == u64::from(fi.insn_off))
-                    .unwrap_or_else(|| panic!("{}: no symbol at {}:{}", path.display(), sec.name(), fi.insn_off));
+                    .find(|s| {
+                        s.kind() == STT_FUNC
+                            && u32::from(s.shndx) == shndx
+                            && s.value == u64::from(fi.insn_off)
+                    })
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{}: no symbol at {}:{}",
+                            path.display(),
+                            sec.name(),
+                            fi.insn_off
+                        )
+                    });
                 assert_eq!(syms.name(&sym).unwrap(), f.name());
                 checked += 1;
             }
@@ -48,7 +67,10 @@ fn fixtures_func_info_names_the_symbols() {
                     let line = src.lines().nth(li.line() as usize - 1).unwrap();
                     assert_eq!(line, text, "{file}:{}", li.line());
                 }
-                assert!(last.is_none_or(|l| l <= li.insn_off), "line_info offsets go back");
+                assert!(
+                    last.is_none_or(|l| l <= li.insn_off),
+                    "line_info offsets go back"
+                );
                 last = Some(li.insn_off);
                 lines += 1;
             }
@@ -62,7 +84,9 @@ fn fixtures_func_info_names_the_symbols() {
 fn peers_ext_parses() {
     for name in peers() {
         let b = peer(&name, "btf").unwrap();
-        let Some(e) = peer(&name, "btfext") else { continue };
+        let Some(e) = peer(&name, "btfext") else {
+            continue;
+        };
         let btf = parse(&b);
         let ext = BtfExt::parse(&e, &btf).unwrap_or_else(|err| panic!("{name}: {err}"));
         let n: usize = ext.func_info().map(|s| s.records().len()).sum();
@@ -120,13 +144,23 @@ fn malformed_ext() {
         assert!(BtfExt::parse(&good[..n], &btf).is_err(), "cut at {n}");
     }
     let func = btf.types().find(|t| t.kind() == Kind::Func).unwrap().id();
-    let sec = btf.types().find(|t| t.kind() == Kind::Func).unwrap().name_off();
+    let sec = btf
+        .types()
+        .find(|t| t.kind() == Kind::Func)
+        .unwrap()
+        .name_off();
     let ok = ext_bytes(&[(0, &[8, sec, 1, 0, func])]);
     assert!(BtfExt::parse(&ok, &btf).is_ok());
     let cases: &[(&[u32], &str)] = &[
-        (&[4, sec, 1, 0, func], "record size too small or not a multiple of 4"),
+        (
+            &[4, sec, 1, 0, func],
+            "record size too small or not a multiple of 4",
+        ),
         (&[8, sec, 0], "section block with no records"),
-        (&[8, 0xffff_fff0, 1, 0, func], "section name offset outside the string section, empty or not UTF-8"),
+        (
+            &[8, 0xffff_fff0, 1, 0, func],
+            "section name offset outside the string section, empty or not UTF-8",
+        ),
         (&[8, sec, 1, 0, 1], "func_info type is not a FUNC"),
     ];
     for &(words, what) in cases {

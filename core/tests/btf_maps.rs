@@ -23,7 +23,9 @@ fn maps_of(btf: &Btf<'_>) -> Vec<BtfMapDef<'static>> {
 }
 
 fn by_name<'a>(maps: &'a [BtfMapDef<'static>], name: &str) -> &'a BtfMapDef<'static> {
-    maps.iter().find(|m| m.name == name).unwrap_or_else(|| panic!("no map {name}"))
+    maps.iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no map {name}"))
 }
 
 #[test]
@@ -35,7 +37,17 @@ fn every_attribute_of_the_fixture() {
     let names: Vec<&str> = maps.iter().map(|m| m.name).collect();
     assert_eq!(
         names,
-        ["inner_one", "outer_array", "flows", "sized", "pinned", "outer_hash", "jumps", "ring", "scratch"]
+        [
+            "inner_one",
+            "outer_array",
+            "flows",
+            "sized",
+            "pinned",
+            "outer_hash",
+            "jumps",
+            "ring",
+            "scratch"
+        ]
     );
     // (name, type, key, value, max_entries, flags, numa, pinning)
     let want: &[(&str, u32, u32, u32, u32, u32, u32, u32)] = &[
@@ -52,7 +64,15 @@ fn every_attribute_of_the_fixture() {
     for &(name, ty, k, v, max, flags, numa, pin) in want {
         let m = by_name(&maps, name);
         assert_eq!(
-            (m.map_type, m.key_size, m.value_size, m.max_entries, m.map_flags, m.numa_node, m.pinning),
+            (
+                m.map_type,
+                m.key_size,
+                m.value_size,
+                m.max_entries,
+                m.map_flags,
+                m.numa_node,
+                m.pinning
+            ),
             (ty, k, v, max, flags, numa, pin),
             "{name}"
         );
@@ -67,17 +87,36 @@ fn every_attribute_of_the_fixture() {
     let inner = outer.inner.unwrap();
     assert_eq!(btf.ty(inner.def_type_id).unwrap().name(), "inner_array");
     assert_eq!(
-        (inner.attrs.map_type, inner.attrs.key_size, inner.attrs.value_size, inner.attrs.max_entries),
+        (
+            inner.attrs.map_type,
+            inner.attrs.key_size,
+            inner.attrs.value_size,
+            inner.attrs.max_entries
+        ),
         (2, 4, 4, 16)
     );
     let hash = by_name(&maps, "outer_hash").inner.unwrap();
-    assert_eq!((hash.attrs.map_type, hash.attrs.key_size, hash.attrs.value_size, hash.attrs.max_entries), (1, 4, 16, 64));
+    assert_eq!(
+        (
+            hash.attrs.map_type,
+            hash.attrs.key_size,
+            hash.attrs.value_size,
+            hash.attrs.max_entries
+        ),
+        (1, 4, 16, 64)
+    );
     assert_eq!(btf.ty(hash.attrs.value_type_id).unwrap().name(), "stats");
     // Prog array: FUNC_PROTO values, no inner map.
     let jumps = by_name(&maps, "jumps");
     assert!(jumps.inner.is_none());
-    assert_eq!(btf.ty(jumps.prog_proto_id.unwrap()).unwrap().kind(), Kind::FuncProto);
-    assert!(maps.iter().filter(|m| m.name != "outer_array" && m.name != "outer_hash").all(|m| m.inner.is_none()));
+    assert_eq!(
+        btf.ty(jumps.prog_proto_id.unwrap()).unwrap().kind(),
+        Kind::FuncProto
+    );
+    assert!(maps
+        .iter()
+        .filter(|m| m.name != "outer_array" && m.name != "outer_hash")
+        .all(|m| m.inner.is_none()));
 }
 
 #[test]
@@ -86,9 +125,15 @@ fn modern_fixture_maps() {
     let btf = parse(section(&obj, ".BTF").unwrap());
     let maps = maps_of(&btf);
     let c = by_name(&maps, "counts");
-    assert_eq!((c.map_type, c.key_size, c.value_size, c.max_entries), (1, 4, 8, 1024));
+    assert_eq!(
+        (c.map_type, c.key_size, c.value_size, c.max_entries),
+        (1, 4, 8, 1024)
+    );
     let e = by_name(&maps, "events");
-    assert_eq!((e.map_type, e.key_size, e.value_size, e.max_entries), (4, 4, 4, 0));
+    assert_eq!(
+        (e.map_type, e.key_size, e.value_size, e.max_entries),
+        (4, 4, 4, 0)
+    );
 }
 
 #[test]
@@ -102,7 +147,10 @@ fn peers_maps_decode() {
         };
         for m in btf_maps(&btf, sec.id()).unwrap() {
             let m = m.unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(m.map_type != 0 && (m.max_entries != 0 || m.map_type == 4), "{name}: {m:?}");
+            assert!(
+                m.map_type != 0 && (m.max_entries != 0 || m.map_type == 4),
+                "{name}: {m:?}"
+            );
             total += 1;
         }
     }
@@ -122,13 +170,24 @@ fn one_map(members: &[(&str, u32)], extra: impl FnOnce(&mut Builder)) -> Vec<u8>
     extra(&mut b); // 8..
     let n = b.types.len();
     let _ = n;
-    let ms: Vec<(&str, u32, u32, u32)> = members.iter().enumerate().map(|(i, &(m, t))| (m, t, i as u32 * 64, 0)).collect();
+    let ms: Vec<(&str, u32, u32, u32)> = members
+        .iter()
+        .enumerate()
+        .map(|(i, &(m, t))| (m, t, i as u32 * 64, 0))
+        .collect();
     let def_id = count(&b) + 1;
     b.composite(false, "", members.len() as u32 * 8, &ms);
     let var = b.name("m");
     b.words(&[var, info(14, 0, false), def_id, 1]);
     let sec = b.name(".maps");
-    b.words(&[sec, info(15, 1, false), 0, def_id + 1, 0, members.len() as u32 * 8]);
+    b.words(&[
+        sec,
+        info(15, 1, false),
+        0,
+        def_id + 1,
+        0,
+        members.len() as u32 * 8,
+    ]);
     b.bytes()
 }
 
@@ -163,25 +222,66 @@ fn map_ok(bytes: &[u8]) -> sluice_core::btf::MapAttrs {
 
 #[test]
 fn crafted_definitions() {
-    let ok = map_ok(&one_map(&[("type", 3), ("key", 4), ("value_size", 6), ("max_entries", 3)], |_| {}));
-    assert_eq!((ok.map_type, ok.key_size, ok.value_size, ok.max_entries, ok.key_type_id), (7, 4, 2, 7, 1));
+    let ok = map_ok(&one_map(
+        &[
+            ("type", 3),
+            ("key", 4),
+            ("value_size", 6),
+            ("max_entries", 3),
+        ],
+        |_| {},
+    ));
+    assert_eq!(
+        (
+            ok.map_type,
+            ok.key_size,
+            ok.value_size,
+            ok.max_entries,
+            ok.key_type_id
+        ),
+        (7, 4, 2, 7, 1)
+    );
 
     // (members, field named in the error, message)
     let cases: &[(&[(&str, u32)], &str, &str)] = &[
         (&[("type", 3), ("bogus", 3)], "bogus", "unknown field"),
         (&[("type", 1)], "type", "expected a PTR (__uint)"),
-        (&[("type", 4)], "type", "expected a PTR to an ARRAY (__uint)"),
-        (&[("type", 3), ("key", 3), ("key_size", 6)], "key_size", "conflicting key size"),
-        (&[("type", 3), ("key", 7)], "key", "cannot determine the size of the pointee"),
+        (
+            &[("type", 4)],
+            "type",
+            "expected a PTR to an ARRAY (__uint)",
+        ),
+        (
+            &[("type", 3), ("key", 3), ("key_size", 6)],
+            "key_size",
+            "conflicting key size",
+        ),
+        (
+            &[("type", 3), ("key", 7)],
+            "key",
+            "cannot determine the size of the pointee",
+        ),
         (&[("type", 3), ("key", 1)], "key", "expected a PTR (__type)"),
-        (&[("type", 3), ("pinning", 3)], "pinning", "pinning is neither 0 (none) nor 1 (by name)"),
-        (&[("type", 3), ("values", 2)], "values", "only map-in-map and prog-array maps have 'values'"),
+        (
+            &[("type", 3), ("pinning", 3)],
+            "pinning",
+            "pinning is neither 0 (none) nor 1 (by name)",
+        ),
+        (
+            &[("type", 3), ("values", 2)],
+            "values",
+            "only map-in-map and prog-array maps have 'values'",
+        ),
         (&[("max_entries", 3)], "type", "map type is not specified"),
     ];
     for &(members, field, what) in cases {
         let e = map_err(&one_map(members, |_| {}));
         match e {
-            BtfError::Map { map, field: f, what: w } => {
+            BtfError::Map {
+                map,
+                field: f,
+                what: w,
+            } => {
                 assert_eq!(map.as_str(), "m");
                 assert_eq!((f.as_str(), w), (field, what), "{members:?}");
                 assert!(e.to_string().contains("map 'm'"), "{e}");
@@ -204,6 +304,12 @@ fn map_extra_as_enum() {
 fn not_a_datasec() {
     let obj = fixture("btf_maps.o");
     let btf = parse(section(&obj, ".BTF").unwrap());
-    assert!(matches!(btf_maps(&btf, 1), Err(BtfError::NoType { id: 1, .. })));
-    assert!(matches!(btf_maps(&btf, 1_000_000), Err(BtfError::NoType { .. })));
+    assert!(matches!(
+        btf_maps(&btf, 1),
+        Err(BtfError::NoType { id: 1, .. })
+    ));
+    assert!(matches!(
+        btf_maps(&btf, 1_000_000),
+        Err(BtfError::NoType { .. })
+    ));
 }

@@ -94,7 +94,9 @@ pub fn bpftool_dump(path: &str) -> Option<String> {
         .args(["btf", "dump", "file", path])
         .output()
         .ok()?;
-    out.status.success().then(|| String::from_utf8(out.stdout).unwrap())
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).unwrap())
 }
 
 fn name_or_anon(t: &Type<'_>) -> String {
@@ -136,7 +138,12 @@ pub fn dump_type(btf: &Btf<'_>, t: &Type<'_>, s: &mut String) {
             )
             .unwrap();
         }
-        Kind::Ptr | Kind::Const | Kind::Volatile | Kind::Restrict | Kind::Typedef | Kind::TypeTag => {
+        Kind::Ptr
+        | Kind::Const
+        | Kind::Volatile
+        | Kind::Restrict
+        | Kind::Typedef
+        | Kind::TypeTag => {
             write!(s, " type_id={}", t.ref_type().unwrap()).unwrap();
         }
         Kind::Array => {
@@ -152,7 +159,12 @@ pub fn dump_type(btf: &Btf<'_>, t: &Type<'_>, s: &mut String) {
             write!(s, " size={} vlen={}", t.size().unwrap(), t.vlen()).unwrap();
             for m in t.members() {
                 let n = if m.name.is_empty() { "(anon)" } else { m.name };
-                write!(s, "\n\t'{n}' type_id={} bits_offset={}", m.type_id, m.bit_offset).unwrap();
+                write!(
+                    s,
+                    "\n\t'{n}' type_id={} bits_offset={}",
+                    m.type_id, m.bit_offset
+                )
+                .unwrap();
                 if m.bitfield_size != 0 {
                     write!(s, " bitfield_size={}", m.bitfield_size).unwrap();
                 }
@@ -179,7 +191,12 @@ pub fn dump_type(btf: &Btf<'_>, t: &Type<'_>, s: &mut String) {
             }
         }
         Kind::Fwd => {
-            write!(s, " fwd_kind={}", if t.kind_flag() { "union" } else { "struct" }).unwrap();
+            write!(
+                s,
+                " fwd_kind={}",
+                if t.kind_flag() { "union" } else { "struct" }
+            )
+            .unwrap();
         }
         Kind::Func => {
             write!(
@@ -191,7 +208,13 @@ pub fn dump_type(btf: &Btf<'_>, t: &Type<'_>, s: &mut String) {
             .unwrap();
         }
         Kind::FuncProto => {
-            write!(s, " ret_type_id={} vlen={}", t.ref_type().unwrap(), t.vlen()).unwrap();
+            write!(
+                s,
+                " ret_type_id={} vlen={}",
+                t.ref_type().unwrap(),
+                t.vlen()
+            )
+            .unwrap();
             for p in t.params() {
                 let n = if p.name.is_empty() { "(anon)" } else { p.name };
                 write!(s, "\n\t'{n}' type_id={}", p.type_id).unwrap();
@@ -293,7 +316,13 @@ impl Builder {
         self.words(&[0, info(3, 0, false), 0, elem, index, n])
     }
     /// Members: (name, type, bit offset, bitfield size).
-    pub fn composite(&mut self, union: bool, name: &str, size: u32, members: &[(&str, u32, u32, u32)]) -> &mut Self {
+    pub fn composite(
+        &mut self,
+        union: bool,
+        name: &str,
+        size: u32,
+        members: &[(&str, u32, u32, u32)],
+    ) -> &mut Self {
         let n = self.name(name);
         let kflag = members.iter().any(|m| m.3 != 0);
         let kind = if union { 5 } else { 4 };
