@@ -2,7 +2,12 @@
 //! and every peer object equals the committed golden, the golden equals what bpftool
 //! prints today (when installed), and the kernel's own `/sys/kernel/btf/vmlinux` (about
 //! 150 000 types) reads and prints exactly as bpftool prints it.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 mod btf_common;
 

@@ -3,7 +3,12 @@
 //! host's `/sys/kernel/btf/vmlinux` (every decision must equal libbpf's, read from its
 //! debug log, and field offsets must equal bpftool's), crafted relocations (TYPE_MATCHES,
 //! which needs clang 15) and crafted targets (flavours, ambiguity, cycles), and patching.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 mod btf_common;
 

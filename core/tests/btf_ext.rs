@@ -1,7 +1,12 @@
 //! `.BTF.ext` of every fixture and peer: func_info against the ELF symbol table (the FUNC
 //! named at each offset is the function symbol there), line_info against the sources,
 //! core_relo counts against libbpf's (37 in `btf_core.o`); malformed lists are errors.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 mod btf_common;
 

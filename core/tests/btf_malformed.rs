@@ -1,7 +1,12 @@
 //! Malformed `.BTF`: every truncation of every fixture's and peer's section, bad kinds,
 //! out-of-range ids, bad strings, bad headers, reference cycles, ENUM64 (which clang 14
 //! cannot write) in both byte orders — errors, never panics or hangs.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 mod btf_common;
 

@@ -1,6 +1,11 @@
 //! BTF-defined maps (`.maps`): every attribute of our `btf_maps.c` fixture, the maps of
 //! `modern.c` and of the peers' objects, and malformed definitions naming map and field.
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::type_complexity
+)]
 
 mod btf_common;
 

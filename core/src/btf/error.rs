@@ -4,7 +4,7 @@ use core::fmt;
 
 /// Longest name (map, field, access string, type) kept inside a [`BtfError`]; longer ones
 /// are shown cut with `...`.
-pub const NAME_IN_ERROR: usize = 48;
+pub const NAME_IN_ERROR: usize = 40;
 
 /// A name copied into an error (the input it came from may be gone when the error is
 /// printed).

@@ -400,7 +400,7 @@ impl<'a> Entry<'a> for EnumValue<'a> {
             let base = TYPE_HEADER_LEN + 12 * usize::from(i);
             let lo = u64::from(ty.word(base + 4));
             let hi = u64::from(ty.word(base + 8));
-            (base, hi << 32 | lo)
+            (base, (hi << 32) | lo)
         } else {
             let base = TYPE_HEADER_LEN + 8 * usize::from(i);
             (base, u64::from(ty.word(base + 4)))

@@ -275,7 +275,7 @@ pub struct Builder {
 }
 
 pub const fn info(kind: u32, vlen: u32, kflag: bool) -> u32 {
-    (kflag as u32) << 31 | kind << 24 | vlen
+    ((kflag as u32) << 31) | (kind << 24) | vlen
 }
 
 impl Builder {
@@ -300,7 +300,7 @@ impl Builder {
     pub fn int(&mut self, name: &str, size: u32, signed: bool) -> &mut Self {
         let n = self.name(name);
         let enc = if signed { 1 << 24 } else { 0 };
-        self.words(&[n, info(1, 0, false), size, enc | size * 8])
+        self.words(&[n, info(1, 0, false), size, enc | (size * 8)])
     }
     pub fn ptr(&mut self, to: u32) -> &mut Self {
         self.words(&[0, info(2, 0, false), to])
@@ -329,7 +329,7 @@ impl Builder {
         let mut w = vec![n, info(kind, members.len() as u32, kflag), size];
         for &(mn, ty, off, bits) in members {
             let mn = if mn.is_empty() { 0 } else { self.name(mn) };
-            w.extend_from_slice(&[mn, ty, if kflag { bits << 24 | off } else { off }]);
+            w.extend_from_slice(&[mn, ty, if kflag { (bits << 24) | off } else { off }]);
         }
         self.words(&w)
     }
