@@ -30,6 +30,9 @@ modern:
 insns:-mcpu=v3
 bad_verifier:
 no_version:
+record_demo:
+record_filter:
+record_output:
 "
 
 for entry in $FIXTURES; do
