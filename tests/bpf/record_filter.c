@@ -53,19 +53,23 @@ int one_syscall(struct raw_sys_enter_args *args)
 SEC("uprobe_arg")
 int arg_at_least(u64 *regs)
 {
+	/*
+	 * Read the registers first, straight from the context: the verifier
+	 * refuses a context pointer that was moved (ctx + 112) before the load,
+	 * which is what clang makes of a read it sinks into a branch.
+	 */
+	u64 di = *(volatile u64 *)&regs[14];	/* x86_64 struct pt_regs: di at offset 112 */
+	u64 x0 = *(volatile u64 *)&regs[0];	/* arm64 user_pt_regs: x0 at offset 0 */
 	u32 key = 0;
 	struct config *c = bpf_map_lookup_elem(&config, &key);
-	u64 arg;
 
 	if (!c)
 		return 0;
 	if (c->arch == 1)
-		arg = regs[14];	/* x86_64 struct pt_regs: di at offset 112 */
-	else if (c->arch == 2)
-		arg = regs[0];	/* arm64 user_pt_regs: x0 at offset 0 */
-	else
-		return 0;
-	return arg >= c->min_arg;
+		return di >= c->min_arg;
+	if (c->arch == 2)
+		return x0 >= c->min_arg;
+	return 0;
 }
 
 char _license[] SEC("license") = "GPL";

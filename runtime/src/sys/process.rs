@@ -26,7 +26,12 @@ pub struct HeldChild {
 /// What the held child does between `fork` and `exec`: announce its pid, wait for the go
 /// byte. Only raw system calls, no allocation: the child of a multi-threaded parent may do
 /// nothing else (fork(2), signal-safety(7)).
-fn hold(ready: RawFd, go: RawFd) -> io::Result<()> {
+fn hold(ready: RawFd, go: RawFd, go_write: RawFd) -> io::Result<()> {
+    // The fork copied the parent's write end of the go pipe: close it here, or a parent that
+    // gives up (closes its own) would never make our read see end-of-file.
+    // SAFETY: `go_write` is this process's copy of the parent's fd, used by nothing else in
+    // the child; close(2) is async-signal-safe.
+    unsafe { libc::close(go_write) };
     // SAFETY: both fds were open in the parent at fork time and the parent keeps its ends
     // alive until spawn returns; in the child they stay open until exec (close-on-exec).
     let (ready, go) = unsafe { (BorrowedFd::borrow_raw(ready), BorrowedFd::borrow_raw(go)) };
@@ -62,11 +67,11 @@ impl HeldChild {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (ready_r, ready_w) = pipe_with(PipeFlags::CLOEXEC)?;
         let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC)?;
-        let (ready_raw, go_raw) = (ready_w.as_raw_fd(), go_r.as_raw_fd());
+        let (ready_raw, go_raw, go_w_raw) = (ready_w.as_raw_fd(), go_r.as_raw_fd(), go_w.as_raw_fd());
         // SAFETY: `hold` only makes raw system calls without allocating or locking, which
         // is what may run between fork and exec (std::os::unix::process::CommandExt::pre_exec).
         unsafe {
-            cmd.pre_exec(move || hold(ready_raw, go_raw));
+            cmd.pre_exec(move || hold(ready_raw, go_raw, go_w_raw));
         }
         let thread = std::thread::Builder::new()
             .name("sluice-spawn".into())
