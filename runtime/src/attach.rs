@@ -166,7 +166,10 @@ impl fmt::Display for Error {
                 write!(f, "PERF_EVENT_IOC_ENABLE of {what} on CPU {cpu}: {errno}")
             }
             Error::MapUpdate { map, cpu, source } => {
-                write!(f, "storing the bpf-output event of CPU {cpu} in map '{map}': {source}")
+                write!(
+                    f,
+                    "storing the bpf-output event of CPU {cpu} in map '{map}': {source}"
+                )
             }
         }
     }
@@ -175,9 +178,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Open { errno, .. } | Error::SetBpf { errno, .. } | Error::Enable { errno, .. } => {
-                Some(errno)
-            }
+            Error::Open { errno, .. }
+            | Error::SetBpf { errno, .. }
+            | Error::Enable { errno, .. } => Some(errno),
             Error::MapUpdate { source, .. } => Some(source.as_ref()),
         }
     }
@@ -239,7 +242,11 @@ impl PerCpuEvents {
     pub fn disable(&self) {
         for e in &self.events {
             if let Err(errno) = perf_event::disable(e.fd.as_fd()) {
-                log::warn!("PERF_EVENT_IOC_DISABLE of {} on CPU {}: {errno}", self.what, e.cpu);
+                log::warn!(
+                    "PERF_EVENT_IOC_DISABLE of {} on CPU {}: {errno}",
+                    self.what,
+                    e.cpu
+                );
             }
         }
     }

@@ -8,6 +8,13 @@
 //! workload exits, a deadline passes or a signal arrives, and drains once more after
 //! disabling, so nothing published is left behind.
 //!
+//! # The workload's pid
+//! Perf event arrays are system-wide (a program may only write to the event of the CPU it
+//! runs on, whoever runs there), so a filter that wants the workload only must check the
+//! pid itself. When recording a task, the session writes its pid at key 0 of every
+//! `BPF_MAP_TYPE_ARRAY` map named [`TARGET_TGID_MAP`] (4-byte key and value) before the
+//! events are enabled.
+//!
 //! # Release order
 //! Fields drop in declaration order: the ring mappings (which keep their events alive) go
 //! first, then the perf events (each group disabled, then closed), then the tracefs probes
@@ -30,6 +37,9 @@ use crate::loader::{load, LoadOptions, LoadedObject};
 use crate::ring::{PerfRing, RingConfig, RingEvent, RingSet, SampleEvent};
 use crate::sys::signal::SignalPipe;
 use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, ProbeTarget, Tracefs};
+
+/// Name of the array map the session fills with the workload's pid (module docs).
+pub const TARGET_TGID_MAP: &str = "target_tgid";
 
 /// How long [`Session::run`] sleeps at most between two drains.
 pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -291,16 +301,26 @@ pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
             ArgBase::ArgN(n) => format!("$arg{n}"),
             ArgBase::Comm => "$comm".into(),
             ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
-                log::info!("argument {} of '{spec}' is not a tracefs fetch-arg: left to the program", i + 1);
+                log::info!(
+                    "argument {} of '{spec}' is not a tracefs fetch-arg: left to the program",
+                    i + 1
+                );
                 continue;
             }
         };
         if !a.steps().is_empty() {
-            log::info!("argument {} of '{spec}' has member steps: left to the program", i + 1);
+            log::info!(
+                "argument {} of '{spec}' has member steps: left to the program",
+                i + 1
+            );
             continue;
         }
-        let name = a.name().map_or_else(|| format!("arg{}", i + 1), str::to_owned);
-        let ty = a.fetch_type().map_or_else(String::new, |t| format!(":{}", t.as_str()));
+        let name = a
+            .name()
+            .map_or_else(|| format!("arg{}", i + 1), str::to_owned);
+        let ty = a
+            .fetch_type()
+            .map_or_else(String::new, |t| format!(":{}", t.as_str()));
         out.push(format!("{name}={base}{ty}"));
     }
     out.join(" ")
@@ -381,17 +401,32 @@ impl Session {
         let Some(loaded) = self.loaded.last() else {
             return Ok(());
         };
+        if let Scope::Task { pid, .. } = scope {
+            for map in loaded.maps() {
+                if map.name() == TARGET_TGID_MAP
+                    && map.map_type() == map_type::ARRAY
+                    && map.key_size() == 4
+                    && map.value_size() == 4
+                {
+                    let tgid = u32::try_from(pid).unwrap_or(0);
+                    map.update(&0u32, &tgid, crate::maps::UpdateMode::Any)
+                        .map_err(|source| Error::Load {
+                            object: src.name.clone(),
+                            source,
+                        })?;
+                }
+            }
+        }
         // Output events first: the trace programs write into them.
         for map in loaded.maps() {
             if map.map_type() != map_type::PERF_EVENT_ARRAY {
                 continue;
             }
-            let group = attach::open_bpf_output(map, cpus, &opts.ring).map_err(|source| {
-                Error::Attach {
+            let group =
+                attach::open_bpf_output(map, cpus, &opts.ring).map_err(|source| Error::Attach {
                     object: src.name.clone(),
                     source,
-                }
-            })?;
+                })?;
             self.groups.push(group);
             self.sources.push(Source {
                 name: format!("bpf-output:{}", map.name()),
@@ -468,9 +503,10 @@ impl Session {
                         .map_err(tracefs_err)?,
                         Target::UserOffset { path, offset: at } => {
                             let p = PathBuf::from(path);
-                            let func = p
-                                .file_name()
-                                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+                            let func = p.file_name().map_or_else(
+                                || "file".into(),
+                                |n| n.to_string_lossy().into_owned(),
+                            );
                             ProbeTarget::User {
                                 path: p,
                                 offset: at.saturating_add(offset),
@@ -625,9 +661,10 @@ impl Session {
             signals,
         } = ctl;
         let stop = loop {
-            if let Some(sig) = signals.map(SignalPipe::take).and_then(|v| {
-                v.into_iter().find(|&s| s != libc::SIGCHLD)
-            }) {
+            if let Some(sig) = signals
+                .map(SignalPipe::take)
+                .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
+            {
                 if let Some(c) = child.as_deref_mut() {
                     end_workload(c, sig);
                 }
@@ -702,7 +739,8 @@ fn end_workload(child: &mut Child, sig: i32) {
     let pid = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw);
-    let signal = rustix::process::Signal::from_named_raw(sig).unwrap_or(rustix::process::Signal::TERM);
+    let signal =
+        rustix::process::Signal::from_named_raw(sig).unwrap_or(rustix::process::Signal::TERM);
     if let Some(pid) = pid {
         let _ = rustix::process::kill_process(pid, signal);
     }

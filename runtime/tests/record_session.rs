@@ -69,7 +69,12 @@ fn set_config(s: &Session, value: &[u8]) {
 }
 
 /// Drains what the session has after disabling it: (samples by source name, lost).
-fn collect(s: &mut Session) -> (BTreeMap<String, Vec<sluice_runtime::ring::SampleEvent>>, u64) {
+fn collect(
+    s: &mut Session,
+) -> (
+    BTreeMap<String, Vec<sluice_runtime::ring::SampleEvent>>,
+    u64,
+) {
     s.disable();
     let mut by: BTreeMap<String, Vec<_>> = BTreeMap::new();
     let mut lost = 0;
@@ -103,9 +108,13 @@ fn tracepoint_filter_passes_exactly_the_accepted_events() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 2_000;
     const M: usize = 3_000;
-    let mut s = Session::start(&[object("record_filter.o")], &SessionOptions::default())
-        .expect("session");
-    assert_eq!(s.skipped().len(), 1, "uprobe_arg has no probe without a mapping");
+    let mut s =
+        Session::start(&[object("record_filter.o")], &SessionOptions::default()).expect("session");
+    assert_eq!(
+        s.skipped().len(),
+        1,
+        "uprobe_arg has no probe without a mapping"
+    );
     let tid = gettid();
     set_config(&s, &filter_config(tid, nr_getppid(), 0));
     // Accepted: N getppid of this thread. Rejected: M getpid of this thread, and N
@@ -114,7 +123,10 @@ fn tracepoint_filter_passes_exactly_the_accepted_events() {
     getpid_calls(M);
     std::thread::spawn(|| getppid_calls(N)).join().unwrap();
     let (by, lost) = collect(&mut s);
-    let samples = by.get("raw_syscalls:sys_enter").cloned().unwrap_or_default();
+    let samples = by
+        .get("raw_syscalls:sys_enter")
+        .cloned()
+        .unwrap_or_default();
     let SourceKind::Trace { format, .. } = &s.sources()[0].kind else {
         panic!("{:?}", s.sources())
     };
@@ -154,11 +166,18 @@ fn uprobe_filter_reads_the_argument_and_raw_matches_fetch_args() {
     const CALLS: u64 = 500;
     const MIN: u64 = 377;
     let exe = std::env::current_exe().unwrap();
-    let reg = if cfg!(target_arch = "x86_64") { "%di" } else { "%x0" };
+    let reg = if cfg!(target_arch = "x86_64") {
+        "%di"
+    } else {
+        "%x0"
+    };
     let mut opts = SessionOptions::default();
     opts.events.insert(
         "arg_at_least".into(),
-        format!("uprobe/{}:sluice_record_uprobe_target({reg}:u64)", exe.display()),
+        format!(
+            "uprobe/{}:sluice_record_uprobe_target({reg}:u64)",
+            exe.display()
+        ),
     );
     // This thread only: the uprobe fires in no other task.
     let tid = gettid();
@@ -184,7 +203,10 @@ fn uprobe_filter_reads_the_argument_and_raw_matches_fetch_args() {
         panic!()
     };
     let arg = format.field("arg1").expect("fetch-arg arg1 in the format");
-    let values: Vec<u64> = samples.iter().map(|x| arg.read_u64(&x.raw).unwrap()).collect();
+    let values: Vec<u64> = samples
+        .iter()
+        .map(|x| arg.read_u64(&x.raw).unwrap())
+        .collect();
     eprintln!(
         "uprobe {name}: {} calls, {} accepted (arg >= {MIN}), lost {lost}",
         CALLS,
@@ -204,8 +226,8 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     const N: usize = 1_000;
-    let mut s = Session::start(&[object("record_output.o")], &SessionOptions::default())
-        .expect("session");
+    let mut s =
+        Session::start(&[object("record_output.o")], &SessionOptions::default()).expect("session");
     // Before the filter is armed: this getppid must not count.
     let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as i64);
     let tid = gettid();
@@ -222,7 +244,10 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
         by.get("raw_syscalls:sys_exit").map_or(0, Vec::len)
     );
     assert_eq!(lost, 0);
-    assert!(!by.contains_key("raw_syscalls:sys_exit"), "the program returns 0");
+    assert!(
+        !by.contains_key("raw_syscalls:sys_exit"),
+        "the program returns 0"
+    );
     assert_eq!(outs.len(), N);
     let mut seqs = Vec::new();
     for o in &outs {
@@ -258,17 +283,27 @@ fn everything_is_released_after_success_and_after_an_error_mid_way() {
     let before = common::fd_count();
 
     // Success.
-    let s = Session::start(&[object("record_output.o"), object("record_filter.o")], &opts)
-        .expect("session");
+    let s = Session::start(
+        &[object("record_output.o"), object("record_filter.o")],
+        &opts,
+    )
+    .expect("session");
     assert_eq!(s.probe_names().len(), 1);
     let during = common::fd_count();
     drop(s);
-    assert_eq!(common::fd_count(), before, "fds after a session ({during} during it)");
+    assert_eq!(
+        common::fd_count(),
+        before,
+        "fds after a session ({during} during it)"
+    );
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
 
     // Error after a probe, events and rings exist: the second object fails to load.
-    let e = Session::start(&[object("record_filter.o"), object("bad_verifier.o")], &opts)
-        .expect_err("bad_verifier.o must fail");
+    let e = Session::start(
+        &[object("record_filter.o"), object("bad_verifier.o")],
+        &opts,
+    )
+    .expect_err("bad_verifier.o must fail");
     eprintln!("mid-way error: {e}");
     assert_eq!(common::fd_count(), before, "fds after an error mid-way");
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
@@ -279,8 +314,11 @@ fn everything_is_released_after_success_and_after_an_error_mid_way() {
         "arg_at_least".into(),
         format!("uprobe/{}:sluice_no_such_function", exe.display()),
     );
-    let e = Session::start(&[object("record_filter.o"), object("record_filter.o")], &bad)
-        .expect_err("unknown symbol");
+    let e = Session::start(
+        &[object("record_filter.o"), object("record_filter.o")],
+        &bad,
+    )
+    .expect_err("unknown symbol");
     eprintln!("probe error: {e}");
     assert_eq!(common::fd_count(), before);
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());

@@ -36,12 +36,29 @@ struct sys_enter_openat_args {
 	u64 mode;
 };
 
+/*
+ * Filled by the session with the workload's pid (key 0) when it records one
+ * process: the perf event array is system-wide, so the program itself keeps
+ * other processes' opens out. 0 (system-wide, -a): everyone's.
+ */
+struct bpf_map_def SEC("maps") target_tgid = {
+	.type = BPF_MAP_TYPE_ARRAY,
+	.key_size = sizeof(u32),
+	.value_size = sizeof(u32),
+	.max_entries = 1,
+};
+
 #define PATH_LEN 64
 
 SEC("tracepoint/syscalls/sys_enter_openat")
 int etc_opens(struct sys_enter_openat_args *args)
 {
 	char path[PATH_LEN] = {};
+	u32 key = 0;
+	u32 *target = bpf_map_lookup_elem(&target_tgid, &key);
+
+	if (target && *target && *target != bpf_get_current_pid_tgid() >> 32)
+		return 0;
 
 	if (bpf_probe_read_user_str(path, sizeof(path), args->filename) < 6)
 		return 0;

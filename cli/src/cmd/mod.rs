@@ -1,3 +1,5 @@
 //! One module per subcommand.
 
 pub mod inspect;
+pub mod probes;
+pub mod record;

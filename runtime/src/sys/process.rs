@@ -67,7 +67,8 @@ impl HeldChild {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (ready_r, ready_w) = pipe_with(PipeFlags::CLOEXEC)?;
         let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC)?;
-        let (ready_raw, go_raw, go_w_raw) = (ready_w.as_raw_fd(), go_r.as_raw_fd(), go_w.as_raw_fd());
+        let (ready_raw, go_raw, go_w_raw) =
+            (ready_w.as_raw_fd(), go_r.as_raw_fd(), go_w.as_raw_fd());
         // SAFETY: `hold` only makes raw system calls without allocating or locking, which
         // is what may run between fork and exec (std::os::unix::process::CommandExt::pre_exec).
         unsafe {
@@ -168,7 +169,8 @@ mod tests {
     #[test]
     fn held_child_waits_then_runs() {
         let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo $$"]).stdout(std::process::Stdio::piped());
+        cmd.args(["-c", "echo $$"])
+            .stdout(std::process::Stdio::piped());
         let held = HeldChild::spawn(cmd).unwrap();
         let pid = held.pid();
         // Still the forked copy of us, not yet `sh`.

@@ -134,11 +134,17 @@ mod tests {
     #[test]
     fn a_signal_becomes_a_readable_pipe() {
         let pipe = SignalPipe::install(&[libc::SIGUSR2]).unwrap();
-        assert!(SignalPipe::install(&[libc::SIGUSR2]).is_err(), "one at a time");
+        assert!(
+            SignalPipe::install(&[libc::SIGUSR2]).is_err(),
+            "one at a time"
+        );
         rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::USR2)
             .unwrap();
         let fd = pipe.fd();
-        let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
         let n = rustix::event::poll(&mut fds, None).unwrap();
         assert_eq!(n, 1);
         assert_eq!(pipe.take(), vec![libc::SIGUSR2]);
