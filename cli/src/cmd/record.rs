@@ -229,7 +229,6 @@ fn record(args: Args) -> Result<(), Failure> {
     let stop = session
         .run(ctl, &mut sink)
         .map_err(|e| session_failure(&e))?;
-    drop(sink);
     let _ = out.flush();
     drop(out);
     let summary = session.summary();

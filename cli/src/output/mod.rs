@@ -60,7 +60,7 @@ fn field_value(f: &Field, raw: &[u8]) -> Value {
         if is_char(f) {
             return Value::Str(until_nul(bytes));
         }
-        let elem = if n == 0 { 0 } else { f.size / n };
+        let elem = f.size.checked_div(n).unwrap_or(0);
         if !matches!(elem, 1 | 2 | 4 | 8) {
             return Value::Bytes(bytes.to_vec());
         }
