@@ -25,6 +25,10 @@ usage:
       `perf script` (or JSON lines); a summary with LOST counts goes to stderr
   sluice probes [--clean]
       list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
+  sluice prologue [--arch x86_64|i386|aarch64] SPEC
+      print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
+      bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
+      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
@@ -65,6 +69,7 @@ fn run() -> Result<(), fail::Failure> {
                     "inspect" => cmd::inspect::run(&mut parser),
                     "record" => cmd::record::run(&mut parser),
                     "probes" => cmd::probes::run(&mut parser),
+                    "prologue" => cmd::prologue::run(&mut parser),
                     other => Err(fail::Failure::usage_msg(format!(
                         "unknown command '{other}'\n{USAGE}"
                     ))),

@@ -2,6 +2,7 @@
 //! against libbpf and aya-obj come from `benches/vs_peers.sh` (callgrind instructions).
 #![allow(missing_docs, clippy::unwrap_used, clippy::indexing_slicing)]
 
+use sluice_core::object::ObjectStorage;
 use sluice_core::{Insn, Object};
 use std::path::PathBuf;
 
@@ -20,7 +21,8 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// Opens `bytes` and relocates every program that links without call/data relocations.
 fn open_relocate(bytes: &[u8], out: &mut [Insn]) -> usize {
-    let obj: Object<'_> = Object::open(bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(bytes, &mut storage).unwrap();
     let mut n = 0;
     for p in 0..obj.programs().len() {
         n += obj.relocate(p, &[], &[3; 128], out).unwrap_or(0);
@@ -39,7 +41,8 @@ fn open_and_relocate(bencher: divan::Bencher, name: &str) {
 fn open_only(bencher: divan::Bencher, name: &str) {
     let bytes = fixture(name);
     bencher.bench_local(|| {
-        let obj: Object<'_> = Object::open(divan::black_box(&bytes)).unwrap();
+        let mut storage = ObjectStorage::new();
+        let obj = Object::open(divan::black_box(&bytes), &mut storage).unwrap();
         obj.programs().len()
     });
 }

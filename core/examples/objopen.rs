@@ -2,9 +2,10 @@
 //! measurements beside the peers (`benches/vs_peers.sh`).
 //!
 //! ```text
-//! objopen -c K OBJ        one warm-up, then K calls of `measured_open`, then the same
-//!                         for `measured_reopen` (callgrind: --toggle-collect=measured_open
-//!                         or measured_reopen)
+//! objopen -c K OBJ        one warm-up, then K calls of `measured_open` (fresh storage on
+//!                         its own frame each time), then the same for `measured_reopen`
+//!                         (one storage reused across calls); callgrind:
+//!                         --toggle-collect=measured_open or measured_reopen
 //! objopen -a OBJ...       print heap allocations per open+relocate of each object
 //! ```
 #![allow(
@@ -14,7 +15,8 @@
     clippy::panic
 )]
 
-use sluice_core::{Insn, Object};
+use sluice_core::object::{Object, ObjectStorage};
+use sluice_core::Insn;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -38,29 +40,36 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// One `reopen` of `bytes` into an existing object plus the relocation of every program.
+/// One open of `bytes` into storage reused across calls, plus the relocation of every
+/// program.
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub fn measured_reopen(obj: &mut Object<'static>, bytes: &'static [u8], out: &mut [Insn]) -> usize {
-    if obj.reopen(bytes).is_err() {
+pub fn measured_reopen(
+    storage: &mut ObjectStorage<'static>,
+    bytes: &'static [u8],
+    out: &mut [Insn],
+) -> usize {
+    let Ok(obj) = Object::open(bytes, storage) else {
         return usize::MAX;
-    }
-    let mut n = 0;
-    for p in 0..obj.programs().len() {
-        n += obj.relocate(p, &[], &[3; 128], out).unwrap_or(0);
-    }
-    n
+    };
+    relocate_all(&obj, out)
 }
 
-/// One open of `bytes` plus the relocation of every program into `out`; returns the
-/// number of instructions written (or `usize::MAX` when the object does not open).
+/// One open of `bytes` (into fresh storage on this frame) plus the relocation of every
+/// program into `out`; returns the number of instructions written (or `usize::MAX` when
+/// the object does not open).
 #[inline(never)]
 #[unsafe(no_mangle)]
 pub fn measured_open(bytes: &[u8], out: &mut [Insn]) -> usize {
-    let Ok(obj) = Object::<'_>::open(bytes) else {
+    let mut storage = ObjectStorage::new();
+    let Ok(obj) = Object::open(bytes, &mut storage) else {
         return usize::MAX;
     };
-    let obj: Object<'_> = obj;
+    relocate_all(&obj, out)
+}
+
+#[inline(always)]
+fn relocate_all(obj: &Object<'_, '_>, out: &mut [Insn]) -> usize {
     let mut n = 0;
     for p in 0..obj.programs().len() {
         n += obj.relocate(p, &[], &[3; 128], out).unwrap_or(0);
@@ -81,10 +90,10 @@ fn main() {
             }
             println!("{} insns relocated per open", first);
             let bytes: &'static [u8] = Vec::leak(bytes);
-            let mut obj = Object::new();
-            measured_reopen(&mut obj, bytes, &mut out);
+            let mut storage = Box::new(ObjectStorage::new());
+            measured_reopen(&mut storage, bytes, &mut out);
             for _ in 0..k {
-                black_box(measured_reopen(&mut obj, black_box(bytes), &mut out));
+                black_box(measured_reopen(&mut storage, black_box(bytes), &mut out));
             }
         }
         Some("-a") => {

@@ -9,10 +9,12 @@
 //! insn/disasm: decode and print instructions exactly as the kernel verifier does
 //! probe: the section-name grammar (perf's `EVENT=FUNC+OFF ARG`, `kprobe/`, `uprobe/`, ...)
 //! arch: syscall numbers, pt_regs layouts and calling conventions per architecture
+//! prologue: instructions that fetch probe arguments into r2..r5 before a program
 //! perf: `bpf_attr` / `perf_event_attr` ABI structs and ring records
+//! dwarf (feature `dwarf`, uses `alloc`): probe points and argument locations from DWARF
 //! ```
 //!
-//! `#![no_std]`, no `alloc`: every capacity is a const generic with a named default, and
+//! `#![no_std]`, no `alloc` (except in `dwarf`, behind its feature): every capacity is a const generic with a named default, and
 //! exceeding one is [`Error::Capacity`], never a truncation.
 #![no_std]
 #![forbid(unsafe_code)]
@@ -24,17 +26,23 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(feature = "dwarf")]
+extern crate alloc;
+
 pub mod arch;
 pub mod disasm;
+#[cfg(feature = "dwarf")]
+pub mod dwarf;
 pub mod elf;
 pub mod error;
 pub mod insn;
 pub mod object;
 pub mod perf;
 pub mod probe;
+pub mod prologue;
 
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;
 
-pub use object::{MapDef, Object, Program};
+pub use object::{MapDef, Object, ObjectStorage, Program};
 pub use probe::{parse as parse_section, ProbeSpec, Section};

@@ -134,8 +134,8 @@ fn fixture_goldens_match_the_fixtures() {
             continue;
         };
         let bytes = std::fs::read(golden_dir().join("../../..").join(obj)).unwrap();
-        let object: sluice_core::object::Object<'_> =
-            sluice_core::object::Object::open(&bytes).unwrap();
+        let mut storage = sluice_core::object::ObjectStorage::new();
+        let object = sluice_core::object::Object::open(&bytes, &mut storage).unwrap();
         let found: Vec<Insn> = object
             .programs()
             .iter()

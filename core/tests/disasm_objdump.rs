@@ -27,7 +27,7 @@ use std::process::Command;
 use sluice_core::disasm::{validate, InsnFmt};
 use sluice_core::elf::Elf;
 use sluice_core::insn::opcode::*;
-use sluice_core::object::Object;
+use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::Insn;
 
 fn fixtures() -> Vec<PathBuf> {
@@ -304,7 +304,8 @@ fn decoding_agrees_with_llvm_objdump() {
         }
         // The open phase sees the same instructions.
         if little == cfg!(target_endian = "little") {
-            let obj: Object<'_> = Object::open(&bytes).unwrap();
+            let mut storage = ObjectStorage::new();
+            let obj = Object::open(&bytes, &mut storage).unwrap();
             for prog in obj.programs() {
                 let (_, insns) = &sections[prog.section_name];
                 let start = prog.offset as usize / 8;

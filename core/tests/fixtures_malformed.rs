@@ -2,10 +2,12 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
+use sluice_core::object::ObjectStorage;
 use sluice_core::{Error, Insn, Object};
 
-fn open(b: &[u8]) -> Result<Object<'_>, Error> {
-    Object::open(b)
+fn open(b: &[u8]) -> Result<Object<'_, '_>, Error> {
+    // Tests keep each object's storage for the whole run.
+    Object::open(b, Box::leak(Box::new(ObjectStorage::new())))
 }
 
 #[test]

@@ -4,11 +4,13 @@
 
 mod common;
 use common::*;
+use sluice_core::object::ObjectStorage;
 use sluice_core::object::{MapLayout, RelocKind, PSEUDO_MAP_FD};
 use sluice_core::{Error, Insn, Object};
 
-fn open(bytes: &[u8]) -> Result<Object<'_>, Error> {
-    Object::open(bytes)
+fn open(bytes: &[u8]) -> Result<Object<'_, '_>, Error> {
+    // Tests keep each object's storage for the whole run.
+    Object::open(bytes, Box::leak(Box::new(ObjectStorage::new())))
 }
 
 #[test]
@@ -369,22 +371,28 @@ fn relocation_errors_name_section_index_and_instruction() {
 fn capacity_is_an_error_not_a_truncation() {
     let bytes = legacy_object(16, 3, "socket");
     assert_eq!(
-        Object::<4, 2>::open(&bytes).err(),
+        Object::open(&bytes, &mut ObjectStorage::<4, 2>::with_capacities()).err(),
         Some(Error::Capacity {
             what: "maps",
             limit: 2
         })
     );
-    assert!(Object::<1, 3>::open(&bytes).is_ok());
+    assert!(Object::open(&bytes, &mut ObjectStorage::<1, 3>::with_capacities()).is_ok());
     let two = with_sections(vec![Sec::prog("xdp", &[insn(0x95, 0, 0, 0, 0)])]);
     assert_eq!(
-        Object::<1, 1>::open(&two).err(),
+        Object::open(&two, &mut ObjectStorage::<1, 1>::with_capacities()).err(),
         Some(Error::Capacity {
             what: "programs",
             limit: 1
         })
     );
-    assert_eq!(Object::<2, 1>::open(&two).unwrap().programs().len(), 2);
+    assert_eq!(
+        Object::open(&two, &mut ObjectStorage::<2, 1>::with_capacities())
+            .unwrap()
+            .programs()
+            .len(),
+        2
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod common;
 
 use sluice_core::disasm::Listing;
+use sluice_core::object::ObjectStorage;
 use sluice_core::{Insn, Object};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write;
@@ -61,7 +62,8 @@ fn open_relocate_disasm_allocate_nothing() {
     ALLOCS.store(0, Ordering::SeqCst);
     WATCH.store(true, Ordering::SeqCst);
     for bytes in &files {
-        let obj: Object<'_> = Object::open(bytes).unwrap();
+        let mut storage = ObjectStorage::new();
+        let obj = Object::open(bytes, &mut storage).unwrap();
         for (i, _) in obj.programs().iter().enumerate() {
             // Programs with call/data relocations are not linkable yet; they still must not allocate.
             if let Ok(n) = obj.relocate(i, &[], &fds, &mut out) {

@@ -6,7 +6,7 @@
 //! either, each bench says so and measures nothing.
 #![allow(missing_docs)]
 
-use sluice_core::object::Object;
+use sluice_core::object::{Object, ObjectStorage};
 use sluice_runtime::{load, LoadOptions};
 use std::path::PathBuf;
 
@@ -36,9 +36,10 @@ fn open_load_close(bencher: divan::Bencher<'_, '_>, name: &str) {
     };
     let opts = LoadOptions::default();
     // Fail loudly once, outside the timing, if this object does not load.
-    let first: sluice_runtime::Result<_> = Object::<'_>::open(&bytes)
+    let mut first_storage = ObjectStorage::new();
+    let first: sluice_runtime::Result<_> = Object::open(&bytes, &mut first_storage)
         .map_err(sluice_runtime::Error::from)
-        .and_then(|o: Object<'_>| load(&o, &opts));
+        .and_then(|o: Object<'_, '_>| load(&o, &opts));
     match first {
         Ok(l) => l.unload(),
         Err(e) => {
@@ -47,7 +48,8 @@ fn open_load_close(bencher: divan::Bencher<'_, '_>, name: &str) {
         }
     }
     bencher.bench_local(|| {
-        let obj: Object<'_> = match Object::open(divan::black_box(&bytes)) {
+        let mut storage = ObjectStorage::new();
+        let obj = match Object::open(divan::black_box(&bytes), &mut storage) {
             Ok(o) => o,
             Err(_) => return,
         };

@@ -63,6 +63,41 @@ pub fn section_prog_type(section: &str) -> Option<u32> {
     sluice_core::probe::program_type(section)
 }
 
+/// The prologue a program's section asks for when no debug info is involved: typed entry
+/// arguments (`kprobe/vfs_read(void *, char *, unsigned long)`) and registers/`$argN` come
+/// from the running architecture's calling convention. Sections without arguments need
+/// none; arguments that name variables need DWARF and are refused here with a message
+/// naming the program and the argument.
+///
+/// # Errors
+/// [`Error::Usage`] for arguments that cannot be fetched without debug info, more than
+/// four values, or an architecture sluice has no tables for.
+pub fn prologue_for(p: &sluice_core::Program<'_>) -> Result<Vec<Insn>> {
+    use sluice_core::probe::Section;
+    let Section::Probe(spec) = p.section() else {
+        return Ok(Vec::new());
+    };
+    if spec.args().is_empty() {
+        return Ok(Vec::new());
+    }
+    let usage = |e: sluice_core::Error| Error::Usage {
+        what: format!(
+            "program '{}' (section '{}'): {e}",
+            p.name.unwrap_or("?"),
+            p.section_name
+        ),
+    };
+    let arch = sluice_core::arch::Arch::native().ok_or_else(|| Error::Usage {
+        what: "no argument-passing tables for this architecture".into(),
+    })?;
+    let locs =
+        sluice_core::prologue::from_typed_args(arch, spec.kind(), spec.args()).map_err(usage)?;
+    let mut out = vec![Insn::default(); sluice_core::prologue::MAX_INSNS];
+    let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
+    out.truncate(n);
+    Ok(out)
+}
+
 /// `KERNEL_VERSION(a, b, c)` from a release string such as `6.18.44-fc-v657`, with `c`
 /// capped at 255 as the kernel's own macro does since 4.9.256 (`None` if no `a.b` prefix).
 #[must_use]
@@ -534,10 +569,7 @@ fn program_name<'a>(p: &Program<'a>) -> &'a str {
 /// The first failure, with everything created so far closed again:
 /// [`Error::Verifier`] (program name, errno, whole log), [`Error::Permission`],
 /// [`Error::Unsupported`], [`Error::Core`] for relocation problems, [`Error::Syscall`].
-pub fn load<const P: usize, const M: usize>(
-    obj: &Object<'_, P, M>,
-    opts: &LoadOptions,
-) -> Result<LoadedObject> {
+pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
     let kern_version = opts
         .kern_version
         .or_else(|| obj.version())
@@ -551,7 +583,14 @@ pub fn load<const P: usize, const M: usize>(
         if p.is_subprogram() {
             continue;
         }
-        let prologue = opts.prologues.get(index).map_or(&[][..], Vec::as_slice);
+        let generated;
+        let prologue = match opts.prologues.get(index) {
+            Some(given) if !given.is_empty() => given.as_slice(),
+            _ => {
+                generated = prologue_for(p)?;
+                generated.as_slice()
+            }
+        };
         let mut insns = vec![Insn::default(); prologue.len().saturating_add(p.insn_count())];
         let n = obj.relocate(index, prologue, &map_fds, &mut insns)?;
         insns.truncate(n);

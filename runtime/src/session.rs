@@ -389,7 +389,8 @@ impl Session {
         tracefs: &Tracefs,
         cpus: &[u32],
     ) -> Result<(), Error> {
-        let obj: Object<'_> = Object::open(&src.bytes).map_err(|source| Error::Open {
+        let mut storage = sluice_core::object::ObjectStorage::new();
+        let obj = Object::open(&src.bytes, &mut storage).map_err(|source| Error::Open {
             object: src.name.clone(),
             source,
         })?;

@@ -8,7 +8,7 @@
 
 mod common;
 
-use sluice_core::object::Object;
+use sluice_core::object::{Object, ObjectStorage};
 use sluice_runtime::{load, LoadOptions};
 
 #[test]
@@ -18,7 +18,8 @@ fn thousand_load_unload_cycles_leave_the_fd_table_as_it_was() {
     }
     // 4 maps (hash, array, per-CPU array, perf event array) and 3 programs per cycle.
     let bytes = common::fixture("legacy_maps.o");
-    let obj: Object<'_> = Object::open(&bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
     let opts = LoadOptions::default();
     // Warm up once: lazily opened files (sysfs CPU list) are read before counting.
     load(&obj, &opts).unwrap().unload();
@@ -42,7 +43,8 @@ fn thousand_load_unload_cycles_leave_the_fd_table_as_it_was() {
 
     // Failing loads close what they created too (bad_verifier.o: one map, then a refusal).
     let bad = common::fixture("bad_verifier.o");
-    let bad: Object<'_> = Object::open(&bad).unwrap();
+    let mut storage = ObjectStorage::new();
+    let bad = Object::open(&bad, &mut storage).unwrap();
     for _ in 0..100 {
         assert!(load(&bad, &opts).is_err());
     }

@@ -10,7 +10,7 @@
 mod common;
 
 use rustix::io::Errno;
-use sluice_core::object::Object;
+use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::perf::abi::{map_type, prog_type};
 use sluice_core::Insn;
 use sluice_runtime::loader::{self, load_program, load_program_with_log, ProgramLoad};
@@ -44,7 +44,7 @@ fn zeroing_prologue() -> Vec<Insn> {
 }
 
 /// Options that give every program whose section declares arguments a zeroing prologue.
-fn options_for<const P: usize, const M: usize>(obj: &Object<'_, P, M>) -> LoadOptions {
+fn options_for(obj: &Object<'_, '_>) -> LoadOptions {
     let mut o = LoadOptions::default();
     o.prologues = obj
         .programs()
@@ -183,7 +183,9 @@ fn every_fixture_loads() {
             continue; // refused on purpose: see bad_verifier_fixture_is_refused
         }
         let bytes = std::fs::read(&path).unwrap();
-        let obj: Object<'_> = Object::open(&bytes).unwrap_or_else(|e| panic!("{name}: open: {e}"));
+        let mut storage = ObjectStorage::new();
+        let obj =
+            Object::open(&bytes, &mut storage).unwrap_or_else(|e| panic!("{name}: open: {e}"));
         let l = match load(&obj, &options_for(&obj)) {
             Ok(l) => l,
             // Global data and bpf-to-bpf calls are not relocated by the core yet: the only
@@ -224,7 +226,8 @@ fn bad_verifier_fixture_is_refused() {
         return;
     }
     let bytes = common::fixture("bad_verifier.o");
-    let obj: Object<'_> = Object::open(&bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
     let expect = [
         ("null_deref", "R0 invalid mem access 'map_value_or_null'"),
         ("uninit_reg", "R3 !read_ok"),
@@ -297,7 +300,8 @@ fn unload_and_load_again_from_the_same_object() {
         return;
     }
     let bytes = common::fixture("legacy_maps.o");
-    let obj: Object<'_> = Object::open(&bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
     let first = load(&obj, &LoadOptions::default()).unwrap();
     let ids: Vec<u32> = first.report().unwrap().iter().map(|r| r.info.id).collect();
     assert_eq!(ids.len(), 3);
@@ -338,7 +342,8 @@ fn prog_info_agrees_with_bpftool() {
     };
     assert!(out.status.success());
     let bytes = common::fixture("legacy_maps.o");
-    let obj: Object<'_> = Object::open(&bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
     let l = load(&obj, &LoadOptions::default()).unwrap();
     for r in l.report().unwrap() {
         let out = std::process::Command::new("bpftool")
@@ -453,7 +458,8 @@ fn fixture_maps_are_usable() {
         return;
     }
     let bytes = common::fixture("legacy_maps.o");
-    let obj: Object<'_> = Object::open(&bytes).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
     let l = load(&obj, &LoadOptions::default()).unwrap();
     let names: Vec<&str> = l.maps().iter().map(Map::name).collect();
     assert_eq!(names, ["counts", "totals", "percpu_hits", "events"]);

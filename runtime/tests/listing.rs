@@ -15,7 +15,7 @@ mod common;
 
 use sluice_core::disasm::Listing;
 use sluice_core::insn::opcode::PSEUDO_MAP_FD;
-use sluice_core::object::Object;
+use sluice_core::object::{Object, ObjectStorage};
 use sluice_runtime::{load, LoadOptions};
 use std::collections::BTreeMap;
 
@@ -62,7 +62,8 @@ fn verifier_listing_equals_our_disassembly() {
     for path in common::fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&path).unwrap();
-        let obj: Object<'_> = Object::open(&bytes).unwrap();
+        let mut storage = ObjectStorage::new();
+        let obj = Object::open(&bytes, &mut storage).unwrap();
         let mut opts = LoadOptions::default();
         // Same zeroing prologue as the load test, for programs that read arguments.
         opts.prologues = obj

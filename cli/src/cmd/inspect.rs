@@ -4,7 +4,7 @@ use crate::{demo, fail::Failure};
 use sluice_core::disasm::Listing;
 use sluice_core::object::map_type_name;
 use sluice_core::probe::Section;
-use sluice_core::Object;
+use sluice_core::{Object, ObjectStorage};
 use std::fmt::Write as _;
 
 /// Parses `inspect`'s arguments and runs it.
@@ -37,8 +37,9 @@ pub fn show_default() -> Result<(), Failure> {
 }
 
 fn inspect(name: &str, bytes: &[u8], disasm: bool, load: bool) -> Result<(), Failure> {
-    let obj: Object<'_> =
-        Object::open(bytes).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+    let mut storage = ObjectStorage::new();
+    let obj =
+        Object::open(bytes, &mut storage).map_err(|e| Failure::input(format!("{name}: {e}")))?;
     print!("{}", render(name, &obj, disasm));
     if load {
         print!("{}", load_report(name, &obj)?);
@@ -48,7 +49,7 @@ fn inspect(name: &str, bytes: &[u8], disasm: bool, load: bool) -> Result<(), Fai
 
 /// Loads every map and program into the running kernel, reports what the kernel says
 /// of each program, and unloads.
-fn load_report(name: &str, obj: &Object<'_>) -> Result<String, Failure> {
+fn load_report(name: &str, obj: &Object<'_, '_>) -> Result<String, Failure> {
     let loaded = sluice_runtime::load(obj, &sluice_runtime::LoadOptions::default())
         .map_err(|e| runtime_failure(name, &e))?;
     let report = loaded.report().map_err(|e| runtime_failure(name, &e))?;
@@ -85,7 +86,7 @@ fn runtime_failure(name: &str, e: &sluice_runtime::Error) -> Failure {
 }
 
 /// The text `inspect` prints.
-pub fn render(name: &str, obj: &Object<'_>, disasm: bool) -> String {
+pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "object: {name}");
     let _ = writeln!(s, "license: {}", obj.license().unwrap_or("(none)"));

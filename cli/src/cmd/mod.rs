@@ -2,4 +2,5 @@
 
 pub mod inspect;
 pub mod probes;
+pub mod prologue;
 pub mod record;

@@ -89,26 +89,6 @@ impl<'a> Elf<'a> {
         Ok(elf)
     }
 
-    /// A view with no sections, for objects under construction.
-    pub(crate) const fn empty(data: &'a [u8]) -> Self {
-        let header = Header {
-            class: Class::Elf64,
-            endian: Endian::Little,
-            e_type: 0,
-            machine: 0,
-            flags: 0,
-            shoff: 0,
-            shentsize: 0,
-            shnum: 0,
-            shstrndx: 0,
-        };
-        Elf {
-            data,
-            header,
-            shstrtab: StrTab::empty(),
-        }
-    }
-
     /// The whole input.
     #[must_use]
     pub fn data(&self) -> &'a [u8] {
@@ -135,6 +115,7 @@ impl<'a> Elf<'a> {
 
     /// Section header `index`, or `None` past the table.
     #[must_use]
+    #[inline(always)]
     pub fn section(&self, index: u32) -> Option<SectionHeader> {
         (index < self.header.shnum).then(|| self.section_unchecked(index))
     }
@@ -153,8 +134,16 @@ impl<'a> Elf<'a> {
 
     /// The bytes of a section's name, up to its NUL (index validated in [`Elf::parse`]).
     #[must_use]
+    #[inline]
     pub fn section_name_bytes(&self, sh: &SectionHeader) -> &'a [u8] {
         self.shstrtab.bytes(sh.name)
+    }
+
+    /// Whether a section's name starts with `prefix` (no length scan: pass a literal with
+    /// its NUL for an exact match).
+    #[inline]
+    pub(crate) fn section_name_starts_with(&self, sh: &SectionHeader, prefix: &[u8]) -> bool {
+        self.shstrtab.tail(sh.name).starts_with(prefix)
     }
 
     /// A [`SectionRef`] for error messages.
@@ -166,6 +155,7 @@ impl<'a> Elf<'a> {
 
     /// The file bytes of a section (empty for `SHT_NOBITS`/`SHT_NULL`).
     #[must_use]
+    #[inline]
     pub fn section_data(&self, sh: &SectionHeader) -> &'a [u8] {
         self.section_data_unchecked(sh)
     }
@@ -198,17 +188,7 @@ impl<'a> Elf<'a> {
         RelTable::new(self, index, symbols, false)
     }
 
-    /// The REL table in section `index`, already validated by [`Elf::rel_table`] on this
-    /// same input: only the header is re-checked, not every entry.
-    pub(crate) fn rel_table_validated(
-        &self,
-        index: u32,
-        symbols: &SymbolTable<'a>,
-    ) -> Option<RelTable<'a>> {
-        RelTable::new(self, index, symbols, false).ok()
-    }
-
-    #[inline]
+    #[inline(always)]
     fn section_unchecked(&self, index: u32) -> SectionHeader {
         // In range by construction: Header::parse checked shoff + shnum * shentsize.
         let off = self.header.shoff as usize + index as usize * usize::from(self.header.shentsize);

@@ -35,8 +35,11 @@ impl<'a> RelTable<'a> {
         symbols: &SymbolTable<'a>,
         check_entries: bool,
     ) -> Result<Self> {
-        let at = elf.section_ref(index);
-        let bad = |what| Error::BadSection { section: at, what };
+        // The section's name is looked up only on the error paths.
+        let bad = |what| Error::BadSection {
+            section: elf.section_ref(index),
+            what,
+        };
         let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
         if sh.sh_type != SHT_REL {
             return Err(bad("not SHT_REL"));
@@ -73,6 +76,27 @@ impl<'a> RelTable<'a> {
         Ok(table)
     }
 
+    /// The table of section `index` of an object whose tables were validated at open:
+    /// nothing is re-checked, a section that is not a REL table reads as empty.
+    #[inline]
+    pub(crate) fn validated(elf: &Elf<'a>, index: u32) -> Self {
+        let sh = elf.section(index).unwrap_or_default();
+        let class = elf.header().class;
+        let data = if sh.sh_type == SHT_REL {
+            elf.section_data(&sh)
+        } else {
+            &[]
+        };
+        RelTable {
+            data,
+            class,
+            endian: elf.endian(),
+            count: (data.len() / entry_size(class)) as u32,
+            section: index,
+            target: sh.info,
+        }
+    }
+
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> u32 {
@@ -87,6 +111,7 @@ impl<'a> RelTable<'a> {
 
     /// Entry `index`, or `None` past the table.
     #[must_use]
+    #[inline]
     pub fn get(&self, index: u32) -> Option<Rel> {
         if index >= self.count {
             return None;

@@ -58,7 +58,7 @@ impl SectionHeader {
     ///
     /// # Errors
     /// [`Error::Truncated`] when the header does not fit.
-    #[inline]
+    #[inline(always)]
     pub fn read(data: &[u8], off: usize, class: Class, endian: Endian) -> Result<Self> {
         let little = endian == Endian::Little;
         let truncated = || Error::Truncated {
@@ -148,10 +148,18 @@ impl<'a> StrTab<'a> {
 
     /// The bytes of the string at `index`, up to its NUL; empty when out of range.
     #[must_use]
+    #[inline]
     pub fn bytes(&self, index: u32) -> &'a [u8] {
         let tail = self.data.get(index as usize..).unwrap_or_default();
         let len = tail.iter().position(|&b| b == 0).unwrap_or(0);
         tail.get(..len).unwrap_or_default()
+    }
+
+    /// The table from `index` to its end (empty when out of range): a name compared with
+    /// a NUL-terminated literal needs no length scan.
+    #[inline]
+    pub(crate) fn tail(&self, index: u32) -> &'a [u8] {
+        self.data.get(index as usize..).unwrap_or_default()
     }
 
     /// The string at `index` (up to its NUL), or `None` when out of range or not UTF-8.

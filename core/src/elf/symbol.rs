@@ -62,8 +62,11 @@ pub struct SymbolTable<'a> {
 
 impl<'a> SymbolTable<'a> {
     pub(super) fn new(elf: &Elf<'a>, index: u32) -> Result<Self> {
-        let at = elf.section_ref(index);
-        let bad = |what| Error::BadSection { section: at, what };
+        // The section's name is looked up only on the error paths.
+        let bad = |what| Error::BadSection {
+            section: elf.section_ref(index),
+            what,
+        };
         let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
         if sh.sh_type != SHT_SYMTAB {
             return Err(bad("not SHT_SYMTAB"));
@@ -79,7 +82,11 @@ impl<'a> SymbolTable<'a> {
         if strsh.sh_type != SHT_STRTAB {
             return Err(bad("sh_link is not a string table"));
         }
-        let strtab = StrTab::new(elf.section_data(&strsh), elf.section_ref(sh.link))?;
+        let strdata = elf.section_data(&strsh);
+        let strtab = match strdata.last() {
+            None | Some(0) => StrTab::new(strdata, SectionRef::new(sh.link, ""))?,
+            Some(_) => StrTab::new(strdata, elf.section_ref(sh.link))?,
+        };
         let data = elf.section_data(&sh);
         let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many symbols"))?;
         let table = SymbolTable {
@@ -90,17 +97,48 @@ impl<'a> SymbolTable<'a> {
             count,
             section: index,
         };
-        let strlen = elf.section_data(&strsh).len() as u64;
-        for i in 0..count {
-            let sym = table.get(i).ok_or_else(|| bad("symbol unreadable"))?;
-            if u64::from(sym.name) >= strlen.max(1) && sym.name != 0 {
-                return Err(Error::BadSymbol {
-                    index: i,
-                    what: "name index outside the string table",
-                });
-            }
+        // Every name index, in one tight pass over the `st_name` words.
+        let limit = (strdata.len() as u64).max(1);
+        let little = elf.header().is_little_endian();
+        let bad_name = data.chunks_exact(entsize).position(|e| {
+            let w = [
+                e.first().copied().unwrap_or(0),
+                e.get(1).copied().unwrap_or(0),
+                e.get(2).copied().unwrap_or(0),
+                e.get(3).copied().unwrap_or(0),
+            ];
+            let name = if little {
+                u32::from_le_bytes(w)
+            } else {
+                u32::from_be_bytes(w)
+            };
+            u64::from(name) >= limit && name != 0
+        });
+        if let Some(i) = bad_name {
+            return Err(Error::BadSymbol {
+                index: i as u32,
+                what: "name index outside the string table",
+            });
         }
         Ok(table)
+    }
+
+    /// The raw bytes of symbol `index`'s `st_info` and `st_shndx`, the two fields the
+    /// open pass looks at for every symbol.
+    #[inline]
+    pub(crate) fn info_shndx(&self, index: u32) -> Option<(u8, u16)> {
+        let off = index as usize * entry_size(self.class);
+        let little = self.endian == Endian::Little;
+        match self.class {
+            Class::Elf64 => {
+                let f = Fields::<24>::at(self.data, off, little)?;
+                Some((f.u8(4), f.u16(6)))
+            }
+            Class::Elf32 => {
+                let f = Fields::<16>::at(self.data, off, little)?;
+                Some((f.u8(12), f.u16(14)))
+            }
+        }
     }
 
     /// Number of symbols (including the null symbol 0).
@@ -117,6 +155,7 @@ impl<'a> SymbolTable<'a> {
 
     /// Symbol `index`, or `None` past the table.
     #[must_use]
+    #[inline]
     pub fn get(&self, index: u32) -> Option<Symbol> {
         if index >= self.count {
             return None;

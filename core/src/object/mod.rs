@@ -4,8 +4,23 @@
 //! order), reads `license` and `version`, the legacy `maps` section, every executable
 //! section as a program, and validates every relocation of every program. Nothing is
 //! copied: programs are views of the input, relocations are re-read when a program is
-//! written out with [`Object::relocate`]. Storage is two fixed vectors whose capacities are
-//! the const generics `P` (programs) and `M` (maps).
+//! written out with [`Object::relocate`].
+//!
+//! The program and map tables live in an [`ObjectStorage`] the caller owns (capacities
+//! are its const generics `P` and `M`), and the [`Object`] borrows them: opening writes
+//! only the entries the object has, never initialises or moves the whole capacity, and a
+//! tool that reads many objects reuses one storage.
+//!
+//! ```
+//! # fn f(bytes: &[u8]) -> sluice_core::Result<()> {
+//! use sluice_core::object::{Object, ObjectStorage};
+//! let mut storage = ObjectStorage::new();
+//! let obj = Object::open(bytes, &mut storage)?;
+//! for p in obj.programs() {
+//!     let _ = (p.section_name, p.insn_count());
+//! }
+//! # Ok(()) }
+//! ```
 
 mod maps;
 mod programs;
@@ -15,488 +30,582 @@ pub use maps::{map_type_name, MapDef, MapLayout, MAX_MAP_WORDS};
 pub use programs::Program;
 pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
 
-use crate::elf::{self, Elf, SymbolTable, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION};
+use crate::elf::{
+    self, Elf, RelTable, SymbolTable, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
+};
 use crate::error::{Error, Result};
-use heapless::Vec;
+use heapless::vec::{Vec, VecView};
 
 /// Default program capacity: the peers' `large` object has 200.
 pub const DEFAULT_PROGRAMS: usize = 256;
 /// Default map capacity: the peers' `large` object has 50.
 pub const DEFAULT_MAPS: usize = 128;
 
-/// An opened eBPF object: everything the load phase needs, viewed in the input bytes.
-#[derive(Clone, Debug)]
+/// The program and map tables of an [`Object`], owned by the caller: up to `P` programs
+/// and `M` maps, held inline (tens of KiB with the default capacities, a few hundred
+/// bytes for `ObjectStorage<4, 4>` on a small stack). Creating one costs nothing (the
+/// entries are not initialised); opening into it again reuses it.
 #[doc(alias = "bpf_object")]
-pub struct Object<'a, const P: usize = DEFAULT_PROGRAMS, const M: usize = DEFAULT_MAPS> {
+pub struct ObjectStorage<'a, const P: usize = DEFAULT_PROGRAMS, const M: usize = DEFAULT_MAPS> {
+    programs: Vec<Program<'a>, P>,
+    maps: Vec<MapDef<'a>, M>,
+    /// Scratch for the open pass: the executable sections, at most one per program.
+    execs: Vec<ExecSection<'a>, P>,
+}
+
+impl ObjectStorage<'_> {
+    /// Empty storage with the default capacities ([`DEFAULT_PROGRAMS`], [`DEFAULT_MAPS`]).
+    #[must_use]
+    pub const fn new() -> Self {
+        Self::with_capacities()
+    }
+}
+
+impl<const P: usize, const M: usize> ObjectStorage<'_, P, M> {
+    /// Empty storage for up to `P` programs and `M` maps:
+    /// `ObjectStorage::<4, 4>::with_capacities()`.
+    #[must_use]
+    pub const fn with_capacities() -> Self {
+        ObjectStorage {
+            programs: Vec::new(),
+            maps: empty(),
+            execs: empty(),
+        }
+    }
+}
+
+/// An empty vector, built out of line: built inline next to one another, the vectors'
+/// zero lengths and the uninitialised buffers between them are merged by LLVM into one
+/// `memset` of the whole storage (tens of KiB per open); a call keeps them apart.
+#[inline(never)]
+const fn empty<T, const N: usize>() -> Vec<T, N> {
+    Vec::new()
+}
+
+impl<const P: usize, const M: usize> Default for ObjectStorage<'_, P, M> {
+    fn default() -> Self {
+        Self::with_capacities()
+    }
+}
+
+impl<const P: usize, const M: usize> core::fmt::Debug for ObjectStorage<'_, P, M> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ObjectStorage")
+            .field("programs", &self.programs.len())
+            .field("maps", &self.maps.len())
+            .finish()
+    }
+}
+
+/// An opened eBPF object: everything the load phase needs, viewed in the input bytes
+/// (`'a`) and in the caller's [`ObjectStorage`] (`'s`). Small and `Copy`.
+#[derive(Clone, Copy, Debug)]
+#[doc(alias = "bpf_object")]
+pub struct Object<'a, 's> {
+    parts: Parts<'a>,
+    maps: &'s [MapDef<'a>],
+    programs: &'s [Program<'a>],
+}
+
+/// What the object knows besides its two tables.
+#[derive(Clone, Copy, Debug)]
+struct Parts<'a> {
     elf: Elf<'a>,
     symbols: Option<SymbolTable<'a>>,
     license: Option<&'a str>,
     version: Option<u32>,
     maps_section: Option<u32>,
     map_def_size: u32,
-    maps: Vec<MapDef<'a>, M>,
-    programs: Vec<Program<'a>, P>,
+    map_count: u32,
 }
 
-impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
-    /// Opens an eBPF object from its bytes. Never touches the kernel, never allocates.
+impl<'a, 's> Object<'a, 's> {
+    /// Opens an eBPF object from its bytes into `storage` (whatever it held before is
+    /// dropped). Never touches the kernel, never allocates.
     ///
     /// # Errors
     /// Every malformed input is an [`Error`] naming what and where: header fields,
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
-    pub fn open(bytes: &'a [u8]) -> Result<Self> {
-        let mut obj = Self::new();
-        obj.reopen(bytes)?;
-        Ok(obj)
-    }
-
-    /// An empty object (no programs, no maps), to be filled by [`Object::reopen`].
-    #[must_use]
-    pub const fn new() -> Self {
-        Object {
-            elf: Elf::empty(&[]),
-            symbols: None,
-            license: None,
-            version: None,
-            maps_section: None,
-            map_def_size: 0,
-            maps: Vec::new(),
-            programs: Vec::new(),
-        }
-    }
-
-    /// Opens `bytes` into this object, reusing its storage: what a tool that reads many
-    /// objects, or firmware with one static slot, calls instead of [`Object::open`]. The
-    /// object holds its capacity inline (tens of KiB with the default capacities), so
-    /// `open` pays for initialising and moving it; `reopen` pays for the parse alone.
-    ///
-    /// # Errors
-    /// As [`Object::open`]; on error the object is left empty.
-    pub fn reopen(&mut self, bytes: &'a [u8]) -> Result<()> {
-        self.elf = Elf::empty(bytes);
-        self.symbols = None;
-        self.license = None;
-        self.version = None;
-        self.maps_section = None;
-        self.map_def_size = 0;
-        self.maps.clear();
-        self.programs.clear();
-        let r = self.fill(bytes);
-        if r.is_err() {
-            self.maps.clear();
-            self.programs.clear();
-        }
-        r
-    }
-
-    fn fill(&mut self, bytes: &'a [u8]) -> Result<()> {
-        // The seed's rule first: an object in the other byte order is refused as such, not
-        // as the garbage its fields read as in ours.
-        let object_little = match bytes.get(5) {
-            Some(2) => Some(false),
-            Some(1) => Some(true),
-            _ => None,
-        };
-        if bytes.get(..4) == Some(b"\x7fELF".as_slice())
-            && object_little.is_some_and(|l| l != cfg!(target_endian = "little"))
-        {
-            return Err(Error::ByteOrder {
-                object_little: !cfg!(target_endian = "little"),
-            });
-        }
-        let elf = Elf::parse(bytes)?;
-        let h = *elf.header();
-        if h.e_type != elf::ET_REL {
-            return Err(Error::BadHeader {
-                what: "e_type is not ET_REL (relocatable object)",
-                offset: 16,
-                value: h.e_type.into(),
-            });
-        }
-        if h.machine != elf::EM_BPF && h.machine != elf::EM_NONE {
-            return Err(Error::BadHeader {
-                what: "e_machine is not EM_BPF (247) or EM_NONE",
-                offset: 18,
-                value: h.machine.into(),
-            });
-        }
-        if h.is_little_endian() != cfg!(target_endian = "little") {
-            return Err(Error::ByteOrder {
-                object_little: h.is_little_endian(),
-            });
-        }
-        let little = h.is_little_endian();
-        self.elf = elf;
-        let mut symtab = None;
-        let mut rels: Vec<u32, P> = Vec::new();
-        // Executable sections; split into programs by their function symbols below.
-        let mut execs: Vec<ExecSection<'a>, P> = Vec::new();
-        for (index, sh) in elf.sections() {
-            let at = || elf.section_ref(index);
-            match sh.sh_type {
-                SHT_SYMTAB => {
-                    if symtab.is_some() {
-                        return Err(Error::BadSection {
-                            section: at(),
-                            what: "more than one symbol table",
-                        });
-                    }
-                    symtab = Some(index);
-                    continue;
-                }
-                SHT_REL => {
-                    // Only tables of executable sections are ours; each such section has at
-                    // most one, so there are no more of them than programs.
-                    if elf.section(sh.info).is_some_and(|t| t.is_exec()) {
-                        rels.push(index).map_err(|_| Error::Capacity {
-                            what: "relocation sections",
-                            limit: P as u32,
-                        })?;
-                    }
-                    continue;
-                }
-                SHT_PROGBITS => {}
-                _ => continue,
-            }
-            let name_bytes = elf.section_name_bytes(&sh);
-            if sh.is_exec() {
-                if sh.size == 0 || sh.size % 8 != 0 {
-                    continue;
-                }
-                let name = core::str::from_utf8(name_bytes).map_err(|_| Error::BadSection {
-                    section: at(),
-                    what: "program section name is not valid UTF-8",
-                })?;
-                if name != ".text" {
-                    crate::probe::parse(name).map_err(|error| Error::Probe {
-                        section: at(),
-                        error,
-                    })?;
-                }
-                let exec = ExecSection {
-                    index,
-                    name,
-                    code: elf.section_data(&sh),
-                    has_funcs: false,
-                };
-                execs.push(exec).map_err(|_| Error::Capacity {
-                    what: "programs",
-                    limit: P as u32,
-                })?;
-                continue;
-            }
-            match name_bytes {
-                b"license" => {
-                    let data = elf.section_data(&sh);
-                    let len =
-                        data.iter()
-                            .position(|&b| b == 0)
-                            .ok_or_else(|| Error::BadSection {
-                                section: at(),
-                                what: "license is not NUL-terminated",
-                            })?;
-                    let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-                    self.license = Some(text.ok_or_else(|| Error::BadSection {
-                        section: at(),
-                        what: "license is not valid UTF-8",
-                    })?);
-                }
-                b"version" => {
-                    let data: [u8; 4] =
-                        elf.section_data(&sh)
-                            .try_into()
-                            .map_err(|_| Error::BadSection {
-                                section: at(),
-                                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-                            })?;
-                    self.version = Some(if little {
-                        u32::from_le_bytes(data)
-                    } else {
-                        u32::from_be_bytes(data)
-                    });
-                }
-                b"maps" => self.maps_section = Some(index),
-                _ => {}
-            }
-        }
-        if let Some(index) = symtab {
-            self.symbols = Some(elf.symbol_table(index)?);
-        }
-        self.collect_symbols(&mut execs)?;
-        // Sections without function symbols (hand-written or stripped objects): one program each.
-        for e in execs.iter().filter(|e| !e.has_funcs) {
-            self.push_program(e, None, 0, e.code)?;
-        }
-        self.programs
-            .sort_unstable_by_key(|p| (p.section_index, p.offset));
-        for &rel in &rels {
-            self.collect_relocations(rel)?;
-        }
-        Ok(())
+    pub fn open<const P: usize, const M: usize>(
+        bytes: &'a [u8],
+        storage: &'s mut ObjectStorage<'a, P, M>,
+    ) -> Result<Self> {
+        let ObjectStorage {
+            programs,
+            maps,
+            execs,
+        } = storage;
+        programs.clear();
+        maps.clear();
+        execs.clear();
+        let parts = fill(
+            bytes,
+            programs.as_mut_view(),
+            maps.as_mut_view(),
+            execs.as_mut_view(),
+        )?;
+        let programs: &'s Vec<Program<'a>, P> = programs;
+        let maps: &'s Vec<MapDef<'a>, M> = maps;
+        Ok(Object {
+            parts,
+            maps: maps.as_slice(),
+            programs: programs.as_slice(),
+        })
     }
 
     /// The `license` section's string, if present.
     #[must_use]
     pub fn license(&self) -> Option<&'a str> {
-        self.license
+        self.parts.license
     }
 
     /// The `version` section's `LINUX_VERSION_CODE`, if present.
     #[must_use]
     pub fn version(&self) -> Option<u32> {
-        self.version
+        self.parts.version
     }
 
     /// Map definitions, in the order of their offsets in the `maps` section (a map
     /// relocation's index points into this slice).
     #[must_use]
-    pub fn maps(&self) -> &[MapDef<'a>] {
-        &self.maps
+    pub fn maps(&self) -> &'s [MapDef<'a>] {
+        self.maps
     }
 
     /// Programs, in section order.
     #[must_use]
-    pub fn programs(&self) -> &[Program<'a>] {
-        &self.programs
+    pub fn programs(&self) -> &'s [Program<'a>] {
+        self.programs
     }
 
     /// The underlying ELF view.
     #[must_use]
     pub fn elf(&self) -> &Elf<'a> {
-        &self.elf
+        &self.parts.elf
     }
+}
 
-    fn push_program(
-        &mut self,
-        e: &ExecSection<'a>,
-        name: Option<&'a str>,
-        offset: u32,
-        code: &'a [u8],
-    ) -> Result<()> {
-        let little = self.elf.header().is_little_endian();
-        let program = Program {
-            section_name: e.name,
-            name,
-            section_index: e.index,
-            offset,
-            code,
-            little,
-            rel_section: None,
-            reloc_count: 0,
-            map_reloc_count: 0,
+fn capacity(what: &'static str, limit: usize) -> Error {
+    Error::Capacity {
+        what,
+        limit: u32::try_from(limit).unwrap_or(u32::MAX),
+    }
+}
+
+/// The open phase proper, non-generic: the tables are views of the caller's storage.
+fn fill<'a>(
+    bytes: &'a [u8],
+    programs: &mut VecView<Program<'a>>,
+    maps: &mut VecView<MapDef<'a>>,
+    execs: &mut VecView<ExecSection<'a>>,
+) -> Result<Parts<'a>> {
+    // The seed's rule first: an object in the other byte order is refused as such, not
+    // as the garbage its fields read as in ours.
+    let object_little = match bytes.get(5) {
+        Some(2) => Some(false),
+        Some(1) => Some(true),
+        _ => None,
+    };
+    if bytes.get(..4) == Some(b"\x7fELF".as_slice())
+        && object_little.is_some_and(|l| l != cfg!(target_endian = "little"))
+    {
+        return Err(Error::ByteOrder {
+            object_little: !cfg!(target_endian = "little"),
+        });
+    }
+    let elf = Elf::parse(bytes)?;
+    let h = *elf.header();
+    if h.e_type != elf::ET_REL {
+        return Err(Error::BadHeader {
+            what: "e_type is not ET_REL (relocatable object)",
+            offset: 16,
+            value: h.e_type.into(),
+        });
+    }
+    if h.machine != elf::EM_BPF && h.machine != elf::EM_NONE {
+        return Err(Error::BadHeader {
+            what: "e_machine is not EM_BPF (247) or EM_NONE",
+            offset: 18,
+            value: h.machine.into(),
+        });
+    }
+    if h.is_little_endian() != cfg!(target_endian = "little") {
+        return Err(Error::ByteOrder {
+            object_little: h.is_little_endian(),
+        });
+    }
+    let little = h.is_little_endian();
+    let mut parts = Parts {
+        elf,
+        symbols: None,
+        license: None,
+        version: None,
+        maps_section: None,
+        map_def_size: 0,
+        map_count: 0,
+    };
+    let cap = programs.capacity();
+    let mut symtab = None;
+    let mut any_rel = false;
+    // Executable sections go to `execs`, split into programs by their function symbols
+    // below; REL tables are handled in a second pass, once the programs are known.
+    for index in 0..elf.section_count() {
+        let Some(sh) = elf.section(index) else {
+            continue;
         };
-        self.programs.push(program).map_err(|_| Error::Capacity {
-            what: "programs",
-            limit: P as u32,
-        })
-    }
-
-    /// Splits executable sections into programs at their function symbols and collects
-    /// map definitions, in one pass over the symbols.
-    fn collect_symbols(&mut self, execs: &mut [ExecSection<'a>]) -> Result<()> {
-        let Some(symbols) = self.symbols else {
-            if let Some(maps) = self.maps_section {
-                let size = self.elf.section(maps).map_or(0, |sh| sh.size);
-                if size > 0 {
+        let at = || elf.section_ref(index);
+        match sh.sh_type {
+            SHT_SYMTAB => {
+                if symtab.is_some() {
                     return Err(Error::BadSection {
-                        section: self.elf.section_ref(maps),
-                        what: "maps section without a symbol table to name the maps",
+                        section: at(),
+                        what: "more than one symbol table",
                     });
                 }
-            }
-            return Ok(());
-        };
-        let maps_section = self.maps_section.and_then(|s| u16::try_from(s).ok());
-        for (i, sym) in symbols.iter() {
-            let shndx = sym.shndx;
-            if sym.kind() == STT_SECTION || shndx == 0 {
+                symtab = Some(index);
                 continue;
             }
-            if Some(shndx) == maps_section {
-                let name = symbols.name(&sym).ok_or(Error::BadSymbol {
-                    index: i,
-                    what: "map name is not valid UTF-8",
-                })?;
-                if name.is_empty() {
-                    continue;
+            SHT_REL => {
+                any_rel = true;
+                continue;
+            }
+            SHT_PROGBITS => {}
+            _ => continue,
+        }
+        if sh.is_exec() {
+            if sh.size == 0 || sh.size % 8 != 0 {
+                continue;
+            }
+            let name = core::str::from_utf8(elf.section_name_bytes(&sh)).map_err(|_| {
+                Error::BadSection {
+                    section: at(),
+                    what: "program section name is not valid UTF-8",
                 }
-                let offset = u32::try_from(sym.value).map_err(|_| Error::BadSymbol {
-                    index: i,
-                    what: "map symbol offset too large",
+            })?;
+            if name != ".text" {
+                crate::probe::parse(name).map_err(|error| Error::Probe {
+                    section: at(),
+                    error,
                 })?;
-                // Fields are read once every symbol is known and the layout can be computed.
-                let placeholder = MapDef::placeholder(name, offset);
-                self.maps.push(placeholder).map_err(|_| Error::Capacity {
-                    what: "maps",
-                    limit: M as u32,
+            }
+            let exec = ExecSection {
+                index,
+                name,
+                code: elf.section_data(&sh),
+                has_funcs: false,
+            };
+            execs.push(exec).map_err(|_| capacity("programs", cap))?;
+            continue;
+        }
+        // Compared in place with the NUL: no length scan for the many other sections.
+        if elf.section_name_starts_with(&sh, b"license\0") {
+            let data = elf.section_data(&sh);
+            let len = data
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| Error::BadSection {
+                    section: at(),
+                    what: "license is not NUL-terminated",
                 })?;
-            } else if sym.kind() == elf::STT_FUNC {
-                let Ok(x) = execs.binary_search_by_key(&u32::from(shndx), |e| e.index) else {
-                    continue;
-                };
-                let Some(e) = execs.get_mut(x) else { continue };
-                let bad = |what| Error::BadSymbol { index: i, what };
-                let name = symbols
-                    .name(&sym)
-                    .ok_or_else(|| bad("function name is not valid UTF-8"))?;
-                let start =
-                    usize::try_from(sym.value).map_err(|_| bad("function offset too large"))?;
-                let end = start
-                    .checked_add(usize::try_from(sym.size).unwrap_or(usize::MAX))
-                    .ok_or_else(|| bad("function size too large"))?;
-                if start % 8 != 0 || sym.size % 8 != 0 {
-                    return Err(bad("function is not aligned to whole instructions"));
-                }
-                let code = e
-                    .code
-                    .get(start..end)
-                    .ok_or_else(|| bad("function extends past the end of its section"))?;
-                if code.is_empty() {
-                    continue;
-                }
-                e.has_funcs = true;
-                let e = *e;
-                self.push_program(&e, Some(name), start as u32, code)?;
+            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+            parts.license = Some(text.ok_or_else(|| Error::BadSection {
+                section: at(),
+                what: "license is not valid UTF-8",
+            })?);
+        } else if elf.section_name_starts_with(&sh, b"version\0") {
+            let data: [u8; 4] =
+                elf.section_data(&sh)
+                    .try_into()
+                    .map_err(|_| Error::BadSection {
+                        section: at(),
+                        what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+                    })?;
+            parts.version = Some(if little {
+                u32::from_le_bytes(data)
+            } else {
+                u32::from_be_bytes(data)
+            });
+        } else if elf.section_name_starts_with(&sh, b"maps\0") {
+            parts.maps_section = Some(index);
+        }
+    }
+    if let Some(index) = symtab {
+        parts.symbols = Some(elf.symbol_table(index)?);
+    }
+    collect_symbols(&mut parts, execs, programs, maps)?;
+    // Sections without function symbols (hand-written or stripped objects): one program each.
+    for e in execs.iter().filter(|e| !e.has_funcs) {
+        push_program(programs, little, e, None, 0, e.code)?;
+    }
+    // Symbols usually come in section order already: check before sorting.
+    if !programs.is_sorted_by_key(|p| (p.section_index, p.offset)) {
+        programs.sort_unstable_by_key(|p| (p.section_index, p.offset));
+    }
+    if any_rel {
+        for index in 0..elf.section_count() {
+            let Some(sh) = elf.section(index) else {
+                continue;
+            };
+            // Only tables of executable sections are ours.
+            if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
+                collect_relocations(&parts, programs, index)?;
             }
         }
-        if let Some(section) = self.maps_section {
-            self.read_map_defs(section)?;
-        }
-        Ok(())
     }
+    Ok(parts)
+}
 
-    fn read_map_defs(&mut self, section: u32) -> Result<()> {
-        let at = self.elf.section_ref(section);
-        let sh = self.elf.section(section).unwrap_or_default();
-        let data = self.elf.section_data(&sh);
-        if self.maps.is_empty() {
-            return Ok(());
-        }
-        self.maps.sort_unstable_by_key(|m| m.offset);
-        let count = self.maps.len() as u64;
-        let def_size = sh.size / count;
-        let bad = Error::BadMapDef {
-            section: at,
-            def_size,
-            maps: count as u32,
-        };
-        if sh.size % count != 0 {
-            return Err(bad);
-        }
-        let layout = MapLayout::from_size(def_size).ok_or(bad)?;
-        let endian = self.elf.endian();
-        for (i, m) in self.maps.iter_mut().enumerate() {
-            if u64::from(m.offset) != i as u64 * def_size {
+fn push_program<'a>(
+    programs: &mut VecView<Program<'a>>,
+    little: bool,
+    e: &ExecSection<'a>,
+    name: Option<&'a str>,
+    offset: u32,
+    code: &'a [u8],
+) -> Result<()> {
+    let program = Program {
+        section_name: e.name,
+        name,
+        section_index: e.index,
+        offset,
+        code,
+        little,
+        rel_section: None,
+        reloc_count: 0,
+        map_reloc_count: 0,
+        rel_first: 0,
+        rel_end: 0,
+    };
+    let cap = programs.capacity();
+    programs
+        .push(program)
+        .map_err(|_| capacity("programs", cap))
+}
+
+/// Splits executable sections into programs at their function symbols and collects
+/// map definitions, in one pass over the symbols.
+fn collect_symbols<'a>(
+    parts: &mut Parts<'a>,
+    execs: &mut [ExecSection<'a>],
+    programs: &mut VecView<Program<'a>>,
+    maps: &mut VecView<MapDef<'a>>,
+) -> Result<()> {
+    let elf = parts.elf;
+    let Some(symbols) = parts.symbols else {
+        if let Some(index) = parts.maps_section {
+            let size = elf.section(index).map_or(0, |sh| sh.size);
+            if size > 0 {
                 return Err(Error::BadSection {
-                    section: at,
-                    what: "map symbols do not point at consecutive definitions",
+                    section: elf.section_ref(index),
+                    what: "maps section without a symbol table to name the maps",
                 });
             }
-            *m = MapDef::read(m.name, data, m.offset, layout, endian, at)?;
         }
-        self.map_def_size = def_size as u32;
-        Ok(())
-    }
-
-    /// Finds each program's REL section and validates every relocation in it: each entry
-    /// belongs to the program whose instructions contain its offset.
-    fn collect_relocations(&mut self, index: u32) -> Result<()> {
-        {
-            let sh = self.elf.section(index).unwrap_or_default();
-            let first = self.programs.partition_point(|p| p.section_index < sh.info);
-            if self
-                .programs
-                .get(first)
-                .is_none_or(|p| p.section_index != sh.info)
-            {
-                return Ok(()); // an executable section too small to be a program
-            }
-            let symbols = self.symbols.ok_or_else(|| Error::BadSection {
-                section: self.elf.section_ref(index),
-                what: "relocations without a symbol table",
+        return Ok(());
+    };
+    let little = elf.header().is_little_endian();
+    let maps_section = parts.maps_section.and_then(|s| u16::try_from(s).ok());
+    let map_cap = maps.capacity();
+    for i in 0..symbols.len() {
+        // Most symbols (section symbols, labels, debug info) are skipped on two fields.
+        let Some((info, shndx)) = symbols.info_shndx(i) else {
+            continue;
+        };
+        let kind = info & 0xf;
+        if kind == STT_SECTION || shndx == 0 {
+            continue;
+        }
+        let is_map = Some(shndx) == maps_section;
+        if !is_map && kind != elf::STT_FUNC {
+            continue;
+        }
+        let Some(sym) = symbols.get(i) else { continue };
+        if is_map {
+            let name = symbols.name(&sym).ok_or(Error::BadSymbol {
+                index: i,
+                what: "map name is not valid UTF-8",
             })?;
-            let table = self.elf.rel_table_header(index, &symbols)?;
-            for (i, rel) in table.iter() {
-                if rel.sym >= symbols.len() {
-                    return Err(Error::BadReloc {
-                        section: self.elf.section_ref(sh.info),
-                        index: i,
-                        insn: rel.offset / 8,
-                        what: "symbol index outside the symbol table",
-                    });
-                }
-                let p = self
-                    .program_at(sh.info, rel.offset)
-                    .ok_or_else(|| Error::BadReloc {
-                        section: self.elf.section_ref(sh.info),
-                        index: i,
-                        insn: rel.offset / 8,
-                        what: "offset is outside every program of the section",
-                    })?;
-                let prog = self.programs.get(p).copied().ok_or(Error::Usage {
-                    what: "program lookup",
-                    value: p as u64,
-                })?;
-                if prog.rel_section.is_some_and(|r| r != index) {
-                    return Err(Error::BadSection {
-                        section: self.elf.section_ref(index),
-                        what: "second REL section for the same program",
-                    });
-                }
-                let sym = symbols.get(rel.sym).unwrap_or_default();
-                let r = self.classify(&prog, i, rel, &sym)?;
-                if let Some(prog) = self.programs.get_mut(p) {
-                    prog.rel_section = Some(index);
-                    prog.reloc_count += 1;
-                    if matches!(r.kind, RelocKind::Map { .. }) {
-                        prog.map_reloc_count += 1;
-                    }
-                }
+            if name.is_empty() {
+                continue;
             }
+            let offset = u32::try_from(sym.value).map_err(|_| Error::BadSymbol {
+                index: i,
+                what: "map symbol offset too large",
+            })?;
+            // Fields are read once every symbol is known and the layout can be computed.
+            maps.push(MapDef::placeholder(name, offset))
+                .map_err(|_| capacity("maps", map_cap))?;
+        } else {
+            let Ok(x) = execs.binary_search_by_key(&u32::from(shndx), |e| e.index) else {
+                continue;
+            };
+            let Some(e) = execs.get_mut(x) else { continue };
+            let bad = |what| Error::BadSymbol { index: i, what };
+            let name = symbols
+                .name(&sym)
+                .ok_or_else(|| bad("function name is not valid UTF-8"))?;
+            let start = usize::try_from(sym.value).map_err(|_| bad("function offset too large"))?;
+            let end = start
+                .checked_add(usize::try_from(sym.size).unwrap_or(usize::MAX))
+                .ok_or_else(|| bad("function size too large"))?;
+            if start % 8 != 0 || sym.size % 8 != 0 {
+                return Err(bad("function is not aligned to whole instructions"));
+            }
+            let code = e
+                .code
+                .get(start..end)
+                .ok_or_else(|| bad("function extends past the end of its section"))?;
+            if code.is_empty() {
+                continue;
+            }
+            e.has_funcs = true;
+            let e = *e;
+            push_program(programs, little, &e, Some(name), start as u32, code)?;
         }
-        Ok(())
     }
-
-    /// The program of section `section` whose instructions contain byte `offset`.
-    fn program_at(&self, section: u32, offset: u64) -> Option<usize> {
-        let after = self
-            .programs
-            .partition_point(|p| (p.section_index, u64::from(p.offset)) <= (section, offset));
-        let i = after.checked_sub(1)?;
-        let p = self.programs.get(i)?;
-        (p.section_index == section && offset < u64::from(p.offset) + p.code.len() as u64)
-            .then_some(i)
+    if let Some(section) = parts.maps_section {
+        read_map_defs(parts, maps, section)?;
     }
+    parts.map_count = maps.len() as u32;
+    Ok(())
+}
 
+fn read_map_defs(
+    parts: &mut Parts<'_>,
+    maps: &mut VecView<MapDef<'_>>,
+    section: u32,
+) -> Result<()> {
+    let elf = parts.elf;
+    if maps.is_empty() {
+        return Ok(());
+    }
+    let at = elf.section_ref(section);
+    let sh = elf.section(section).unwrap_or_default();
+    let data = elf.section_data(&sh);
+    if !maps.is_sorted_by_key(|m| m.offset) {
+        maps.sort_unstable_by_key(|m| m.offset);
+    }
+    let count = maps.len() as u64;
+    let def_size = sh.size / count;
+    let bad = Error::BadMapDef {
+        section: at,
+        def_size,
+        maps: count as u32,
+    };
+    if sh.size % count != 0 {
+        return Err(bad);
+    }
+    let layout = MapLayout::from_size(def_size).ok_or(bad)?;
+    let endian = elf.endian();
+    for (i, m) in maps.iter_mut().enumerate() {
+        if u64::from(m.offset) != i as u64 * def_size {
+            return Err(Error::BadSection {
+                section: at,
+                what: "map symbols do not point at consecutive definitions",
+            });
+        }
+        *m = MapDef::read(m.name, data, m.offset, layout, endian, at)?;
+    }
+    parts.map_def_size = def_size as u32;
+    Ok(())
+}
+
+/// Validates every relocation of REL section `index`: each entry belongs to the program
+/// whose instructions contain its offset; records per program its REL section, the
+/// range of its entries in that table and its counts.
+fn collect_relocations(parts: &Parts<'_>, programs: &mut [Program<'_>], index: u32) -> Result<()> {
+    let elf = &parts.elf;
+    let sh = elf.section(index).unwrap_or_default();
+    let target = sh.info;
+    // The programs of the target section: a contiguous run (programs are sorted).
+    let first = programs.partition_point(|p| p.section_index < target);
+    let end = first
+        + programs
+            .get(first..)
+            .unwrap_or_default()
+            .partition_point(|p| p.section_index == target);
+    let Some(section_programs) = programs.get_mut(first..end).filter(|s| !s.is_empty()) else {
+        return Ok(()); // an executable section too small to be a program
+    };
+    let symbols = parts.symbols.ok_or_else(|| Error::BadSection {
+        section: elf.section_ref(index),
+        what: "relocations without a symbol table",
+    })?;
+    let table = elf.rel_table_header(index, &symbols)?;
+    // Entries usually come in offset order: try the program of the previous entry first.
+    let mut cur = 0usize;
+    for i in 0..table.len() {
+        let Some(rel) = table.get(i) else { continue };
+        let bad = |what| Error::BadReloc {
+            section: elf.section_ref(target),
+            index: i,
+            insn: rel.offset / 8,
+            what,
+        };
+        if rel.sym >= symbols.len() {
+            return Err(bad("symbol index outside the symbol table"));
+        }
+        let contains = |p: &Program<'_>| {
+            let start = u64::from(p.offset);
+            rel.offset >= start && rel.offset < start + p.code.len() as u64
+        };
+        if !section_programs.get(cur).is_some_and(contains) {
+            let after = section_programs.partition_point(|p| u64::from(p.offset) <= rel.offset);
+            cur = after
+                .checked_sub(1)
+                .filter(|&c| section_programs.get(c).is_some_and(contains))
+                .ok_or_else(|| bad("offset is outside every program of the section"))?;
+        }
+        let Some(prog) = section_programs.get_mut(cur) else {
+            continue;
+        };
+        if prog.rel_section.is_some_and(|r| r != index) {
+            return Err(Error::BadSection {
+                section: elf.section_ref(index),
+                what: "second REL section for the same program",
+            });
+        }
+        let sym = symbols.get(rel.sym).unwrap_or_default();
+        let r = parts.classify(prog, i, rel, &sym)?;
+        if prog.rel_section.is_none() {
+            prog.rel_section = Some(index);
+            prog.rel_first = i;
+        }
+        prog.rel_end = i + 1;
+        prog.reloc_count += 1;
+        if matches!(r.kind, RelocKind::Map { .. }) {
+            prog.map_reloc_count += 1;
+        }
+    }
+    Ok(())
+}
+
+impl<'a> Parts<'a> {
     /// The index of the map whose definition starts at `offset` of the `maps` section.
+    #[inline]
     fn map_index_at(&self, offset: u64) -> Option<u32> {
         let size = u64::from(self.map_def_size);
         if size == 0 || offset % size != 0 {
             return None;
         }
         let idx = offset / size;
-        (idx < self.maps.len() as u64).then_some(idx as u32)
+        (idx < u64::from(self.map_count)).then_some(idx as u32)
     }
 
-    fn rel_table_of(&self, rel_section: u32) -> Option<elf::RelTable<'a>> {
-        self.elf
-            .rel_table_validated(rel_section, self.symbols.as_ref()?)
+    /// The REL table of a program, validated at open.
+    #[inline]
+    fn rel_table_of(&self, rel_section: u32) -> RelTable<'a> {
+        RelTable::validated(&self.elf, rel_section)
     }
 }
 
 /// An executable section seen during the section pass.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct ExecSection<'a> {
     index: u32,
     name: &'a str,
     code: &'a [u8],
     has_funcs: bool,
-}
-
-impl<const P: usize, const M: usize> Default for Object<'_, P, M> {
-    fn default() -> Self {
-        Self::new()
-    }
 }

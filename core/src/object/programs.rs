@@ -20,6 +20,11 @@ pub struct Program<'a> {
     pub(crate) rel_section: Option<u32>,
     pub(crate) reloc_count: u32,
     pub(crate) map_reloc_count: u32,
+    /// Index of this program's first entry in its REL table.
+    pub(crate) rel_first: u32,
+    /// One past the index of its last entry (entries of other programs of the same
+    /// section may sit in between when the table is not in offset order).
+    pub(crate) rel_end: u32,
 }
 
 impl<'a> Program<'a> {

@@ -1,8 +1,8 @@
 //! Relocations: classified and validated at open, re-read from the REL table when a
 //! program is written out.
 
-use super::{Object, Program};
-use crate::elf::{Rel, RelTable, Symbol, SHT_NOBITS, SHT_PROGBITS};
+use super::{Object, Parts, Program};
+use crate::elf::{Rel, Symbol, SHT_NOBITS, SHT_PROGBITS};
 use crate::error::{Error, Result, SectionRef};
 use crate::insn::{opcode, Insn};
 
@@ -59,12 +59,13 @@ pub struct Reloc {
     pub kind: RelocKind,
 }
 
-impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
+impl<'a> Parts<'a> {
     /// Classifies and checks one relocation of program `p` (its offset is relative to
     /// the section; the instruction index in the result is relative to the program).
+    #[inline]
     pub(super) fn classify(
         &self,
-        p: &Program<'a>,
+        p: &Program<'_>,
         index: u32,
         rel: Rel,
         sym: &Symbol,
@@ -106,10 +107,10 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
             match self.elf.section(shndx) {
                 Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
                 Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
-                    let name = self.elf.section_name_bytes(&sh);
-                    if name.starts_with(b".rodata")
-                        || name.starts_with(b".data")
-                        || name.starts_with(b".bss")
+                    let elf = &self.elf;
+                    if elf.section_name_starts_with(&sh, b".rodata")
+                        || elf.section_name_starts_with(&sh, b".data")
+                        || elf.section_name_starts_with(&sh, b".bss")
                     {
                         RelocKind::Data { section: shndx }
                     } else {
@@ -129,25 +130,33 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
             kind,
         })
     }
+}
 
+impl<'a, 's> Object<'a, 's> {
     /// The relocations of program `prog` (an index into [`Object::programs`]), re-read
     /// from the REL table. They were validated at open, so none is skipped.
-    pub fn relocations(&self, prog: usize) -> impl Iterator<Item = Reloc> + use<'_, 'a, P, M> {
-        let p = self.programs.get(prog);
-        let table = p.and_then(|p| self.rel_table_of(p.rel_section?));
-        let symbols = self.symbols;
-        table.into_iter().flat_map(move |t: RelTable<'a>| {
-            let p = p.copied();
-            (0..t.len()).filter_map(move |i| {
-                let p = p?;
-                let rel = t.get(i)?;
-                let end = u64::from(p.offset) + p.code.len() as u64;
-                if rel.offset < u64::from(p.offset) || rel.offset >= end {
-                    return None; // another program of the same section
-                }
-                let sym = symbols?.get(rel.sym)?;
-                self.classify(&p, i, rel, &sym).ok()
-            })
+    pub fn relocations(&self, prog: usize) -> impl Iterator<Item = Reloc> + use<'a, 's> {
+        let parts = self.parts;
+        let p = self.programs.get(prog).copied();
+        let (table, first, end) = match p {
+            Some(Program {
+                rel_section: Some(rel),
+                rel_first,
+                rel_end,
+                ..
+            }) => (Some(parts.rel_table_of(rel)), rel_first, rel_end),
+            _ => (None, 0, 0),
+        };
+        let symbols = parts.symbols;
+        (first..end).filter_map(move |i| {
+            let (p, table, symbols) = (p?, table?, symbols?);
+            let rel = table.get(i)?;
+            let start = u64::from(p.offset);
+            if rel.offset < start || rel.offset >= start + p.code.len() as u64 {
+                return None; // another program of the same section
+            }
+            let sym = symbols.get(rel.sym)?;
+            parts.classify(&p, i, rel, &sym).ok()
         })
     }
 
@@ -177,18 +186,47 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
             limit,
         })?;
         let (head, body) = dst.split_at_mut(prologue.len());
-        head.copy_from_slice(prologue);
-        for (slot, insn) in body.iter_mut().zip(p.insns()) {
-            *slot = insn;
+        if p.map_reloc_count != p.reloc_count {
+            // Some relocation is of a kind not linked yet: report the first problem in
+            // table order without writing the program out.
+            for r in self.relocations(prog) {
+                self.link_map(p, r, map_fds, None)?;
+            }
         }
-        for r in self.relocations(prog) {
-            match r.kind {
-                RelocKind::Map { map } => {
-                    let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
-                        what: "no fd given for map",
-                        value: map.into(),
-                    })?;
-                    let at = r.insn as usize;
+        head.copy_from_slice(prologue);
+        let little = p.little;
+        for (slot, c) in body
+            .iter_mut()
+            .zip(p.code.chunks_exact(crate::insn::INSN_SIZE))
+        {
+            let mut b = [0u8; crate::insn::INSN_SIZE];
+            b.copy_from_slice(c);
+            *slot = Insn::from_bytes(b, little);
+        }
+        if p.map_reloc_count != 0 {
+            for r in self.relocations(prog) {
+                self.link_map(p, r, map_fds, Some(body))?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Checks one relocation and, given the output, patches its map load.
+    fn link_map(
+        &self,
+        p: &Program<'_>,
+        r: Reloc,
+        map_fds: &[i32],
+        body: Option<&mut [Insn]>,
+    ) -> Result<()> {
+        match r.kind {
+            RelocKind::Map { map } => {
+                let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
+                    what: "no fd given for map",
+                    value: map.into(),
+                })?;
+                let at = r.insn as usize;
+                if let Some(body) = body {
                     if let Some(slot) = body.get_mut(at) {
                         slot.src = PSEUDO_MAP_FD;
                         slot.imm = fd;
@@ -197,29 +235,21 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
                         next.imm = 0;
                     }
                 }
-                RelocKind::Code { .. } => {
-                    return Err(self.unsupported("bpf-to-bpf call relocation", p.section_index, r))
-                }
-                RelocKind::Data { .. } => {
-                    return Err(self.unsupported("global data relocation", p.section_index, r))
-                }
-                RelocKind::Other { .. } => {
-                    return Err(self.unsupported(
-                        "relocation against a non-map section",
-                        p.section_index,
-                        r,
-                    ))
-                }
-                RelocKind::Extern => {
-                    return Err(self.unsupported(
-                        "relocation against an extern symbol",
-                        p.section_index,
-                        r,
-                    ))
-                }
+                Ok(())
+            }
+            RelocKind::Code { .. } => {
+                Err(self.unsupported("bpf-to-bpf call relocation", p.section_index, r))
+            }
+            RelocKind::Data { .. } => {
+                Err(self.unsupported("global data relocation", p.section_index, r))
+            }
+            RelocKind::Other { .. } => {
+                Err(self.unsupported("relocation against a non-map section", p.section_index, r))
+            }
+            RelocKind::Extern => {
+                Err(self.unsupported("relocation against an extern symbol", p.section_index, r))
             }
         }
-        Ok(total)
     }
 
     fn unsupported(&self, what: &'static str, section: u32, r: Reloc) -> Error {
@@ -231,6 +261,6 @@ impl<'a, const P: usize, const M: usize> Object<'a, P, M> {
     }
 
     pub(super) fn section_ref(&self, index: u32) -> SectionRef {
-        self.elf.section_ref(index)
+        self.parts.elf.section_ref(index)
     }
 }

@@ -1,7 +1,7 @@
 //! Embedding `sluice-core` on bare metal: no `std`, no allocator, no kernel.
 //!
 //! An eBPF object is compiled into the image (`include_bytes!`), opened with small capacities
-//! (`Object::<4, 4>`: the whole object state lives on the stack), and every program is relocated
+//! (`ObjectStorage<4, 4>`: the whole object state lives on the stack), and every program is relocated
 //! into a fixed `[Insn; N]` buffer with made-up map fds, exactly as a loader would before
 //! `BPF_PROG_LOAD`. The results go to the host through Arm semihosting, and the exit code says
 //! whether every check held (0) or not (1), so `cargo run` under QEMU is a test.
@@ -17,7 +17,7 @@ use core::fmt::Write;
 use core::panic::PanicInfo;
 
 use sluice_core::object::PSEUDO_MAP_FD;
-use sluice_core::{Insn, Object};
+use sluice_core::{Insn, Object, ObjectStorage};
 
 use semihosting::Handle;
 
@@ -27,7 +27,7 @@ core::arch::global_asm!(include_str!("boot.s"));
 static OBJECT: &[u8] = include_bytes!("../../../tests/bpf/legacy_maps.o");
 
 /// Capacities chosen for this object: at most 4 programs and 4 maps.
-type SmallObject<'a> = Object<'a, 4, 4>;
+type SmallStorage<'a> = ObjectStorage<'a, 4, 4>;
 
 /// Instructions per relocated program (the largest program here has 44).
 const MAX_INSNS: usize = 64;
@@ -49,7 +49,8 @@ enum Failure {
 }
 
 fn run(out: &mut Handle) -> Result<usize, Failure> {
-    let obj = SmallObject::open(OBJECT).map_err(Failure::Open)?;
+    let mut storage = SmallStorage::with_capacities();
+    let obj = Object::open(OBJECT, &mut storage).map_err(Failure::Open)?;
     let _ = writeln!(
         out,
         "sluice-nostd: object {} bytes, license {:?}, version {:?}, {} programs, {} maps",

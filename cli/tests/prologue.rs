@@ -1,0 +1,140 @@
+//! `sluice prologue` as a user runs it: typed specs without debug info, each architecture,
+//! and the specs that need debug info (a clear error, exit code 2).
+#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+use std::process::Command;
+
+fn sluice(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn typed_spec_prints_the_listing_and_fetch_args() {
+    let (code, out, err) = sluice(&[
+        "prologue",
+        "--arch",
+        "x86_64",
+        "kprobe/vfs_read(void *, char *buf, unsigned long count)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let want = "\
+bpf_prologue: insn num=5
+(bf) r6 = r1
+(79) r2 = *(u64 *)(r6 +112)
+(79) r3 = *(u64 *)(r6 +104)
+(79) r4 = *(u64 *)(r6 +96)
+(bf) r1 = r6
+fetch-args (x86_64, kprobe/vfs_read(void *, char *buf, unsigned long count)):
+  r2: arg1=%di:u64
+  r3: buf=%si:u64
+  r4: count=%dx:u64
+";
+    assert_eq!(out, want);
+}
+
+#[test]
+fn each_architecture_uses_its_convention() {
+    let spec = "uprobe/bin:f(int a, short b, $err)";
+    let (code, _, err) = sluice(&["prologue", "--arch", "aarch64", spec]);
+    assert_eq!(code, 2, "typed and expressions do not mix: {err}");
+    let spec = "uprobe/bin:f(int a, short b)";
+    let (code, out, err) = sluice(&["prologue", "--arch", "aarch64", spec]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(79) r2 = *(u64 *)(r6 +0)"), "{out}");
+    assert!(out.contains("(79) r3 = *(u64 *)(r6 +8)"), "{out}");
+    assert!(out.contains("r2: a=%x0:s32"), "{out}");
+    assert!(out.contains("r3: b=%x1:s16"), "{out}");
+    let (code, out, err) = sluice(&["prologue", "--arch", "i386", spec]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("(61) r3 = *(u32 *)(r6 +60)"),
+        "i386 user args on the stack: {out}"
+    );
+    assert!(out.contains("call bpf_probe_read_user#112"), "{out}");
+    assert!(out.contains("r2: a=+4(%sp):s32"), "{out}");
+    assert!(out.contains("r3: b=+8(%sp):s16"), "{out}");
+    let (code, out, _) = sluice(&["prologue", "--arch", "i386", "kprobe/f(void *p, int i)"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("r2: p=%ax:u32") && out.contains("r3: i=%dx:s32"),
+        "{out}"
+    );
+}
+
+#[test]
+fn registers_and_err_without_debug_info() {
+    let (code, out, err) = sluice(&[
+        "prologue",
+        "--arch",
+        "x86_64",
+        "kretprobe/vfs_read(ret=$retval:s64, $err)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(
+            "bpf_prologue: insn num=4\n(bf) r6 = r1\n(79) r2 = *(u64 *)(r6 +80)\n(b7) r3 = 0\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("r2: ret=%ax:s64"), "{out}");
+    assert!(out.contains("r3: $err"), "{out}");
+}
+
+#[test]
+fn dwarf_specs_need_debug_info() {
+    for spec in [
+        "generic_perform_write=generic_perform_write+122 file->f_mapping->a_ops bytes offset",
+        "kprobe/vfs_read(file->f_pos)",
+    ] {
+        let (code, out, err) = sluice(&["prologue", spec]);
+        assert_eq!(code, 2, "{spec}: {out}");
+        assert!(out.is_empty(), "{out}");
+        assert!(
+            err.contains("needs debug info (--debuginfo FILE), not supported yet"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "one clear line: {err}");
+    }
+    let (_, _, err) = sluice(&["prologue", "f+1 a b"]);
+    assert!(err.contains("argument 1 'a'"), "{err}");
+}
+
+#[test]
+fn bad_input_is_exit_code_2() {
+    for args in [
+        &["prologue"][..],
+        &["prologue", "--arch", "riscv64", "kprobe/f(int)"],
+        &["prologue", "kprobe/f(int"],
+        &["prologue", "license"],
+        &["prologue", "tracepoint/sched/sched_switch"],
+        &[
+            "prologue",
+            "--arch",
+            "x86_64",
+            "kprobe/f(%di, %si, %dx, %cx, $err)",
+        ],
+        &["prologue", "--arch", "x86_64", "kprobe/f(%x0)"],
+    ] {
+        let (code, out, err) = sluice(args);
+        assert_eq!(code, 2, "{args:?}: {out} {err}");
+        assert!(err.starts_with("sluice: "), "{err}");
+    }
+    let (_, _, err) = sluice(&[
+        "prologue",
+        "--arch",
+        "x86_64",
+        "kprobe/f(%di, %si, %dx, %cx, $err)",
+    ]);
+    assert!(
+        err.contains("kprobe/f(%di, %si, %dx, %cx, $err)") && err.contains("r2..r5"),
+        "names the spec: {err}"
+    );
+}

@@ -1,0 +1,444 @@
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+use super::*;
+use crate::arch::Arch;
+use crate::probe::{parse, ProbeKind, Section};
+
+fn x86(name: &str) -> Base {
+    Base::Reg(Arch::X86_64.reg(name).unwrap())
+}
+
+fn listing(p: &Prologue) -> Vec<String> {
+    p.to_string().lines().map(String::from).collect()
+}
+
+fn typed(arch: Arch, spec: &str) -> Result<ArgLocs<'_>> {
+    let Section::Probe(p) = parse(spec).unwrap() else {
+        panic!("{spec}")
+    };
+    let kind = p.kind();
+    // The spec borrows `spec`; rebuild the Args from it to return with its lifetime.
+    from_typed_args(arch, kind, p.args())
+}
+
+#[test]
+fn the_seed_example_reads_like_perfs_listing_and_fetch_args() {
+    // a_ops=file->f_mapping->a_ops bytes offset, as perf resolved them on x86_64.
+    let mut locs = ArgLocs::new(Arch::X86_64, Memory::Kernel);
+    let a_ops = ArgLoc::new(x86("di"), 8, false)
+        .unwrap()
+        .named("a_ops")
+        .deref(248)
+        .unwrap()
+        .deref(104)
+        .unwrap();
+    locs.push(a_ops).unwrap();
+    locs.push(ArgLoc::new(x86("r12"), 8, false).unwrap().named("bytes"))
+        .unwrap();
+    locs.push(ArgLoc::new(x86("cx"), 8, false).unwrap().named("offset"))
+        .unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "a_ops=+104(+248(%di)):u64",
+            "bytes=%r12:u64",
+            "offset=%cx:u64"
+        ]
+    );
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    let want = [
+        "bpf_prologue: insn num=23",
+        "(bf) r6 = r1",
+        "(79) r3 = *(u64 *)(r6 +112)",
+        "(07) r3 += 248",
+        "(bf) r1 = r10",
+        "(07) r1 += -8",
+        "(b7) r2 = 8",
+        "(85) call bpf_probe_read_kernel#113",
+        "(55) if r0 != 0x0 goto pc+11",
+        "(79) r3 = *(u64 *)(r10 -8)",
+        "(07) r3 += 104",
+        "(bf) r1 = r10",
+        "(07) r1 += -8",
+        "(b7) r2 = 8",
+        "(85) call bpf_probe_read_kernel#113",
+        "(55) if r0 != 0x0 goto pc+4",
+        "(79) r2 = *(u64 *)(r10 -8)",
+        "(79) r3 = *(u64 *)(r6 +24)",
+        "(79) r4 = *(u64 *)(r6 +88)",
+        "(05) goto pc+3",
+        "(b7) r2 = 0",
+        "(b7) r3 = 0",
+        "(b7) r4 = 0",
+        "(bf) r1 = r6",
+    ];
+    assert_eq!(listing(&p), want);
+}
+
+#[test]
+fn no_r7_to_r9_and_r10_only_read() {
+    for memory in [Memory::Kernel, Memory::User] {
+        for n in 1..=4usize {
+            let mut locs = ArgLocs::new(Arch::X86_64, memory);
+            for i in 0..n {
+                let mut a =
+                    ArgLoc::new(Base::Stack(8 * i as i32), [1, 2, 4, 8][i], i % 2 == 1).unwrap();
+                for d in 0..i {
+                    a = a.deref(d as i32 * 8).unwrap();
+                }
+                locs.push(a).unwrap();
+            }
+            if n < 4 {
+                locs.insert_err(0).unwrap();
+            }
+            let p: Prologue = Prologue::generate(&locs).unwrap();
+            let insns = p.insns();
+            assert_eq!(insns[0], Insn::mov64_reg(6, 1));
+            assert_eq!(*insns.last().unwrap(), Insn::mov64_reg(1, 6));
+            let helper = memory.helper();
+            for i in insns {
+                assert!(
+                    !(7..=9).contains(&i.dst) && !(7..=9).contains(&i.src),
+                    "{i:?}"
+                );
+                if i.is_ld_imm64() {
+                    continue;
+                }
+                let class = i.code & 7;
+                // r10 is never written: no ALU/LDX into it.
+                if matches!(class, 0x04 | 0x07 | 0x01) {
+                    assert_ne!(i.dst, 10, "{i:?}");
+                }
+                if i.code == 0x85 {
+                    assert_eq!(i.imm, helper);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn err_value_and_positions() {
+    // One reader: $err is set directly on the error path.
+    let mut locs = ArgLocs::new(Arch::X86_64, Memory::Kernel);
+    locs.push(ArgLoc::new(x86("di"), 4, true).unwrap().deref(8).unwrap())
+        .unwrap();
+    locs.push_err().unwrap();
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    let l = listing(&p);
+    assert!(l.contains(&"(b7) r3 = 1".to_string()), "{l:#?}");
+    assert!(l.contains(&"(b7) r3 = 0".to_string()), "{l:#?}");
+    assert_eq!(
+        locs.push_err(),
+        Err(Error::Usage {
+            what: "$err given twice",
+            value: 1
+        })
+    );
+
+    // Two readers: the index goes through the stack slot.
+    let mut locs = ArgLocs::new(Arch::X86_64, Memory::User);
+    locs.push_err().unwrap();
+    locs.push(ArgLoc::new(x86("di"), 8, false).unwrap().deref(0).unwrap())
+        .unwrap();
+    locs.push(ArgLoc::new(x86("si"), 1, false).unwrap())
+        .unwrap();
+    locs.push(ArgLoc::new(Base::Addr(0x1000), 2, false).unwrap())
+        .unwrap();
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    let l = listing(&p);
+    assert!(
+        l.contains(&"(7a) *(u64 *)(r10 -40) = 1".to_string()),
+        "{l:#?}"
+    );
+    assert!(
+        l.contains(&"(7a) *(u64 *)(r10 -40) = 3".to_string()),
+        "{l:#?}"
+    );
+    assert!(
+        l.contains(&"(79) r2 = *(u64 *)(r10 -40)".to_string()),
+        "{l:#?}"
+    );
+    assert!(l.contains(&"(57) r4 &= 255".to_string()), "{l:#?}");
+    assert!(l.iter().all(|s| !s.contains("call bpf_probe_read_kernel")));
+    // A fifth value does not fit r2..r5.
+    assert!(matches!(
+        locs.push(ArgLoc::new(x86("dx"), 8, false).unwrap()),
+        Err(Error::Capacity { limit: 4, .. })
+    ));
+    assert!(locs.insert_err(9).is_err());
+}
+
+#[test]
+fn insert_err_puts_it_in_place() {
+    for pos in 0..=3 {
+        let mut locs = ArgLocs::new(Arch::Aarch64, Memory::Kernel);
+        for r in ["x0", "x1", "x2"] {
+            locs.push(ArgLoc::new(Base::Reg(Arch::Aarch64.reg(r).unwrap()), 8, false).unwrap())
+                .unwrap();
+        }
+        locs.insert_err(pos).unwrap();
+        assert_eq!(locs.err_position(), Some(pos));
+        let regs: Vec<&str> = locs
+            .fetched()
+            .map(|l| match l.base() {
+                Base::Reg(r) => r.name,
+                _ => "",
+            })
+            .collect();
+        assert_eq!(regs, ["x0", "x1", "x2"]);
+    }
+}
+
+#[test]
+fn capacity_is_an_error_and_max_insns_suffices() {
+    let mut locs = ArgLocs::new(Arch::I386, Memory::Kernel);
+    for i in 0..4 {
+        let mut a = ArgLoc::new(Base::Addr(0xffff_ffff_8000_0000 + i), 2, true).unwrap();
+        for d in 0..MAX_DEREFS {
+            a = a.deref(d as i32 + 1).unwrap();
+        }
+        assert!(a.clone().deref(1).is_err(), "more than MAX_DEREFS");
+        locs.push(a).unwrap();
+    }
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    assert!(p.len() <= MAX_INSNS);
+    assert!(Prologue::<16>::generate(&locs).is_err());
+    let mut small = [Insn::default(); 8];
+    assert!(matches!(
+        write(&locs, &mut small),
+        Err(Error::Capacity {
+            what: "prologue instructions",
+            limit: 8
+        })
+    ));
+    // Every buffer length up to the real one fails cleanly, never panics.
+    let mut buf = [Insn::default(); MAX_INSNS];
+    for n in 0..p.len() {
+        assert!(write(&locs, &mut buf[..n]).is_err());
+    }
+    assert_eq!(write(&locs, &mut buf).unwrap(), p.len());
+}
+
+#[test]
+fn sizes_and_bases_are_checked() {
+    assert!(ArgLoc::new(x86("di"), 3, false).is_err());
+    assert!(ArgLoc::new(x86("di"), 0, false).is_err());
+    let mut locs = ArgLocs::new(Arch::Aarch64, Memory::Kernel);
+    assert!(
+        locs.push(ArgLoc::new(x86("di"), 8, false).unwrap())
+            .is_err(),
+        "x86 reg on arm64"
+    );
+    assert!(Memory::of(ProbeKind::Tracepoint).is_err());
+    assert_eq!(Memory::of(ProbeKind::Kretprobe), Ok(Memory::Kernel));
+    assert_eq!(Memory::of(ProbeKind::Uretprobe).unwrap().helper(), 112);
+}
+
+#[test]
+fn constants_are_folded_to_their_size() {
+    let mut locs = ArgLocs::new(Arch::X86_64, Memory::Kernel);
+    locs.push(ArgLoc::new(Base::Const(0x1ff), 1, true).unwrap())
+        .unwrap();
+    locs.push(ArgLoc::new(Base::Const(0x1234_5678_9abc), 8, false).unwrap())
+        .unwrap();
+    locs.push(ArgLoc::new(Base::Const(0xffff_ffff), 4, true).unwrap())
+        .unwrap();
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    assert_eq!(
+        listing(&p)[1..],
+        [
+            "(bf) r6 = r1",
+            "(b7) r2 = -1",
+            "(18) r3 = 0x123456789abc",
+            "(b7) r4 = -1",
+            "(bf) r1 = r6",
+        ]
+    );
+    assert_eq!(p.len(), 6, "ld_imm64 takes two slots");
+}
+
+#[test]
+fn fetch_arg_spellings() {
+    let rows: &[(ArgLoc<'_>, &str)] = &[
+        (
+            ArgLoc::new(Base::Stack(8), 4, true).unwrap().named("x"),
+            "x=+8(%sp):s32",
+        ),
+        (
+            ArgLoc::new(Base::Stack(-16), 2, false).unwrap(),
+            "arg3=-16(%sp):u16",
+        ),
+        (
+            ArgLoc::new(Base::Addr(0xffff_ffff_81a2_0160), 8, false)
+                .unwrap()
+                .deref(-8)
+                .unwrap(),
+            "arg3=-8(@0xffffffff81a20160):u64",
+        ),
+        (
+            ArgLoc::new(Base::Const(42), 1, false).unwrap(),
+            "arg3=\\42:u8",
+        ),
+        (
+            ArgLoc::new(Base::Reg(Arch::Aarch64.reg("x0").unwrap()), 8, true)
+                .unwrap()
+                .deref(0)
+                .unwrap(),
+            "arg3=+0(%x0):s64",
+        ),
+    ];
+    for (loc, want) in rows {
+        assert_eq!(loc.fetch_arg(3).to_string(), *want);
+    }
+}
+
+#[test]
+fn typed_args_follow_each_calling_convention() {
+    let spec = "kprobe/vfs_read(void *, char *buf, unsigned long count, char c)";
+    let rows: &[(Arch, &[&str])] = &[
+        (
+            Arch::X86_64,
+            &["arg1=%di:u64", "buf=%si:u64", "count=%dx:u64", "c=%cx:u8"],
+        ),
+        (
+            Arch::Aarch64,
+            &["arg1=%x0:u64", "buf=%x1:u64", "count=%x2:u64", "c=%x3:u8"],
+        ),
+    ];
+    for (arch, want) in rows {
+        let locs = typed(*arch, spec).unwrap();
+        let got: Vec<String> = locs
+            .fetched()
+            .enumerate()
+            .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+            .collect();
+        assert_eq!(got, *want, "{arch}");
+    }
+    // i386 kernel: regparm(3), so the fourth is an error naming its position.
+    assert_eq!(
+        typed(Arch::I386, spec).unwrap_err(),
+        Error::Usage {
+            what: "argument is past the argument registers of the calling convention",
+            value: 4
+        }
+    );
+    let locs = typed(Arch::I386, "kprobe/f(void *p, int i, char c)").unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(got, ["p=%ax:u32", "i=%dx:s32", "c=%cx:u8"]);
+    assert!(
+        typed(Arch::I386, "kprobe/f(long long x)").is_err(),
+        "register pair"
+    );
+    // i386 user space: the stack, 8-byte values take two slots; plain char signed.
+    let locs = typed(
+        Arch::I386,
+        "uprobe/b:f(char c, long long x, short s, void *p)",
+    )
+    .unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "c=+4(%sp):s8",
+            "x=+8(%sp):s64",
+            "s=+16(%sp):s16",
+            "p=+20(%sp):u32"
+        ]
+    );
+    // Plain char: signed in x86 user space, unsigned on arm64 and in kernels.
+    let c = |arch, spec| {
+        typed(arch, spec)
+            .unwrap()
+            .fetched()
+            .next()
+            .unwrap()
+            .signed()
+    };
+    assert!(c(Arch::X86_64, "uprobe/b:f(char c)"));
+    assert!(!c(Arch::Aarch64, "uprobe/b:f(char c)"));
+    assert!(!c(Arch::X86_64, "kprobe/f(char c)"));
+    assert!(c(Arch::X86_64, "kprobe/f(signed char c)"));
+}
+
+#[test]
+fn expressions_without_types() {
+    let locs = typed(Arch::X86_64, "kretprobe/f(r=$retval:s32, $err)").unwrap();
+    assert_eq!(
+        locs.fetched().next().unwrap().fetch_arg(1).to_string(),
+        "r=%ax:s32"
+    );
+    assert_eq!(locs.err_position(), Some(1));
+    let locs = typed(Arch::X86_64, "kprobe/f($stack3:u16, $arg2, $stack, %r12)").unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "arg1=+24(%sp):u16",
+            "arg2=%si:u64",
+            "arg3=%sp:u64",
+            "arg4=%r12:u64"
+        ]
+    );
+    let locs = typed(Arch::I386, "uprobe/b:f($arg2:s32)").unwrap();
+    assert_eq!(
+        locs.fetched().next().unwrap().fetch_arg(1).to_string(),
+        "arg1=+8(%sp):s32"
+    );
+
+    let needs = |spec| typed(Arch::X86_64, spec).unwrap_err();
+    assert_eq!(
+        needs("kprobe/f(%di, file->f_mapping)"),
+        Error::Usage {
+            what: NEEDS_DEBUG_INFO,
+            value: 2
+        }
+    );
+    assert_eq!(
+        needs("f+122 bytes"),
+        Error::Usage {
+            what: NEEDS_DEBUG_INFO,
+            value: 1
+        }
+    );
+    assert!(matches!(
+        needs("kprobe/f(%x0)"),
+        Error::Usage { value: 1, .. }
+    ));
+    assert!(matches!(
+        needs("kprobe/f($comm)"),
+        Error::Usage { value: 1, .. }
+    ));
+    assert!(matches!(
+        needs("kprobe/f(%di:string)"),
+        Error::Usage { value: 1, .. }
+    ));
+    assert!(matches!(
+        needs("kprobe/f($outdata)"),
+        Error::Usage { value: 1, .. }
+    ));
+    // The grammar takes $err plus four fetched arguments; r2..r5 do not.
+    assert!(matches!(
+        needs("kprobe/f(%di, %si, %dx, %cx, $err)"),
+        Error::Capacity { limit: 4, .. }
+    ));
+    assert!(typed(Arch::X86_64, "tracepoint/sched/sched_switch").is_err());
+}

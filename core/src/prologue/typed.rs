@@ -1,0 +1,213 @@
+//! Argument locations without debug info: from C types by the calling convention, and from
+//! the expressions that need no types (`%di`, `$arg2`, `$stack3`, `$retval`, `$err`).
+
+use crate::arch::{Arch, ArgPassing};
+use crate::probe::{Arg, ArgBase, Args, CType, FetchType, IntWidth, ProbeKind, Signedness};
+use crate::{Error, Result};
+
+use super::loc::{ArgLoc, ArgLocs, Base, Memory};
+use super::NEEDS_DEBUG_INFO;
+
+/// Size and signedness of a C parameter type on `arch`, for a probe in `memory`.
+///
+/// Plain `char` follows the ABI in user space and is unsigned in the kernel, which builds
+/// with `-funsigned-char` on every architecture since Linux 6.2.
+#[must_use]
+pub fn c_type_layout(arch: Arch, memory: Memory, ty: CType) -> (u8, bool) {
+    match ty {
+        CType::Pointer => (arch.pointer_size(), false),
+        CType::Int { width, sign } => {
+            let size = match width {
+                IntWidth::W8 => 1,
+                IntWidth::W16 => 2,
+                IntWidth::W32 => 4,
+                IntWidth::W64 => 8,
+                IntWidth::Long => arch.long_size(),
+            };
+            let signed = match sign {
+                Signedness::Signed => true,
+                Signedness::Unsigned => false,
+                Signedness::PlainChar => memory == Memory::User && arch.char_signed(),
+            };
+            (size, signed)
+        }
+    }
+}
+
+/// Where the calling convention puts argument `index` (0-based) of `size` bytes, given that
+/// the arguments before it took `stack_used` bytes of stack (updated).
+fn convention_base(
+    arch: Arch,
+    memory: Memory,
+    index: usize,
+    size: u8,
+    stack_used: &mut u32,
+) -> Result<Base> {
+    let position = index as u64 + 1;
+    match arch.arg_passing(memory == Memory::User) {
+        ArgPassing::Regs(regs) => {
+            let name = regs.get(index).ok_or(Error::Usage {
+                what: "argument is past the argument registers of the calling convention",
+                value: position,
+            })?;
+            if size > arch.reg_size() {
+                return Err(Error::Usage {
+                    what: "argument is wider than a register (a register pair; not supported)",
+                    value: position,
+                });
+            }
+            let reg = arch.reg(name).ok_or(Error::Usage {
+                what: "argument register missing from pt_regs",
+                value: position,
+            })?;
+            Ok(Base::Reg(reg))
+        }
+        ArgPassing::Stack { first, slot } => {
+            let slot = u32::from(slot.max(1));
+            let at = u32::from(first).saturating_add(*stack_used);
+            let taken = u32::from(size).div_ceil(slot).saturating_mul(slot);
+            *stack_used = stack_used.saturating_add(taken);
+            let off = i32::try_from(at).map_err(|_| Error::Usage {
+                what: "stack argument offset out of range",
+                value: position,
+            })?;
+            Ok(Base::Stack(off))
+        }
+    }
+}
+
+/// The size and sign a fetch type asks for, else the register's.
+fn fetch_layout(arch: Arch, ty: Option<FetchType>, position: u64) -> Result<(u8, bool)> {
+    match ty {
+        None => Ok((arch.reg_size(), false)),
+        Some(t) => match t.size() {
+            Some(size) => Ok((size, t.is_signed())),
+            None => Err(Error::Usage {
+                what: "a string is no register value (fetch types u8..u64, s8..s64, x8..x64)",
+                value: position,
+            }),
+        },
+    }
+}
+
+/// The location of one expression argument (position is 1-based, for errors).
+fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Result<ArgLoc<'a>> {
+    let (size, signed) = fetch_layout(arch, arg.fetch_type(), position)?;
+    let needs_types = Error::Usage {
+        what: NEEDS_DEBUG_INFO,
+        value: position,
+    };
+    if !arg.steps().is_empty() {
+        return Err(needs_types);
+    }
+    let base = match arg.base() {
+        ArgBase::Var(_) => return Err(needs_types),
+        ArgBase::Reg(name) => Base::Reg(arch.reg(name).ok_or(Error::Usage {
+            what: "no such register on this architecture",
+            value: position,
+        })?),
+        ArgBase::Retval => Base::Reg(arch.return_reg().ok_or(Error::Usage {
+            what: "architecture without a return register",
+            value: position,
+        })?),
+        ArgBase::Stack => Base::Reg(arch.sp().ok_or(Error::Usage {
+            what: "architecture without a stack pointer slot",
+            value: position,
+        })?),
+        ArgBase::StackN(n) => {
+            let off = i64::from(n) * i64::from(arch.reg_size());
+            Base::Stack(i32::try_from(off).map_err(|_| Error::Usage {
+                what: "$stackN offset out of range",
+                value: position,
+            })?)
+        }
+        ArgBase::ArgN(n) => {
+            // Earlier arguments are taken as word-sized, as the kprobe tracer's $argN does.
+            let index = usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX);
+            let word = u32::from(arch.reg_size());
+            let mut used = u32::try_from(index)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(word);
+            convention_base(arch, memory, index, size, &mut used)?
+        }
+        ArgBase::Comm => {
+            return Err(Error::Usage {
+                what: "$comm is a string, not a register value",
+                value: position,
+            })
+        }
+        ArgBase::Special(_) => {
+            return Err(Error::Usage {
+                what: "unknown $variable",
+                value: position,
+            })
+        }
+        ArgBase::Err => {
+            return Err(Error::Usage {
+                what: "internal: $err is no fetched argument",
+                value: position,
+            })
+        }
+    };
+    let loc = ArgLoc::new(base, size, signed)?;
+    Ok(match arg.name() {
+        Some(name) => loc.named(name),
+        None => loc,
+    })
+}
+
+/// The locations of a probe's arguments without debug info.
+///
+/// - **C types** (`kprobe/vfs_read(void *, char *buf, unsigned long)`): argument *i* is
+///   where the calling convention of `arch` puts it at the function's entry (the kernel's or
+///   user space's, by `kind`), sized and signed by its type (`long` and pointers by the
+///   arch; plain `char` see [`c_type_layout`]). i386 user space reads them from the stack
+///   (`+4(%sp)`, `+8(%sp)`, ...), the i386 kernel from `ax`, `dx`, `cx` only.
+/// - **Expressions that need no types**: `%REG`, `$argN`, `$stack`, `$stackN`, `$retval`,
+///   each `:TYPE` sized (default: a whole register, unsigned), and `$err`.
+///
+/// **`$err` and typed lists.** A list of C types never holds `$err`: the grammar reads it as
+/// an expression and refuses to mix the two. Entry registers cannot fail to read, so only
+/// i386 user-space (stack) arguments could use it; a caller that wants it there adds it
+/// with [`ArgLocs::insert_err`].
+///
+/// # Errors
+/// [`Error::Usage`] whose `value` is the 1-based position of the argument: a variable, a
+/// member access or an index ([`NEEDS_DEBUG_INFO`]), an argument past the convention's
+/// registers, one wider than a register, an unknown register, `$comm`, a string type.
+/// [`Error::Capacity`] for more than [`super::MAX_VALUES`] values, `$err` included: callers
+/// name the spec in the message. [`Memory::of`]'s error for a tracepoint.
+pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Result<ArgLocs<'a>> {
+    let memory = Memory::of(kind)?;
+    let mut locs = ArgLocs::new(arch, memory);
+    match args {
+        Args::Typed(list) => {
+            let mut stack_used = 0u32;
+            for (i, t) in list.iter().enumerate() {
+                let (size, signed) = c_type_layout(arch, memory, t.ty);
+                let base = convention_base(arch, memory, i, size, &mut stack_used)?;
+                let loc = ArgLoc::new(base, size, signed)?;
+                locs.push(match t.name {
+                    Some(name) => loc.named(name),
+                    None => loc,
+                })?;
+            }
+        }
+        Args::Fetch(list) => {
+            if list.len() > super::MAX_VALUES {
+                return Err(Error::Capacity {
+                    what: "values for r2..r5 ($err included)",
+                    limit: super::MAX_VALUES as u32,
+                });
+            }
+            for (i, arg) in list.iter().enumerate() {
+                if arg.is_err() {
+                    locs.push_err()?;
+                } else {
+                    locs.push(expr_loc(arch, memory, arg, i as u64 + 1)?)?;
+                }
+            }
+        }
+    }
+    Ok(locs)
+}
