@@ -272,6 +272,8 @@ fn everything_is_released_after_success_and_after_an_error_mid_way() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Called once so that the linker keeps it where the uprobe test is compiled out.
+    std::hint::black_box(sluice_record_uprobe_target(std::hint::black_box(1)));
     let exe = std::env::current_exe().unwrap();
     let mut opts = SessionOptions::default();
     opts.events.insert(
