@@ -33,6 +33,9 @@ no_version:
 btf_kinds:
 btf_maps:
 btf_core:
+record_demo:
+record_filter:
+record_output:
 "
 
 for entry in $FIXTURES; do
