@@ -3,6 +3,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpus;
+pub mod debuginfo;
 pub mod error;
 pub mod loader;
 pub mod maps;
