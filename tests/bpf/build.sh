@@ -30,6 +30,7 @@ modern:
 insns:-mcpu=v3
 bad_verifier:
 no_version:
+dwarf_chain:
 "
 
 for entry in $FIXTURES; do
