@@ -94,9 +94,11 @@ fn perf_definitions(bin: &Path, spec: &str) -> Option<Vec<String>> {
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     // `p:GROUP/EVENT PATH:0xOFF ARGS` -> `PATH:0xOFF ARGS`
-    Some(normalize(text.lines().filter(|l| l.starts_with("p:")).map(
-        |l| l.split_once(' ').map_or("", |(_, rest)| rest),
-    )))
+    Some(normalize(
+        text.lines()
+            .filter(|l| l.starts_with("p:"))
+            .map(|l| l.split_once(' ').map_or("", |(_, rest)| rest)),
+    ))
 }
 
 /// Our `tracefs:` lines for the same spec, normalized the same way.
@@ -105,10 +107,7 @@ fn ours(bin: &Path, spec: &str) -> Vec<String> {
     let (code, out, err) = sluice(&["prologue", &uspec]);
     assert_eq!(code, 0, "{uspec}: {err}");
     check_listing(&out);
-    normalize(
-        out.lines()
-            .filter_map(|l| l.strip_prefix("tracefs: p ")),
-    )
+    normalize(out.lines().filter_map(|l| l.strip_prefix("tracefs: p ")))
 }
 
 /// Every site: `site N: ...`, `bpf_prologue: insn num=N` and exactly N instructions in the
@@ -263,7 +262,10 @@ fn fetch_args_match_perf_probe() {
                 skip("perf is not installed (Debian: linux-perf)");
                 return;
             };
-            assert!(!perf.is_empty(), "perf resolved nothing for {name} -O{opt} '{spec}'");
+            assert!(
+                !perf.is_empty(),
+                "perf resolved nothing for {name} -O{opt} '{spec}'"
+            );
             assert_eq!(ours(&bin, spec), perf, "{name} -O{opt} '{spec}'");
             compared += 1;
         }

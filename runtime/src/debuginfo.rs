@@ -183,9 +183,8 @@ impl DebugInfo {
             Some(b) => Elf::parse(b).map_err(|e| ctx(&e))?,
             None => code,
         };
-        let sections = DebugSections::load(&debug_elf).map_err(|e| {
-            usage(format!("{}: {func}: {e}", self.debug_path.display()))
-        })?;
+        let sections = DebugSections::load(&debug_elf)
+            .map_err(|e| usage(format!("{}: {func}: {e}", self.debug_path.display())))?;
         let resolver = Resolver::new(&code, &sections).map_err(|e| ctx(&e))?;
         let arch = resolver.arch();
         let exprs = spec.args().exprs();
@@ -209,9 +208,9 @@ impl DebugInfo {
             let target = match spec.target() {
                 Target::User { path, .. } => ProbeTarget::User {
                     path: PathBuf::from(path),
-                    offset: site.file_offset.ok_or_else(|| {
-                        at(&"the address lies in no section with file contents")
-                    })?,
+                    offset: site
+                        .file_offset
+                        .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
                     func: site.function.clone(),
                 },
                 Target::Kernel { .. } => {
@@ -219,7 +218,10 @@ impl DebugInfo {
                         .as_deref()
                         .and_then(|s| containing_symbol(s, site.address))
                         .ok_or_else(|| at(&"no function symbol holds the address"))?;
-                    ProbeTarget::Kernel { func: sym, offset: off }
+                    ProbeTarget::Kernel {
+                        func: sym,
+                        offset: off,
+                    }
                 }
                 _ => return Err(at(&"not a kprobe or uprobe")),
             };

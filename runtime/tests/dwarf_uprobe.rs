@@ -246,9 +246,11 @@ fn run(opt: &str) {
 
     let t = Tracefs::find().expect("tracefs");
     let mut child = Command::new(&bin)
-        .args(CALLS.iter().flat_map(|(a, b, c)| {
-            [format!("{a:#x}"), b.to_string(), c.to_string()]
-        }))
+        .args(
+            CALLS
+                .iter()
+                .flat_map(|(a, b, c)| [format!("{a:#x}"), b.to_string(), c.to_string()]),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -266,8 +268,16 @@ fn run(opt: &str) {
     assert_eq!(printed.lines().count(), CALLS.len(), "{printed}");
     let kernel: Vec<Vec<Vec<u64>>> = probes.into_iter().map(Probe::finish).collect();
 
-    assert_eq!(kernel[0].len(), CALLS.len(), "-O{opt}: chain: one sample per call");
-    assert_eq!(kernel[1].len(), CALLS.len(), "-O{opt}: local: one sample per call");
+    assert_eq!(
+        kernel[0].len(),
+        CALLS.len(),
+        "-O{opt}: chain: one sample per call"
+    );
+    assert_eq!(
+        kernel[1].len(),
+        CALLS.len(),
+        "-O{opt}: local: one sample per call"
+    );
     for (k, &(a_ops, bytes, offset)) in CALLS.iter().enumerate() {
         let chunk = bytes.wrapping_mul(3).wrapping_add(offset as u64);
         let line = printed.lines().nth(k).unwrap();
@@ -279,7 +289,11 @@ fn run(opt: &str) {
         let got = seen(&loaded, k as u32);
         let kern = &kernel[0][k];
         if a_ops == 0 {
-            assert_eq!(got, [0, 0, 0, 1], "-O{opt} call {k}: a failed read: zeros, $err = 1");
+            assert_eq!(
+                got,
+                [0, 0, 0, 1],
+                "-O{opt} call {k}: a failed read: zeros, $err = 1"
+            );
             assert_eq!(
                 &kern[1..],
                 &[bytes, offset as u64],

@@ -105,8 +105,8 @@ fn render_sites(
         }
     };
     let separate = debug.filter(|d| *d != code.as_path());
-    let info = DebugInfo::open(&code, separate)
-        .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    let info =
+        DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     let sites = info
         .sites(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
