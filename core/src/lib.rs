@@ -30,6 +30,7 @@ extern crate std;
 extern crate alloc;
 
 pub mod arch;
+pub mod btf;
 pub mod disasm;
 #[cfg(feature = "dwarf")]
 pub mod dwarf;

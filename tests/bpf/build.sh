@@ -30,6 +30,9 @@ modern:
 insns:-mcpu=v3
 bad_verifier:
 no_version:
+btf_kinds:
+btf_maps:
+btf_core:
 dwarf_chain:
 "
 
