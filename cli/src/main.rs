@@ -15,10 +15,13 @@ usage:
   sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
       show an object (default: the embedded demo); --load loads it into the running
       kernel and prints each program's id, tag and instruction count after the verifier
-  sluice prologue [--arch x86_64|i386|aarch64] SPEC
+  sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] SPEC
       print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
       bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
-      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info
+      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info;
+      variables ('uprobe//bin/app:process(file->f_mapping->a_ops, bytes)') are looked up
+      in the uprobe's binary (or its build-id/debuglink debug file), a kprobe's in FILE
+      (a vmlinux with DWARF); one listing per site (every inlined instance)
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
