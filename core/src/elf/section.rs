@@ -111,13 +111,20 @@ impl SectionHeader {
 #[derive(Clone, Copy, Debug)]
 pub struct StrTab<'a> {
     data: &'a [u8],
+    /// The whole table when it is valid UTF-8 (the usual case): every string in it is then
+    /// valid too (each ends before a NUL, an ASCII byte), and is cut out of it without
+    /// checking it again.
+    text: Option<&'a str>,
 }
 
 impl<'a> StrTab<'a> {
     /// An empty table (every lookup fails).
     #[must_use]
     pub const fn empty() -> Self {
-        StrTab { data: &[] }
+        StrTab {
+            data: &[],
+            text: Some(""),
+        }
     }
 
     /// Validates a string table: empty, or ending with NUL.
@@ -126,7 +133,10 @@ impl<'a> StrTab<'a> {
     /// [`Error::BadSection`] when a non-empty table does not end with NUL.
     pub fn new(data: &'a [u8], section: SectionRef) -> Result<Self> {
         match data.last() {
-            None | Some(0) => Ok(StrTab { data }),
+            None | Some(0) => Ok(StrTab {
+                data,
+                text: core::str::from_utf8(data).ok(),
+            }),
             Some(_) => Err(Error::BadSection {
                 section,
                 what: "string table does not end with NUL",
@@ -164,9 +174,14 @@ impl<'a> StrTab<'a> {
 
     /// The string at `index` (up to its NUL), or `None` when out of range or not UTF-8.
     #[must_use]
+    #[inline]
     pub fn get(&self, index: u32) -> Option<&'a str> {
-        let tail = self.data.get(index as usize..)?;
+        let start = index as usize;
+        let tail = self.data.get(start..)?;
         let len = tail.iter().position(|&b| b == 0)?;
-        core::str::from_utf8(tail.get(..len)?).ok()
+        match self.text {
+            Some(text) => text.get(start..start + len),
+            None => core::str::from_utf8(tail.get(..len)?).ok(),
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! program is written out.
 
 use super::{Object, Parts, Program};
-use crate::elf::{Rel, Symbol, SHT_NOBITS, SHT_PROGBITS};
+use crate::elf::{Class, Rel, Symbol, SHT_NOBITS, SHT_PROGBITS};
 use crate::error::{Error, Result, SectionRef};
 use crate::insn::{opcode, Insn};
 
@@ -185,14 +185,24 @@ impl<'a, 's> Object<'a, 's> {
             what: "instructions in the output buffer",
             limit,
         })?;
-        let (head, body) = dst.split_at_mut(prologue.len());
+        // Problems first, in table order, without writing the program out. Open noted
+        // what a program needs: most calls decide on two comparisons.
         if p.map_reloc_count != p.reloc_count {
-            // Some relocation is of a kind not linked yet: report the first problem in
-            // table order without writing the program out.
+            // Some relocation is of a kind not linked yet: it is the first problem unless
+            // a map load before it has no fd.
+            if p.maps_needed_before_other as usize <= map_fds.len() {
+                return Err(self.first_other(p));
+            }
             for r in self.relocations(prog) {
                 self.link_map(p, r, map_fds, None)?;
             }
         }
+        if p.maps_needed as usize > map_fds.len() {
+            for r in self.relocations(prog) {
+                self.link_map(p, r, map_fds, None)?;
+            }
+        }
+        let (head, body) = dst.split_at_mut(prologue.len());
         head.copy_from_slice(prologue);
         let little = p.little;
         for (slot, c) in body
@@ -204,11 +214,75 @@ impl<'a, 's> Object<'a, 's> {
             *slot = Insn::from_bytes(b, little);
         }
         if p.map_reloc_count != 0 {
-            for r in self.relocations(prog) {
-                self.link_map(p, r, map_fds, Some(body))?;
+            if self.parts.elf.header().class == Class::Elf64 {
+                self.patch_maps::<true>(p, map_fds, body);
+            } else {
+                self.patch_maps::<false>(p, map_fds, body);
             }
         }
         Ok(total)
+    }
+
+    /// Patches every map load of `p` (all checked: at open, and every fd above) in its
+    /// instructions `body`, reading the REL table natively.
+    fn patch_maps<const WIDE: bool>(&self, p: &Program<'_>, map_fds: &[i32], body: &mut [Insn]) {
+        let parts = &self.parts;
+        let (Some(rel), Some(symbols)) = (p.rel_section, parts.symbols) else {
+            return;
+        };
+        let (rels, syms) = (parts.rel_table_of(rel).data(), symbols.data());
+        let maps_section = parts.maps_section;
+        let start = u64::from(p.offset);
+        let end = start + p.code.len() as u64;
+        for i in p.rel_first..p.rel_end {
+            let Some((offset, sym)) = super::raw_rel::<WIDE>(rels, i) else {
+                continue;
+            };
+            if offset < start || offset >= end {
+                continue; // another program of the same section
+            }
+            let Some((shndx, value)) = super::raw_sym::<WIDE>(syms, sym) else {
+                continue;
+            };
+            if shndx == 0 || Some(u32::from(shndx)) != maps_section {
+                continue;
+            }
+            let Some(&fd) = parts
+                .map_index_at(value)
+                .and_then(|m| map_fds.get(m as usize))
+            else {
+                continue;
+            };
+            let at = ((offset - start) / 8) as usize;
+            if let Some(slot) = body.get_mut(at) {
+                slot.src = PSEUDO_MAP_FD;
+                slot.imm = fd;
+            }
+            if let Some(next) = body.get_mut(at + 1) {
+                next.imm = 0;
+            }
+        }
+    }
+
+    /// The error for `p`'s first relocation that is not a map load.
+    #[cold]
+    fn first_other(&self, p: &Program<'_>) -> Error {
+        let parts = &self.parts;
+        let i = p.first_other;
+        let reloc = p.rel_section.zip(parts.symbols).and_then(|(rel, symbols)| {
+            let rel = parts.rel_table_of(rel).get(i)?;
+            let sym = symbols.get(rel.sym)?;
+            parts.classify(p, i, rel, &sym).ok()
+        });
+        match reloc.map(|r| self.link_map(p, r, &[], None)) {
+            Some(Err(e)) => e,
+            // Unreachable for an object that opened; still an error, not a panic.
+            _ => Error::Unsupported {
+                what: "relocation against a non-map section",
+                section: SectionRef::new(p.section_index, p.section_name),
+                at: 0,
+            },
+        }
     }
 
     /// Checks one relocation and, given the output, patches its map load.
@@ -237,30 +311,21 @@ impl<'a, 's> Object<'a, 's> {
                 }
                 Ok(())
             }
-            RelocKind::Code { .. } => {
-                Err(self.unsupported("bpf-to-bpf call relocation", p.section_index, r))
-            }
-            RelocKind::Data { .. } => {
-                Err(self.unsupported("global data relocation", p.section_index, r))
-            }
+            RelocKind::Code { .. } => Err(self.unsupported("bpf-to-bpf call relocation", p, r)),
+            RelocKind::Data { .. } => Err(self.unsupported("global data relocation", p, r)),
             RelocKind::Other { .. } => {
-                Err(self.unsupported("relocation against a non-map section", p.section_index, r))
+                Err(self.unsupported("relocation against a non-map section", p, r))
             }
-            RelocKind::Extern => {
-                Err(self.unsupported("relocation against an extern symbol", p.section_index, r))
-            }
+            RelocKind::Extern => Err(self.unsupported("relocation against an extern symbol", p, r)),
         }
     }
 
-    fn unsupported(&self, what: &'static str, section: u32, r: Reloc) -> Error {
+    fn unsupported(&self, what: &'static str, p: &Program<'_>, r: Reloc) -> Error {
+        // The program's section name is its section's: no lookup.
         Error::Unsupported {
             what,
-            section: self.section_ref(section),
+            section: SectionRef::new(p.section_index, p.section_name),
             at: r.insn.into(),
         }
-    }
-
-    pub(super) fn section_ref(&self, index: u32) -> SectionRef {
-        self.parts.elf.section_ref(index)
     }
 }
