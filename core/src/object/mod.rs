@@ -31,8 +31,8 @@ pub use programs::Program;
 pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
 
 use crate::elf::{
-    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, SymbolTable, SHF_EXECINSTR, SHT_PROGBITS,
-    SHT_REL, SHT_SYMTAB, STT_SECTION,
+    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, SymbolTable, SHF_EXECINSTR, SHT_NOBITS,
+    SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
 use crate::insn::opcode;
@@ -252,8 +252,10 @@ fn fill<'a>(
     };
     let wide = h.class == Class::Elf64;
     let scan = if wide {
+        check_sections::<64>(&elf)?;
         scan_sections::<64>(&mut parts, execs)?
     } else {
+        check_sections::<40>(&elf)?;
         scan_sections::<40>(&mut parts, execs)?
     };
     if let Some(index) = scan.symtab {
@@ -340,9 +342,34 @@ impl RawSection {
     }
 }
 
-/// One pass over the section headers: checks each as [`Elf::parse`] would, notes the
-/// executable sections in `execs` (their names checked as probe specs), `license`,
+/// Checks every section header as [`Elf::parse`] does (extent inside the file, name
+/// inside the section name table), in a loop of its own: kept apart from the scan below,
+/// each loop keeps its few values in registers.
+#[inline(never)]
+fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
+    let file_len = elf.data().len() as u64;
+    // `name >= max(len, 1)`: with no table, only name 0 is allowed.
+    let name_limit = (elf.shstrtab().len() as u64).max(1);
+    for (index, raw) in (0u32..).zip(elf.section_table().chunks_exact(N)) {
+        let Ok(raw) = <&[u8; N]>::try_from(raw) else {
+            continue;
+        };
+        let sh = RawSection::read(raw);
+        let has_data = sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL;
+        if u64::from(sh.name) >= name_limit
+            || (has_data && sh.offset.checked_add(sh.size).is_none_or(|e| e > file_len))
+        {
+            // The exact error.
+            elf.check_section(index, sh.sh_type, sh.name, sh.offset, sh.size)?;
+        }
+    }
+    Ok(())
+}
+
+/// One pass over the (checked) section headers: notes the executable sections in `execs` (their names checked as probe specs), `license`,
 /// `version`, `maps`, the symbol table and where the REL tables of code lie.
+// Out of line: inlined into `fill`, its loop lost its registers to the rest.
+#[inline(never)]
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
@@ -351,40 +378,41 @@ fn scan_sections<'a, const N: usize>(
     let table = elf.section_table();
     let names = *elf.shstrtab();
     let cap = execs.capacity();
-    let mut scan = Scan {
-        symtab: None,
-        rel_lo: u32::MAX,
-        rel_hi: 0,
-    };
+    // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
+    // around on every iteration.
+    let mut symtab = u32::MAX;
+    let (mut rel_lo, mut rel_hi) = (u32::MAX, 0);
     for (index, raw) in (0u32..).zip(table.chunks_exact(N)) {
         let Ok(raw) = <&[u8; N]>::try_from(raw) else {
             continue;
         };
         let sh = RawSection::read(raw);
-        elf.check_section(index, sh.sh_type, sh.name, sh.offset, sh.size)?;
         let at = || elf.section_ref(index);
         match sh.sh_type {
             SHT_PROGBITS => {}
             SHT_REL => {
-                let target = usize::try_from(sh.info)
+                // Only tables of executable sections are ours (the second pass finds
+                // whether the section holds a program).
+                let ours = usize::try_from(sh.info)
                     .ok()
                     .and_then(|t| t.checked_mul(N))
                     .and_then(|off| table.get(off..))
-                    .and_then(|t| t.first_chunk::<N>());
-                if target.is_some_and(|t| RawSection::read(t).is_exec()) {
-                    scan.rel_lo = scan.rel_lo.min(index);
-                    scan.rel_hi = index + 1;
+                    .and_then(|t| t.first_chunk::<N>())
+                    .is_some_and(|t| RawSection::read(t).is_exec());
+                if ours {
+                    rel_lo = rel_lo.min(index);
+                    rel_hi = index + 1;
                 }
                 continue;
             }
             SHT_SYMTAB => {
-                if scan.symtab.is_some() {
+                if symtab != u32::MAX {
                     return Err(Error::BadSection {
                         section: at(),
                         what: "more than one symbol table",
                     });
                 }
-                scan.symtab = Some(index);
+                symtab = index;
                 continue;
             }
             _ => continue,
@@ -455,7 +483,12 @@ fn scan_sections<'a, const N: usize>(
             _ => {}
         }
     }
-    Ok(scan)
+    Ok(Scan {
+        // Indices fit in u32 and `u32::MAX` sections cannot fit in the file's table.
+        symtab: (symtab != u32::MAX).then_some(symtab),
+        rel_lo,
+        rel_hi,
+    })
 }
 
 fn push_program<'a>(

@@ -58,7 +58,7 @@ pub use arg::{Arg, ArgBase, FetchType, Step};
 pub use ctype::{CType, IntWidth, Signedness, TypedArg};
 pub use prog_type::{prog_types, program_type};
 
-use cursor::{err_at, is_ident_cont, is_ident_start, Cursor};
+use cursor::{err_at, is_class, is_ident_cont, is_ident_start, Cursor, AT, DOT, IDENT_CONT};
 
 /// Most arguments a probe fetches: the prologue passes them in r2..r5.
 pub const MAX_FETCHED_ARGS: usize = 4;
@@ -581,7 +581,7 @@ fn kernel_func<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
     if !c.peek().is_some_and(is_ident_start) {
         return Err(c.err("expected a function name"));
     }
-    Ok(c.take_while(|b| is_ident_cont(b) || b == b'.'))
+    Ok(c.take_while(|b| is_class(b, IDENT_CONT | DOT)))
 }
 
 /// A user-space symbol: also allows `@` for versioned names (`memcpy@GLIBC_2.14`).
@@ -589,7 +589,7 @@ fn user_func<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
     if !c.peek().is_some_and(is_ident_start) {
         return Err(c.err("expected a function name or an offset"));
     }
-    Ok(c.take_while(|b| is_ident_cont(b) || b == b'.' || b == b'@'))
+    Ok(c.take_while(|b| is_class(b, IDENT_CONT | DOT | AT)))
 }
 
 /// `kprobe/FUNC[+OFF][(ARGS)]` or `kretprobe/FUNC[(ARGS)]`, from column `start`.
