@@ -22,7 +22,7 @@ pub use symbol::{
 };
 
 use crate::error::{Error, Result, SectionRef};
-use scroll::{Endian, Pread};
+use scroll::Endian;
 
 /// An ELF file whose header and section header table have been validated.
 #[derive(Clone, Copy, Debug)]
@@ -41,7 +41,7 @@ impl<'a> Elf<'a> {
     /// [`Error::BadSection`] for a section whose contents lie outside the file or whose
     /// name index is outside the section name table.
     pub fn parse(data: &'a [u8]) -> Result<Self> {
-        let elf = Self::parse_header(data)?;
+        let elf = Self::parse_header(data, true)?;
         // Every section's extent and name index, once.
         for index in 0..elf.header.shnum {
             let sh = elf.section_unchecked(index);
@@ -52,8 +52,10 @@ impl<'a> Elf<'a> {
 
     /// [`Elf::parse`] without the pass over the sections: the caller checks each one with
     /// [`Elf::check_section`] before it uses it (the open phase does so in its own pass
-    /// over the section headers) and before handing the view out.
-    pub(crate) fn parse_header(data: &'a [u8]) -> Result<Self> {
+    /// over the section headers) and before handing the view out. Unless `whole_text`,
+    /// the section name table is not checked as UTF-8 as a whole (names are checked as
+    /// they are read).
+    pub(crate) fn parse_header(data: &'a [u8], whole_text: bool) -> Result<Self> {
         let header = Header::parse(data)?;
         let mut elf = Elf {
             data,
@@ -79,7 +81,12 @@ impl<'a> Elf<'a> {
                     what: "contents extend past the end of the file",
                 });
             }
-            elf.shstrtab = StrTab::new(bytes.unwrap_or_default(), at)?;
+            let bytes = bytes.unwrap_or_default();
+            elf.shstrtab = if whole_text {
+                StrTab::new(bytes, at)?
+            } else {
+                StrTab::new_lazy(bytes, at)?
+            };
         }
         Ok(elf)
     }
@@ -256,24 +263,6 @@ impl<'a> Elf<'a> {
         let end = start.saturating_add(sh.size as usize);
         self.data.get(start..end).unwrap_or_default()
     }
-}
-
-/// Reads a `T` at `off`, mapping a short read to [`Error::Truncated`].
-pub(crate) fn read<'a, T>(
-    data: &'a [u8],
-    off: usize,
-    endian: Endian,
-    what: &'static str,
-) -> Result<T>
-where
-    T: scroll::ctx::TryFromCtx<'a, Endian, Error = scroll::Error>,
-{
-    data.pread_with::<T>(off, endian)
-        .map_err(|_| Error::Truncated {
-            what,
-            offset: off as u64,
-            len: core::mem::size_of::<T>() as u64,
-        })
 }
 
 /// Fixed-position fields of a record already cut to its full size `N`: with `N` known,

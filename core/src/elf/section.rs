@@ -144,6 +144,45 @@ impl<'a> StrTab<'a> {
         }
     }
 
+    /// [`StrTab::new`] without checking the whole table as UTF-8 up front: names are
+    /// then checked one by one as they are read (see `object`'s name cache, which checks
+    /// the whole table once only when many names are read).
+    pub(crate) fn new_lazy(data: &'a [u8], section: SectionRef) -> Result<Self> {
+        let mut tab = Self::new_unchecked_text(data);
+        tab.text = None;
+        match data.last() {
+            None | Some(0) => Ok(tab),
+            Some(_) => Err(Error::BadSection {
+                section,
+                what: "string table does not end with NUL",
+            }),
+        }
+    }
+
+    const fn new_unchecked_text(data: &'a [u8]) -> Self {
+        StrTab { data, text: None }
+    }
+
+    /// The raw table.
+    #[inline]
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The string at `index` cut out of `text`, the whole table known to be UTF-8.
+    #[inline]
+    pub(crate) fn get_in(&self, text: &'a str, index: u32) -> Option<&'a str> {
+        let start = index as usize;
+        let len = nul_at(self.data.get(start..)?)?;
+        text.get(start..start + len)
+    }
+
+    /// The first byte of the string at `index`, if in range.
+    #[inline]
+    pub(crate) fn first_byte(&self, index: u32) -> Option<u8> {
+        self.data.get(index as usize).copied()
+    }
+
     /// Length of the table in bytes.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -161,7 +200,7 @@ impl<'a> StrTab<'a> {
     #[inline]
     pub fn bytes(&self, index: u32) -> &'a [u8] {
         let tail = self.data.get(index as usize..).unwrap_or_default();
-        let len = tail.iter().position(|&b| b == 0).unwrap_or(0);
+        let len = nul_at(tail).unwrap_or(0);
         tail.get(..len).unwrap_or_default()
     }
 
@@ -176,12 +215,63 @@ impl<'a> StrTab<'a> {
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<&'a str> {
-        let start = index as usize;
-        let tail = self.data.get(start..)?;
-        let len = tail.iter().position(|&b| b == 0)?;
         match self.text {
-            Some(text) => text.get(start..start + len),
-            None => core::str::from_utf8(tail.get(..len)?).ok(),
+            Some(text) => self.get_in(text, index),
+            None => {
+                let tail = self.data.get(index as usize..)?;
+                let len = nul_at(tail)?;
+                core::str::from_utf8(tail.get(..len)?).ok()
+            }
         }
+    }
+}
+
+/// The position of the first NUL in `bytes`, eight bytes at a time (names are looked up
+/// for every program and function at open).
+#[inline]
+pub(crate) fn nul_at(bytes: &[u8]) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for w in words.by_ref() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        // Little-endian whatever the target, so the first byte is the lowest.
+        let v = u64::from_le_bytes(b);
+        let zero = v.wrapping_sub(LOW) & !v & HIGH;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == 0)
+        .map(|i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nul_at;
+
+    #[test]
+    fn nul_at_finds_the_first_nul() {
+        let mut buf = [b'a'; 40];
+        assert_eq!(nul_at(&buf), None);
+        assert_eq!(nul_at(&[]), None);
+        for i in 0..40 {
+            buf = [b'a'; 40];
+            buf[i] = 0;
+            for j in i + 1..40 {
+                // Bytes after the first NUL do not matter, high bits included.
+                buf[j] = if j % 3 == 0 { 0 } else { 0x80 | j as u8 };
+            }
+            assert_eq!(nul_at(&buf), Some(i), "{i}");
+            assert_eq!(nul_at(&buf[..=i]), Some(i));
+        }
+        // 0x80 and 0x01 bytes before the NUL are not mistaken for it.
+        assert_eq!(nul_at(&[0x80, 0x01, 0x81, 0xff, 0x7f, 1, 2, 3, 0]), Some(8));
     }
 }

@@ -31,8 +31,8 @@ pub use programs::Program;
 pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
 
 use crate::elf::{
-    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, SymbolTable, SHF_EXECINSTR, SHT_NOBITS,
-    SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
+    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, StrTab, SymbolTable, SHF_EXECINSTR,
+    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
 use crate::insn::opcode;
@@ -219,7 +219,7 @@ fn fill<'a>(
     }
     // The header and the section name table now; every other section is checked in the
     // pass below before it is used (one read of each section header, not two).
-    let elf = Elf::parse_header(bytes)?;
+    let elf = Elf::parse_header(bytes, false)?;
     let h = *elf.header();
     if h.e_type != elf::ET_REL {
         return Err(Error::BadHeader {
@@ -251,20 +251,21 @@ fn fill<'a>(
         map_count: 0,
     };
     let wide = h.class == Class::Elf64;
+    let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
         check_sections::<64>(&elf)?;
-        scan_sections::<64>(&mut parts, execs)?
+        scan_sections::<64>(&mut parts, execs, &mut names)?
     } else {
         check_sections::<40>(&elf)?;
-        scan_sections::<40>(&mut parts, execs)?
+        scan_sections::<40>(&mut parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
         parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
     }
     if wide {
-        collect_symbols::<24>(&mut parts, execs, programs, maps)?;
+        collect_symbols::<24>(&mut parts, execs, programs, maps, &mut names)?;
     } else {
-        collect_symbols::<16>(&mut parts, execs, programs, maps)?;
+        collect_symbols::<16>(&mut parts, execs, programs, maps, &mut names)?;
     }
     // Sections without function symbols (hand-written or stripped objects): one program each.
     let little = h.is_little_endian();
@@ -350,16 +351,24 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
     let file_len = elf.data().len() as u64;
     // `name >= max(len, 1)`: with no table, only name 0 is allowed.
     let name_limit = (elf.shstrtab().len() as u64).max(1);
-    for (index, raw) in (0u32..).zip(elf.section_table().chunks_exact(N)) {
+    let table = elf.section_table().chunks_exact(N);
+    // Without branches: whether any section is bad. Only then is the first one looked for.
+    let mut bad = false;
+    for raw in table.clone() {
         let Ok(raw) = <&[u8; N]>::try_from(raw) else {
             continue;
         };
         let sh = RawSection::read(raw);
-        let has_data = sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL;
-        if u64::from(sh.name) >= name_limit
-            || (has_data && sh.offset.checked_add(sh.size).is_none_or(|e| e > file_len))
-        {
-            // The exact error.
+        let has_data = (sh.sh_type != SHT_NOBITS) & (sh.sh_type != SHT_NULL);
+        let (end, overflow) = sh.offset.overflowing_add(sh.size);
+        bad |= (u64::from(sh.name) >= name_limit) | (has_data & (overflow | (end > file_len)));
+    }
+    if bad {
+        for (index, raw) in (0u32..).zip(table) {
+            let Ok(raw) = <&[u8; N]>::try_from(raw) else {
+                continue;
+            };
+            let sh = RawSection::read(raw);
             elf.check_section(index, sh.sh_type, sh.name, sh.offset, sh.size)?;
         }
     }
@@ -373,10 +382,10 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
 ) -> Result<Scan> {
     let elf = parts.elf;
     let table = elf.section_table();
-    let names = *elf.shstrtab();
     let cap = execs.capacity();
     // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
     // around on every iteration.
@@ -430,7 +439,7 @@ fn scan_sections<'a, const N: usize>(
             // The table as a whole was checked as UTF-8 once: no per-name check.
             let name = match names.get(sh.name) {
                 Some(name) => name,
-                None if names.is_empty() => "",
+                None if names.tab.is_empty() => "",
                 None => {
                     return Err(Error::BadSection {
                         section: at(),
@@ -455,9 +464,9 @@ fn scan_sections<'a, const N: usize>(
         }
         // Compared in place with the NUL: no length scan for the many other sections,
         // and most (`.debug_*`, `.BTF`, `.rodata` ...) are told apart on their first byte.
-        let tail = names.tail(sh.name);
-        match tail.first() {
-            Some(b'l') if tail.starts_with(b"license\0") => {
+        let tail = || names.tab.tail(sh.name);
+        match names.tab.first_byte(sh.name) {
+            Some(b'l') if tail().starts_with(b"license\0") => {
                 let data = data();
                 let len = data
                     .iter()
@@ -472,14 +481,14 @@ fn scan_sections<'a, const N: usize>(
                     what: "license is not valid UTF-8",
                 })?);
             }
-            Some(b'v') if tail.starts_with(b"version\0") => {
+            Some(b'v') if tail().starts_with(b"version\0") => {
                 let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
                     section: at(),
                     what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
                 })?;
                 parts.version = Some(u32::from_ne_bytes(data));
             }
-            Some(b'm') if tail.starts_with(b"maps\0") => parts.maps_section = Some(index),
+            Some(b'm') if tail().starts_with(b"maps\0") => parts.maps_section = Some(index),
             _ => {}
         }
     }
@@ -529,6 +538,7 @@ fn collect_symbols<'a, const N: usize>(
     execs: &mut [ExecSection<'a>],
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
+    section_names: &mut Names<'a>,
 ) -> Result<()> {
     let elf = parts.elf;
     let Some(symbols) = parts.symbols else {
@@ -546,6 +556,14 @@ fn collect_symbols<'a, const N: usize>(
     let little = elf.header().is_little_endian();
     let strtab = *symbols.strtab();
     let name_limit = (strtab.len() as u64).max(1);
+    // Usually one table holds section and symbol names: then one cache serves both.
+    let mut own_names;
+    let names = if core::ptr::eq(strtab.data(), section_names.tab.data()) {
+        section_names
+    } else {
+        own_names = Names::new(strtab);
+        &mut own_names
+    };
     let maps_section = parts.maps_section.and_then(|s| u16::try_from(s).ok());
     let map_cap = maps.capacity();
     for (i, e) in (0u32..).zip(symbols.data().chunks_exact(N)) {
@@ -580,7 +598,7 @@ fn collect_symbols<'a, const N: usize>(
             (ne_u32(e, 4).into(), ne_u32(e, 8).into())
         };
         if is_map {
-            let name = strtab.get(name_index).ok_or(Error::BadSymbol {
+            let name = names.get(name_index).ok_or(Error::BadSymbol {
                 index: i,
                 what: "map name is not valid UTF-8",
             })?;
@@ -600,7 +618,7 @@ fn collect_symbols<'a, const N: usize>(
             };
             let Some(e) = execs.get_mut(x) else { continue };
             let bad = |what| Error::BadSymbol { index: i, what };
-            let name = strtab
+            let name = names
                 .get(name_index)
                 .ok_or_else(|| bad("function name is not valid UTF-8"))?;
             let start = usize::try_from(value).map_err(|_| bad("function offset too large"))?;
@@ -825,6 +843,46 @@ impl<'a> Parts<'a> {
     #[inline]
     fn rel_table_of(&self, rel_section: u32) -> RelTable<'a> {
         RelTable::validated(&self.elf, rel_section)
+    }
+}
+
+/// Names read from a string table as `&str`. On the first, the whole table is checked as
+/// UTF-8 once and names are cut out of it unchecked (a string of a valid table is valid:
+/// it ends before a NUL, an ASCII byte); checking a short name on its own costs about half
+/// as much as checking a whole table of an object, so even two names favour the table.
+/// A table that is not UTF-8 as a whole goes on name by name.
+struct Names<'a> {
+    tab: StrTab<'a>,
+    text: Option<&'a str>,
+    /// Names still to check one by one before checking the whole table.
+    alone: u32,
+}
+
+impl<'a> Names<'a> {
+    fn new(tab: StrTab<'a>) -> Self {
+        Names {
+            tab,
+            text: None,
+            alone: 0,
+        }
+    }
+
+    /// The name at `index`, or `None` when out of range or not UTF-8.
+    #[inline]
+    fn get(&mut self, index: u32) -> Option<&'a str> {
+        if let Some(text) = self.text {
+            return self.tab.get_in(text, index);
+        }
+        if self.alone == 0 {
+            // Once: a table that is not UTF-8 as a whole goes on name by name.
+            self.alone = u32::MAX;
+            self.text = core::str::from_utf8(self.tab.data()).ok();
+            if let Some(text) = self.text {
+                return self.tab.get_in(text, index);
+            }
+        }
+        self.alone -= 1;
+        self.tab.get(index)
     }
 }
 

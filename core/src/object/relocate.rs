@@ -104,23 +104,7 @@ impl<'a> Parts<'a> {
                 .ok_or_else(|| bad("map index out of range"))?;
             RelocKind::Map { map }
         } else {
-            match self.elf.section(shndx) {
-                Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
-                Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
-                    let elf = &self.elf;
-                    if elf.section_name_starts_with(&sh, b".rodata")
-                        || elf.section_name_starts_with(&sh, b".data")
-                        || elf.section_name_starts_with(&sh, b".bss")
-                    {
-                        RelocKind::Data { section: shndx }
-                    } else {
-                        RelocKind::Other { section: shndx }
-                    }
-                }
-                Some(_) => RelocKind::Other { section: shndx },
-                // Reserved indices (SHN_ABS, SHN_COMMON ...) or past the table.
-                None => RelocKind::Other { section: shndx },
-            }
+            self.non_map_kind(shndx)
         };
         Ok(Reloc {
             index,
@@ -129,6 +113,31 @@ impl<'a> Parts<'a> {
             sym: rel.sym,
             kind,
         })
+    }
+}
+
+impl Parts<'_> {
+    /// The kind of a relocation against a symbol of section `shndx` (not 0, not the
+    /// `maps` section).
+    #[inline]
+    fn non_map_kind(&self, shndx: u32) -> RelocKind {
+        match self.elf.section(shndx) {
+            Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
+            Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
+                let elf = &self.elf;
+                if elf.section_name_starts_with(&sh, b".rodata")
+                    || elf.section_name_starts_with(&sh, b".data")
+                    || elf.section_name_starts_with(&sh, b".bss")
+                {
+                    RelocKind::Data { section: shndx }
+                } else {
+                    RelocKind::Other { section: shndx }
+                }
+            }
+            Some(_) => RelocKind::Other { section: shndx },
+            // Reserved indices (SHN_ABS, SHN_COMMON ...) or past the table.
+            None => RelocKind::Other { section: shndx },
+        }
     }
 }
 
@@ -264,24 +273,48 @@ impl<'a, 's> Object<'a, 's> {
         }
     }
 
-    /// The error for `p`'s first relocation that is not a map load.
-    #[cold]
+    /// The error for `p`'s first relocation that is not a map load (validated at open),
+    /// read natively from the tables: the answer `relocate` gives most programs of an
+    /// object with calls or global data, so it is kept cheap.
     fn first_other(&self, p: &Program<'_>) -> Error {
         let parts = &self.parts;
-        let i = p.first_other;
-        let reloc = p.rel_section.zip(parts.symbols).and_then(|(rel, symbols)| {
-            let rel = parts.rel_table_of(rel).get(i)?;
-            let sym = symbols.get(rel.sym)?;
-            parts.classify(p, i, rel, &sym).ok()
-        });
-        match reloc.map(|r| self.link_map(p, r, &[], None)) {
-            Some(Err(e)) => e,
+        let wide = parts.elf.header().class == Class::Elf64;
+        let read = |rels: &[u8], syms: &[u8]| {
+            let (offset, sym) = if wide {
+                super::raw_rel::<true>(rels, p.first_other)?
+            } else {
+                super::raw_rel::<false>(rels, p.first_other)?
+            };
+            let (shndx, _) = if wide {
+                super::raw_sym::<true>(syms, sym)?
+            } else {
+                super::raw_sym::<false>(syms, sym)?
+            };
+            Some((offset, u32::from(shndx)))
+        };
+        let found = p
+            .rel_section
+            .zip(parts.symbols)
+            .and_then(|(rel, symbols)| read(parts.rel_table_of(rel).data(), symbols.data()));
+        let (what, at) = match found {
+            Some((offset, shndx)) => {
+                let kind = if shndx == 0 {
+                    RelocKind::Extern
+                } else {
+                    parts.non_map_kind(shndx)
+                };
+                (
+                    unsupported_what(kind),
+                    offset.saturating_sub(u64::from(p.offset)) / 8,
+                )
+            }
             // Unreachable for an object that opened; still an error, not a panic.
-            _ => Error::Unsupported {
-                what: "relocation against a non-map section",
-                section: SectionRef::new(p.section_index, p.section_name),
-                at: 0,
-            },
+            None => ("relocation against a non-map section", 0),
+        };
+        Error::Unsupported {
+            what,
+            section: SectionRef::new(p.section_index, p.section_name),
+            at,
         }
     }
 
@@ -311,12 +344,7 @@ impl<'a, 's> Object<'a, 's> {
                 }
                 Ok(())
             }
-            RelocKind::Code { .. } => Err(self.unsupported("bpf-to-bpf call relocation", p, r)),
-            RelocKind::Data { .. } => Err(self.unsupported("global data relocation", p, r)),
-            RelocKind::Other { .. } => {
-                Err(self.unsupported("relocation against a non-map section", p, r))
-            }
-            RelocKind::Extern => Err(self.unsupported("relocation against an extern symbol", p, r)),
+            kind => Err(self.unsupported(unsupported_what(kind), p, r)),
         }
     }
 
@@ -327,5 +355,15 @@ impl<'a, 's> Object<'a, 's> {
             section: SectionRef::new(p.section_index, p.section_name),
             at: r.insn.into(),
         }
+    }
+}
+
+/// What [`Error::Unsupported`] says for a relocation of a kind not linked yet.
+fn unsupported_what(kind: RelocKind) -> &'static str {
+    match kind {
+        RelocKind::Code { .. } => "bpf-to-bpf call relocation",
+        RelocKind::Data { .. } => "global data relocation",
+        RelocKind::Extern => "relocation against an extern symbol",
+        RelocKind::Other { .. } | RelocKind::Map { .. } => "relocation against a non-map section",
     }
 }
