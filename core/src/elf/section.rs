@@ -254,6 +254,7 @@ pub(crate) fn nul_at(bytes: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::indexing_slicing, clippy::needless_range_loop)]
     use super::nul_at;
 
     #[test]

@@ -367,3 +367,80 @@ fn unsupported_what(kind: RelocKind) -> &'static str {
         RelocKind::Other { .. } | RelocKind::Map { .. } => "relocation against a non-map section",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+    use crate::object::ObjectStorage;
+
+    /// What `relocate` answered before it kept per-program notes from open: every
+    /// relocation in table order, the first problem reported, then the patched copy.
+    fn reference(
+        o: &Object<'_, '_>,
+        prog: usize,
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Result<usize> {
+        let p = &o.programs()[prog];
+        let n = p.insn_count();
+        let limit = out.len() as u32;
+        let body = out.get_mut(..n).ok_or(Error::Capacity {
+            what: "instructions in the output buffer",
+            limit,
+        })?;
+        for r in o.relocations(prog) {
+            o.link_map(p, r, map_fds, None)?;
+        }
+        for (slot, insn) in body.iter_mut().zip(p.insns()) {
+            *slot = insn;
+        }
+        for r in o.relocations(prog) {
+            o.link_map(p, r, map_fds, Some(body))?;
+        }
+        Ok(n)
+    }
+
+    /// Every program of every fixture (calls, global data, BTF maps, legacy maps),
+    /// with no fds, too few and enough: the same answer and the same instructions.
+    /// `SLUICE_EXTRA_OBJS=DIR` adds the objects of another folder (the peers' benchmark
+    /// objects, say).
+    #[test]
+    fn relocate_answers_as_the_table_walk_does() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
+        let mut dirs = std::vec![dir];
+        dirs.extend(std::env::var_os("SLUICE_EXTRA_OBJS").map(std::path::PathBuf::from));
+        let mut checked = 0;
+        let entries = dirs.iter().flat_map(|d| std::fs::read_dir(d).unwrap());
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "o") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let mut storage = std::boxed::Box::new(ObjectStorage::new());
+            let Ok(o) = Object::open(&bytes, &mut storage) else {
+                continue;
+            };
+            for prog in 0..o.programs().len() {
+                for fds in [
+                    &[][..],
+                    &[7][..],
+                    &[7, 8, 9, 10, 11, 12, 13, 14][..],
+                    &[3; 128][..],
+                ] {
+                    let mut a = std::vec![Insn::default(); 1 << 16];
+                    let mut b = a.clone();
+                    let got = o.relocate(prog, &[], fds, &mut a);
+                    let want = reference(&o, prog, fds, &mut b);
+                    assert_eq!(got, want, "{} program {prog}", path.display());
+                    if let Ok(n) = got {
+                        assert_eq!(a[..n], b[..n], "{} program {prog}", path.display());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 10, "{checked}");
+    }
+}
