@@ -5,6 +5,8 @@ mod cmd;
 mod demo;
 mod fail;
 mod logger;
+mod output;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -15,10 +17,21 @@ usage:
   sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
       show an object (default: the embedded demo); --load loads it into the running
       kernel and prints each program's id, tag and instruction count after the verifier
-  sluice prologue [--arch x86_64|i386|aarch64] SPEC
+  sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
+                [--wakeup-events N] [--json] [-a] [-- CMD ARGS...]
+      load the filters (default: the embedded demo, opens of files under /etc/), attach
+      them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
+      system-wide until Ctrl-C or --duration) and print each accepted sample like
+      `perf script` (or JSON lines); a summary with LOST counts goes to stderr
+  sluice probes [--clean]
+      list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
+  sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] SPEC
       print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
       bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
-      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info
+      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info;
+      variables ('uprobe//bin/app:process(file->f_mapping->a_ops, bytes)') are looked up
+      in the uprobe's binary (or its build-id/debuglink debug file), a kprobe's in FILE
+      (a vmlinux with DWARF); one listing per site (every inlined instance)
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";
@@ -57,6 +70,8 @@ fn run() -> Result<(), fail::Failure> {
                 let cmd = cmd.string().map_err(fail::usage)?;
                 return match cmd.as_str() {
                     "inspect" => cmd::inspect::run(&mut parser),
+                    "record" => cmd::record::run(&mut parser),
+                    "probes" => cmd::probes::run(&mut parser),
                     "prologue" => cmd::prologue::run(&mut parser),
                     other => Err(fail::Failure::usage_msg(format!(
                         "unknown command '{other}'\n{USAGE}"

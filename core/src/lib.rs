@@ -11,9 +11,10 @@
 //! arch: syscall numbers, pt_regs layouts and calling conventions per architecture
 //! prologue: instructions that fetch probe arguments into r2..r5 before a program
 //! perf: `bpf_attr` / `perf_event_attr` ABI structs and ring records
+//! dwarf (feature `dwarf`, uses `alloc`): probe points and argument locations from DWARF
 //! ```
 //!
-//! `#![no_std]`, no `alloc`: every capacity is a const generic with a named default, and
+//! `#![no_std]`, no `alloc` (except in `dwarf`, behind its feature): every capacity is a const generic with a named default, and
 //! exceeding one is [`Error::Capacity`], never a truncation.
 #![no_std]
 #![forbid(unsafe_code)]
@@ -25,8 +26,14 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(feature = "dwarf")]
+extern crate alloc;
+
 pub mod arch;
+pub mod btf;
 pub mod disasm;
+#[cfg(feature = "dwarf")]
+pub mod dwarf;
 pub mod elf;
 pub mod error;
 pub mod insn;

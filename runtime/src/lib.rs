@@ -2,11 +2,14 @@
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod attach;
 pub mod cpus;
+pub mod debuginfo;
 pub mod error;
 pub mod loader;
 pub mod maps;
 pub mod ring;
+pub mod session;
 pub mod sys;
 pub mod tracefs;
 

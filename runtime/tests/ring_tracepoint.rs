@@ -194,9 +194,11 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
         getppid_calls(1);
     });
     let tid = tid_rx.recv().unwrap();
-    // Batched wake-up (every 64 samples), 256 KiB per CPU.
+    // Batched wake-up (every 64 samples) exercises the readiness path; 2 MiB per CPU holds
+    // all N samples, so a reader starved by a loaded machine (CI runs tests in parallel on
+    // two cores) still loses nothing and the accounting below stays exact.
     let cfg = RingConfig {
-        data_pages: 64,
+        data_pages: 512,
         wakeup: Wakeup::Events(64),
     };
     let events = open_per_cpu(id, tid, &cfg);

@@ -30,6 +30,13 @@ modern:
 insns:-mcpu=v3
 bad_verifier:
 no_version:
+btf_kinds:
+btf_maps:
+btf_core:
+record_demo:
+record_filter:
+record_output:
+dwarf_chain:
 "
 
 for entry in $FIXTURES; do

@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
 pub mod inspect;
+pub mod probes;
 pub mod prologue;
+pub mod record;

@@ -32,6 +32,8 @@ use x86_64 as funnel;
 
 pub mod bpf;
 pub mod perf_event;
+pub mod process;
+pub mod signal;
 
 use rustix::io::Errno;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

@@ -1,0 +1,58 @@
+//! `sluice probes [--clean]`: the kprobe/uprobe events of group `sluice` left in tracefs,
+//! with the pid their name carries; `--clean` removes those whose process is dead (what a
+//! `SIGKILL`ed run leaves behind: nothing else would remove them).
+
+use crate::fail::Failure;
+use sluice_runtime::tracefs::Tracefs;
+
+/// Parses `probes`' arguments and runs it.
+pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
+    use lexopt::prelude::*;
+    let mut clean = false;
+    while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        match arg {
+            Long("clean") => clean = true,
+            other => return Err(crate::fail::usage(other.unexpected())),
+        }
+    }
+    let tracefs = Tracefs::find().map_err(|e| Failure::runtime(format!("tracefs: {e}"), None))?;
+    let listed = tracefs
+        .list_ours()
+        .map_err(|e| Failure::runtime(format!("listing probes: {e}"), None))?;
+    let alive = |pid: Option<u32>| {
+        pid.is_some_and(|p| std::path::Path::new("/proc").join(p.to_string()).exists())
+    };
+    if clean {
+        let removed = tracefs
+            .clean_dead()
+            .map_err(|e| Failure::runtime(format!("removing probes: {e}"), None))?;
+        for p in &removed {
+            println!(
+                "removed {}/{} (pid {} is gone)",
+                p.group,
+                p.event,
+                pid_text(p.pid)
+            );
+        }
+        let left = listed.len().saturating_sub(removed.len());
+        eprintln!(
+            "sluice probes: removed {}, {left} left (of live processes or without a pid)",
+            removed.len()
+        );
+        return Ok(());
+    }
+    for p in &listed {
+        let state = match p.pid {
+            Some(_) if alive(p.pid) => "alive",
+            Some(_) => "dead",
+            None => "no-pid",
+        };
+        println!("{:<6} {:<7} {}", pid_text(p.pid), state, p.definition);
+    }
+    eprintln!("sluice probes: {} event(s) in group sluice", listed.len());
+    Ok(())
+}
+
+fn pid_text(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "-".to_owned(), |p| p.to_string())
+}

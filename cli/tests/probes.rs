@@ -1,0 +1,108 @@
+//! `sluice probes`: a probe left by a `SIGKILL`ed run is listed as dead and removed by
+//! `--clean`; nothing else removes it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tracefs() -> PathBuf {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("uprobe_events").exists())
+        .expect("tracefs")
+}
+
+fn probes_of(pid: u32) -> Vec<String> {
+    let text = std::fs::read_to_string(tracefs().join("uprobe_events")).unwrap();
+    let tag = format!("sluice/p_{pid}_");
+    text.lines()
+        .filter(|l| l.contains(&tag))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A function of this binary for the uprobe (called once so the linker keeps it).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn sluice_probes_test_target(v: u64) -> u64 {
+    std::hint::black_box(v) + 1
+}
+
+#[test]
+fn clean_removes_the_leftover_of_a_killed_run() {
+    if !rustix::process::geteuid().is_root() {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "needs root (SLUICE_REQUIRE_KERNEL=1)"
+        );
+        eprintln!(
+            "\n*** SKIPPED kernel test clean_removes_the_leftover_of_a_killed_run: not root ***\n"
+        );
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    std::hint::black_box(sluice_probes_test_target(std::hint::black_box(1)));
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf/record_filter.o");
+    let spec = format!(
+        "arg_at_least=uprobe/{}:sluice_probes_test_target",
+        exe.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "record",
+            "-e",
+            fixture.to_str().unwrap(),
+            "--event",
+            &spec,
+            "--",
+            "sleep",
+            "3",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    while probes_of(pid).is_empty() {
+        assert!(Instant::now() < until, "no probe appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    assert_eq!(probes_of(pid).len(), 1, "a SIGKILLed run leaves its probe");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("probes")
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.contains(&format!("sluice/p_{pid}_")))
+        .expect(&listing);
+    assert!(
+        line.starts_with(&format!("{pid} ")) && line.contains(" dead "),
+        "{line}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["probes", "--clean"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("removed sluice/p_{pid}_")), "{said}");
+    assert!(probes_of(pid).is_empty());
+}

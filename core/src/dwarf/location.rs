@@ -1,0 +1,453 @@
+//! What resolution produces: [`ArgLocation`] (the prologue's input) and its fetch-arg spelling.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use super::regs::register_name;
+use super::Error;
+use crate::arch::Arch;
+use crate::prologue::{ArgLoc, Base};
+
+/// Where an argument's value starts, before any dereference.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LocBase {
+    /// The value of DWARF register `dwarf_reg` plus `offset` (`offset` is non-zero only for
+    /// a `DW_OP_bregN off; DW_OP_stack_value` value with no dereference after it: a value the
+    /// tracer cannot spell, but a prologue can compute).
+    Register {
+        /// DWARF register number.
+        dwarf_reg: u16,
+        /// Added to the register's value.
+        offset: i64,
+    },
+    /// The memory at an absolute (link-time) address: a global (`DW_OP_addr`). Costs one read.
+    Address(u64),
+    /// The memory at a slot of the frame: the CFA (`cfa_reg + cfa_offset` at the probed pc, from
+    /// the CFI) plus `offset` (`DW_OP_fbreg` with a `DW_OP_call_frame_cfa` frame base). Costs
+    /// one read.
+    FrameSlot {
+        /// DWARF register the CFA is computed from at the probed pc.
+        cfa_reg: u16,
+        /// CFA = `cfa_reg` + `cfa_offset`.
+        cfa_offset: i64,
+        /// The slot's offset from the CFA.
+        offset: i64,
+    },
+    /// A constant (`DW_OP_lit*`/`DW_OP_const*` + `DW_OP_stack_value`, `DW_OP_implicit_value`,
+    /// `DW_AT_const_value`).
+    Const(i64),
+}
+
+/// One argument's location at one probe address: a base, then reads at the value reached so
+/// far plus each offset, then the final value's size and signedness.
+///
+/// `file->f_mapping->a_ops` with `file` in `%di` is `Register { dwarf_reg: 5, offset: 0 }`
+/// with `derefs` `[248, 104]` (`+104(+248(%di)):u64`). Intermediate reads are pointer-sized.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgLocation {
+    /// Where the value starts.
+    pub base: LocBase,
+    /// Offsets of the reads after the base, innermost first.
+    pub derefs: Vec<i64>,
+    /// Size of the final value in bytes: 1, 2, 4 or 8.
+    pub size: u8,
+    /// Whether the final value is sign-extended (its base type is signed).
+    pub signed: bool,
+    /// For a global: its name and the offset of the value inside it, so the fetch-arg can say
+    /// `@counter+0` as `perf probe` does (kprobes resolve the symbol; see [`FetchSyntax`]).
+    pub global: Option<(String, u64)>,
+}
+
+/// How a fetch-arg spells globals and unsigned values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchSyntax {
+    /// As `perf probe` writes it: `@sym+off` for globals, `x` for unsigned types (`:x64`).
+    Perf,
+    /// For kprobe events: `@sym+off` for globals, `u` for unsigned (`:u64`).
+    Kprobe,
+    /// For uprobe events, which take no symbols: globals as `@+FILEOFF`, the address minus
+    /// `load_bias` (the text section's `sh_addr - sh_offset`, which the kernel adds back
+    /// from the probed mapping); `u` for unsigned.
+    Uprobe {
+        /// `sh_addr - sh_offset` of the probed section.
+        load_bias: u64,
+    },
+}
+
+impl ArgLocation {
+    /// Number of memory reads the argument costs (the base's own read included).
+    #[must_use]
+    pub fn reads(&self) -> usize {
+        let base = usize::from(matches!(
+            self.base,
+            LocBase::Address(_) | LocBase::FrameSlot { .. }
+        ));
+        self.derefs.len() + base
+    }
+
+    /// The same location with a [`LocBase::FrameSlot`] turned into a register base and one
+    /// more dereference (`cfa_reg`, then a read at `cfa_offset + offset`): the form a prologue
+    /// that reads registers from `pt_regs` consumes.
+    #[must_use]
+    pub fn with_register_base(&self) -> ArgLocation {
+        let mut out = self.clone();
+        if let LocBase::FrameSlot {
+            cfa_reg,
+            cfa_offset,
+            offset,
+        } = self.base
+        {
+            out.base = LocBase::Register {
+                dwarf_reg: cfa_reg,
+                offset: 0,
+            };
+            out.derefs.insert(0, cfa_offset.wrapping_add(offset));
+        }
+        out
+    }
+
+    /// The prologue generator's input for this location on `arch`, named `name`: a frame
+    /// slot becomes its CFA register and one more read.
+    ///
+    /// # Errors
+    /// [`Error::Unexpressible`] for a register without a `pt_regs` slot, a register plus
+    /// offset value, or a read offset beyond 32 bits; [`Error::Core`] past the prologue's
+    /// dereference capacity.
+    pub fn to_arg_loc<'n>(&self, arch: Arch, name: &'n str) -> Result<ArgLoc<'n>, Error> {
+        let loc = self.with_register_base();
+        let base = match loc.base {
+            LocBase::Register { dwarf_reg, offset } => {
+                if offset != 0 {
+                    return Err(Error::Unexpressible {
+                        what: "register plus offset as a value",
+                        value: offset,
+                    });
+                }
+                Base::Reg(arch.dwarf_reg(dwarf_reg).ok_or(Error::Unexpressible {
+                    what: "register without a pt_regs slot",
+                    value: i64::from(dwarf_reg),
+                })?)
+            }
+            LocBase::Address(a) => Base::Addr(a),
+            LocBase::Const(c) => Base::Const(c as u64),
+            // Turned into a register base above.
+            LocBase::FrameSlot { .. } => {
+                return Err(Error::Unexpressible {
+                    what: "frame slot",
+                    value: 0,
+                })
+            }
+        };
+        let mut out = ArgLoc::new(base, self.size, self.signed)?.named(name);
+        for &d in &loc.derefs {
+            let d = i32::try_from(d).map_err(|_| Error::Unexpressible {
+                what: "read offset beyond 32 bits",
+                value: d,
+            })?;
+            out = out.deref(d)?;
+        }
+        Ok(out)
+    }
+
+    /// The kprobe-tracer fetch-arg (without `NAME=`): `+104(+248(%di)):u64`, `-40(%bp):s32`,
+    /// `@counter+0:s32`, `\42:s32`. `string` makes it a string fetch of the pointer value
+    /// (`+0(%si):string`).
+    ///
+    /// # Errors
+    /// [`Error::Unexpressible`] for a register the tracer cannot name, or a register plus
+    /// offset value with nothing to dereference.
+    pub fn fetch_arg(
+        &self,
+        arch: Arch,
+        syntax: FetchSyntax,
+        string: bool,
+    ) -> Result<String, Error> {
+        let mut inner = String::new();
+        let reg = |r: u16| {
+            register_name(arch, r).ok_or(Error::Unexpressible {
+                what: "register the tracer cannot read",
+                value: i64::from(r),
+            })
+        };
+        let mut derefs: Vec<i64> = self.derefs.clone();
+        if string {
+            derefs.push(0);
+        }
+        match &self.base {
+            LocBase::Register { dwarf_reg, offset } => {
+                if *offset != 0 {
+                    return Err(Error::Unexpressible {
+                        what: "register plus offset as a value",
+                        value: *offset,
+                    });
+                }
+                inner.push_str(reg(*dwarf_reg)?);
+            }
+            LocBase::FrameSlot {
+                cfa_reg,
+                cfa_offset,
+                offset,
+            } => {
+                let _ = write!(
+                    inner,
+                    "{:+}({})",
+                    cfa_offset.wrapping_add(*offset),
+                    reg(*cfa_reg)?
+                );
+            }
+            LocBase::Address(addr) => match (syntax, &self.global) {
+                (FetchSyntax::Uprobe { load_bias }, _) => {
+                    let _ = write!(inner, "@+{:#x}", addr.wrapping_sub(load_bias));
+                }
+                (_, Some((name, off))) => {
+                    let _ = write!(inner, "@{name}+{off}");
+                }
+                (_, None) => {
+                    let _ = write!(inner, "@{addr:#x}");
+                }
+            },
+            LocBase::Const(v) => {
+                let _ = write!(inner, "\\{v}");
+            }
+        }
+        let mut out = String::new();
+        for off in derefs.iter().rev() {
+            let _ = write!(out, "{off:+}(");
+        }
+        out.push_str(&inner);
+        for _ in &derefs {
+            out.push(')');
+        }
+        if string {
+            out.push_str(":string");
+        } else {
+            let prefix = if self.signed {
+                's'
+            } else if syntax == FetchSyntax::Perf {
+                'x'
+            } else {
+                'u'
+            };
+            let _ = write!(out, ":{prefix}{}", u32::from(self.size) * 8);
+        }
+        Ok(out)
+    }
+}
+
+/// One argument resolved at one probe address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedArg {
+    /// The name `perf probe` gives it: the `NAME=` written, else the last member named in the
+    /// chain, else the variable (`file->f_mapping->a_ops` is `a_ops`).
+    pub name: String,
+    /// Where the value is.
+    pub location: ArgLocation,
+    /// The arg asked for `:string`: the location is the pointer, the tracer reads the string.
+    pub string: bool,
+}
+
+impl ResolvedArg {
+    /// `NAME=FETCHARG`, as written to `uprobe_events`/`kprobe_events`.
+    ///
+    /// # Errors
+    /// As [`ArgLocation::fetch_arg`].
+    pub fn fetch_arg(&self, arch: Arch, syntax: FetchSyntax) -> Result<String, Error> {
+        let mut s = self.name.clone();
+        s.push('=');
+        s.push_str(&self.location.fetch_arg(arch, syntax, self.string)?);
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn loc(base: LocBase, derefs: &[i64], size: u8, signed: bool) -> ArgLocation {
+        ArgLocation {
+            base,
+            derefs: derefs.to_vec(),
+            size,
+            signed,
+            global: None,
+        }
+    }
+
+    #[test]
+    fn spelling() {
+        let reg = |r| LocBase::Register {
+            dwarf_reg: r,
+            offset: 0,
+        };
+        let cases = vec![
+            (
+                loc(reg(5), &[248, 104], 8, false),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "+104(+248(%di)):u64",
+            ),
+            (
+                loc(reg(5), &[248, 104], 8, false),
+                Arch::X86_64,
+                FetchSyntax::Perf,
+                "+104(+248(%di)):x64",
+            ),
+            (
+                loc(reg(12), &[], 8, true),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "%r12:s64",
+            ),
+            (
+                loc(
+                    LocBase::FrameSlot {
+                        cfa_reg: 6,
+                        cfa_offset: 16,
+                        offset: -56,
+                    },
+                    &[16],
+                    2,
+                    true,
+                ),
+                Arch::X86_64,
+                FetchSyntax::Perf,
+                "+16(-40(%bp)):s16",
+            ),
+            (
+                loc(
+                    LocBase::FrameSlot {
+                        cfa_reg: 4,
+                        cfa_offset: 4,
+                        offset: 0,
+                    },
+                    &[],
+                    4,
+                    false,
+                ),
+                Arch::I386,
+                FetchSyntax::Kprobe,
+                "+4($stack):u32",
+            ),
+            (
+                loc(LocBase::Const(-3), &[], 4, true),
+                Arch::Aarch64,
+                FetchSyntax::Kprobe,
+                "\\-3:s32",
+            ),
+            (
+                loc(LocBase::Address(0x4010), &[], 4, true),
+                Arch::X86_64,
+                FetchSyntax::Kprobe,
+                "@0x4010:s32",
+            ),
+            (
+                loc(LocBase::Address(0x4010), &[], 4, true),
+                Arch::X86_64,
+                FetchSyntax::Uprobe { load_bias: 0x1000 },
+                "@+0x3010:s32",
+            ),
+        ];
+        for (l, arch, syntax, want) in cases {
+            assert_eq!(l.fetch_arg(arch, syntax, false).unwrap(), want);
+        }
+        let mut g = loc(LocBase::Address(0x4020), &[], 1, false);
+        g.global = Some(("global_map".into(), 16));
+        assert_eq!(
+            g.fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).unwrap(),
+            "@global_map+16:x8"
+        );
+        let s = loc(reg(4), &[], 8, false);
+        assert_eq!(
+            s.fetch_arg(Arch::X86_64, FetchSyntax::Perf, true).unwrap(),
+            "+0(%si):string"
+        );
+        let bad = loc(
+            LocBase::Register {
+                dwarf_reg: 7,
+                offset: 8,
+            },
+            &[],
+            8,
+            false,
+        );
+        assert!(bad
+            .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
+            .is_err());
+        assert!(loc(reg(40), &[], 8, false)
+            .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
+            .is_err());
+    }
+
+    #[test]
+    fn prologue_input() {
+        let l = loc(
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56,
+            },
+            &[16],
+            2,
+            true,
+        );
+        let a = l.to_arg_loc(Arch::X86_64, "s").unwrap();
+        assert_eq!(a.base(), Base::Reg(Arch::X86_64.dwarf_reg(6).unwrap()));
+        assert_eq!(a.derefs(), &[-40, 16]);
+        assert_eq!((a.size(), a.signed(), a.name()), (2, true, Some("s")));
+        assert_eq!(alloc::format!("{}", a.fetch_arg(0)), "s=+16(-40(%bp)):s16");
+        let g = loc(LocBase::Address(0x4010), &[8], 8, false);
+        assert_eq!(
+            g.to_arg_loc(Arch::Aarch64, "g").unwrap().base(),
+            Base::Addr(0x4010)
+        );
+        let v = loc(
+            LocBase::Register {
+                dwarf_reg: 7,
+                offset: 8,
+            },
+            &[],
+            8,
+            false,
+        );
+        assert!(v.to_arg_loc(Arch::X86_64, "v").is_err());
+        assert!(loc(
+            LocBase::Register {
+                dwarf_reg: 17,
+                offset: 0
+            },
+            &[],
+            8,
+            false
+        )
+        .to_arg_loc(Arch::X86_64, "xmm")
+        .is_err());
+    }
+
+    #[test]
+    fn frame_slot_as_register() {
+        let l = loc(
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56,
+            },
+            &[16],
+            2,
+            true,
+        );
+        let r = l.with_register_base();
+        assert_eq!(
+            r.base,
+            LocBase::Register {
+                dwarf_reg: 6,
+                offset: 0
+            }
+        );
+        assert_eq!(r.derefs, vec![-40, 16]);
+        assert_eq!(l.reads(), 2);
+        assert_eq!(r.reads(), 2);
+    }
+}

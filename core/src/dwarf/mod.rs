@@ -1,0 +1,171 @@
+//! DWARF resolution of probe points and argument locations (feature `dwarf`, uses `alloc`).
+//!
+//! ```text
+//! ELF (+ separate debug file) ──DebugSections::load──► .debug_* (inflated when compressed)
+//! FUNC[+OFF|:LINE|%return] ──Resolver::sites──► one ProbeSite per address (out-of-line
+//!                                               function, every inlined instance)
+//! ARG (var, var->m.n[2]) ──Resolver::resolve──► ArgLocation per site: register / global /
+//!                                               frame slot / constant, derefs, size, sign
+//! ArgLocation ──fetch_arg──► `+104(+248(%di)):u64`, as `perf probe` writes it
+//! ```
+//!
+//! Placement follows `perf probe`: `FUNC` alone probes after the function's prologue (the
+//! first line-table row with `prologue_end`, else the first row of another line) when the
+//! unit is not optimized ([`PrologueSkip::Auto`]); `FUNC+OFF` is exact (`+0` is the entry);
+//! `FUNC:LINE` is a line relative to the function's declaration; every
+//! `DW_TAG_inlined_subroutine` of `FUNC` is one more site (no limit on their number).
+//!
+//! Variables are looked up at each site's address: parameters and locals of the innermost
+//! lexical block that holds the address, through `DW_AT_abstract_origin` for inlined and
+//! out-of-line copies, then globals of the unit. Locations are expressions or location
+//! lists (`.debug_loc`, `.debug_loclists`); `DW_OP_fbreg` goes through the frame base, and a
+//! `DW_OP_call_frame_cfa` frame base through the CFI (`.eh_frame`, `.debug_frame`).
+//!
+//! Debug info is untrusted: nothing here panics on it, and every walk that follows
+//! references (abstract origins, type chains, scopes) is bounded.
+
+mod location;
+mod regs;
+mod resolve;
+mod sections;
+mod types;
+
+use alloc::string::String;
+use core::fmt;
+
+pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
+pub use regs::{arch_of_machine, register_name, return_register};
+pub use resolve::{ProbeSite, PrologueSkip, Resolver, MAX_DEPTH};
+pub use sections::{
+    build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,
+    MAX_INFLATED,
+};
+
+/// What can go wrong resolving a probe through DWARF. Names the function, variable and
+/// address involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of the rest of the core: a malformed ELF file, a prologue capacity.
+    Core(crate::Error),
+    /// The ELF machine is not one sluice has register tables for.
+    UnknownMachine(u16),
+    /// The file has no `.debug_info`.
+    NoDebugInfo,
+    /// A compressed debug section does not inflate.
+    Decompress {
+        /// The section.
+        section: String,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// The debug info does not parse.
+    Dwarf {
+        /// What was being read.
+        what: &'static str,
+        /// gimli's reason.
+        source: gimli::Error,
+    },
+    /// No function of that name with code (out of line or inlined).
+    FunctionNotFound(String),
+    /// The probe place cannot be had for this function (a line without code, an offset
+    /// into an inlined function, ...).
+    NoPlace {
+        /// The function.
+        function: String,
+        /// Why.
+        what: &'static str,
+    },
+    /// No variable of that name is visible at that address.
+    VariableNotFound {
+        /// The variable.
+        name: String,
+        /// The probed address.
+        pc: u64,
+    },
+    /// The variable exists but a prologue cannot fetch it at that address.
+    NotAvailable {
+        /// The variable.
+        name: String,
+        /// The probed address.
+        pc: u64,
+        /// Why: `optimized out`, `no location at this address`, `split in pieces`,
+        /// `only an entry value`, ...
+        reason: &'static str,
+    },
+    /// A member chain step does not fit the type reached.
+    BadStep {
+        /// The variable.
+        name: String,
+        /// The step (`->f_mapping`, `.pos`, `[2]`).
+        step: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// The final value is not a 1-, 2-, 4- or 8-byte scalar.
+    NotScalar {
+        /// The argument.
+        name: String,
+        /// What it is.
+        what: &'static str,
+    },
+    /// The argument is not a variable this module resolves (a register or `$` variable is
+    /// the calling convention's business).
+    NotAVariable(String),
+    /// The location cannot be written as a tracer fetch-arg.
+    Unexpressible {
+        /// What.
+        what: &'static str,
+        /// The value involved (register number, offset).
+        value: i64,
+    },
+    /// A bound on a walk over untrusted data was reached.
+    Limit {
+        /// What was walked.
+        what: &'static str,
+        /// The bound.
+        limit: u32,
+    },
+}
+
+impl From<crate::Error> for Error {
+    fn from(e: crate::Error) -> Self {
+        Error::Core(e)
+    }
+}
+
+pub(crate) fn gimli_err(what: &'static str) -> impl Fn(gimli::Error) -> Error {
+    move |source| Error::Dwarf { what, source }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Core(e) => write!(f, "{e}"),
+            Error::UnknownMachine(m) => write!(f, "no register table for ELF machine {m}"),
+            Error::NoDebugInfo => f.write_str("no .debug_info in the file"),
+            Error::Decompress { section, what } => write!(f, "{section}: {what}"),
+            Error::Dwarf { what, source } => write!(f, "reading {what}: {source}"),
+            Error::FunctionNotFound(func) => write!(f, "function '{func}' not found in debug info"),
+            Error::NoPlace { function, what } => write!(f, "{function}: {what}"),
+            Error::VariableNotFound { name, pc } => {
+                write!(f, "variable '{name}' is not visible at {pc:#x}")
+            }
+            Error::NotAvailable { name, pc, reason } => {
+                write!(
+                    f,
+                    "variable '{name}' at {pc:#x} cannot be fetched: {reason}"
+                )
+            }
+            Error::BadStep { name, step, reason } => write!(f, "{name}: '{step}': {reason}"),
+            Error::NotScalar { name, what } => {
+                write!(f, "{name}: {what}, not a 1/2/4/8-byte scalar")
+            }
+            Error::NotAVariable(arg) => write!(f, "'{arg}' is not a variable"),
+            Error::Unexpressible { what, value } => {
+                write!(f, "no fetch-arg for a {what} ({value})")
+            }
+            Error::Limit { what, limit } => write!(f, "more than {limit} {what}"),
+        }
+    }
+}

@@ -1,0 +1,1374 @@
+//! Probe points and variables: [`Resolver`].
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use gimli::constants as dw;
+use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, UnitOffset, UnwindSection};
+
+use super::location::{ArgLocation, LocBase, ResolvedArg};
+use super::regs::{arch_of_machine, return_register};
+use super::sections::{DebugSections, NAMES};
+use super::types::Kind;
+use super::{gimli_err, Error};
+use crate::arch::Arch;
+use crate::elf::{Elf, SHF_ALLOC, SHT_NOBITS};
+use crate::probe::{Arg, ArgBase, FetchType, Place, ProbeSpec, Step};
+
+pub(super) type R<'s> = EndianSlice<'s, RunTimeEndian>;
+
+/// Deepest nesting of lexical blocks walked, and longest chain of references followed.
+pub const MAX_DEPTH: u32 = 64;
+/// Most operations read from one location expression.
+const MAX_OPS: usize = 16;
+
+/// A DIE: its unit (index into the resolver's units) and offset in that unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct DieRef {
+    pub(super) unit: usize,
+    pub(super) offset: UnitOffset<usize>,
+}
+
+/// When `FUNC` alone skips the function's prologue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PrologueSkip {
+    /// As `perf probe -x` does: skip it unless the unit was compiled with optimization
+    /// (`DW_AT_producer` has `-O` not followed by `0`); optimized code keeps parameters in
+    /// their entry registers, which the skipped prologue may already have moved.
+    #[default]
+    Auto,
+    /// Always skip it (the design's `FUNC` rule).
+    Always,
+    /// Never: `FUNC` is the entry, as for kprobes.
+    Never,
+}
+
+/// One place to attach a probe, and the arguments resolved there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSite {
+    /// The function probed.
+    pub function: String,
+    /// The link-time address.
+    pub address: u64,
+    /// The file offset (what a uprobe takes), when the address lies in a section with file
+    /// contents.
+    pub file_offset: Option<u64>,
+    /// Whether this is an inlined instance (`DW_TAG_inlined_subroutine`).
+    pub inlined: bool,
+    /// The arguments, in order (`$err` excluded).
+    pub args: Vec<ResolvedArg>,
+}
+
+/// A function found in the debug info: its DIE, and the concrete subprogram around it (the
+/// same DIE for an out-of-line function) whose frame base its variables use.
+#[derive(Clone, Copy, Debug)]
+struct Site {
+    die: DieRef,
+    outer: Option<DieRef>,
+    inlined: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LineRow {
+    address: u64,
+    line: u64,
+    file: u64,
+    is_stmt: bool,
+    prologue_end: bool,
+    end_sequence: bool,
+}
+
+/// Where a value starts, before reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// A register plus an offset.
+    Reg(u16, i64),
+    /// The CFA: a register plus an offset, from the CFI.
+    Cfa(u16, i64),
+    /// A constant.
+    Const(i64),
+    /// The address of a global (a constant, remembered to name the global).
+    Addr(u64),
+}
+
+/// A value, or an object in memory, as the chain walk sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Val {
+    /// The value is `start` read through `derefs`.
+    Value(Start, Vec<i64>),
+    /// The object is in memory at (`start` read through `derefs`) + the offset.
+    Memory(Start, Vec<i64>, i64),
+}
+
+/// Resolves probe points and variable locations in one ELF file's DWARF.
+pub struct Resolver<'s> {
+    arch: Arch,
+    code: Elf<'s>,
+    dwarf: gimli::Dwarf<R<'s>>,
+    units: Vec<gimli::Unit<R<'s>>>,
+    /// Start of each unit in `.debug_info`, for `DW_FORM_ref_addr`.
+    unit_starts: Vec<usize>,
+    skip: PrologueSkip,
+    /// `.debug_frame`, when the code's `.eh_frame` does not cover an address.
+    debug_frame: &'s [u8],
+}
+
+impl<'s> Resolver<'s> {
+    /// A resolver for the code in `code` described by `debug` (the same file's sections, or
+    /// a separate debug file's).
+    ///
+    /// # Errors
+    /// [`Error::UnknownMachine`] for an architecture without register tables;
+    /// [`Error::Dwarf`] when a unit header does not parse.
+    pub fn new(code: &Elf<'s>, debug: &'s DebugSections<'_>) -> Result<Self, Error> {
+        let machine = code.header().machine;
+        let arch = arch_of_machine(machine).ok_or(Error::UnknownMachine(machine))?;
+        let endian = if debug.little {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> Result<R<'s>, gimli::Error> {
+            let data = NAMES
+                .iter()
+                .position(|n| *n == id.name())
+                .and_then(|i| debug.data.get(i))
+                .map_or(&[][..], |c| c.as_ref());
+            Ok(EndianSlice::new(data, endian))
+        };
+        let dwarf = gimli::Dwarf::load(load).map_err(gimli_err("debug sections"))?;
+        let mut units = Vec::new();
+        let mut unit_starts = Vec::new();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().map_err(gimli_err("unit header"))? {
+            let start = header
+                .offset()
+                .as_debug_info_offset()
+                .map_or(usize::MAX, |o| o.0);
+            let unit = dwarf.unit(header).map_err(gimli_err("unit"))?;
+            units.push(unit);
+            unit_starts.push(start);
+        }
+        Ok(Resolver {
+            arch,
+            code: *code,
+            dwarf,
+            units,
+            unit_starts,
+            skip: PrologueSkip::Auto,
+            debug_frame: debug.section(".debug_frame"),
+        })
+    }
+
+    /// The same resolver with another prologue-skipping rule for `FUNC` alone.
+    #[must_use]
+    pub fn with_prologue_skip(mut self, skip: PrologueSkip) -> Self {
+        self.skip = skip;
+        self
+    }
+
+    /// The architecture of the code.
+    #[must_use]
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// Number of compilation units.
+    #[must_use]
+    pub fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    /// The file offset of a link-time address: in the allocated section that holds it.
+    #[must_use]
+    pub fn file_offset(&self, address: u64) -> Option<u64> {
+        self.code
+            .sections()
+            .map(|(_, sh)| sh)
+            .find(|sh| {
+                sh.flags & SHF_ALLOC != 0
+                    && sh.sh_type != SHT_NOBITS
+                    && address >= sh.addr
+                    && address - sh.addr < sh.size
+            })
+            .map(|sh| address - sh.addr + sh.offset)
+    }
+
+    /// `sh_addr - sh_offset` of the section holding `address`: what
+    /// [`super::FetchSyntax::Uprobe`] needs.
+    #[must_use]
+    pub fn load_bias(&self, address: u64) -> Option<u64> {
+        self.file_offset(address)
+            .map(|off| address.wrapping_sub(off))
+    }
+
+    pub(super) fn unit(&self, index: usize) -> Result<&gimli::Unit<R<'s>>, Error> {
+        self.units.get(index).ok_or(Error::Limit {
+            what: "unit index",
+            limit: self.units.len() as u32,
+        })
+    }
+
+    pub(super) fn entry(
+        &self,
+        die: DieRef,
+    ) -> Result<
+        (
+            &gimli::Unit<R<'s>>,
+            gimli::DebuggingInformationEntry<'_, '_, R<'s>>,
+        ),
+        Error,
+    > {
+        let unit = self.unit(die.unit)?;
+        let entry = unit.entry(die.offset).map_err(gimli_err("DIE"))?;
+        Ok((unit, entry))
+    }
+
+    /// Where a reference attribute of a DIE in unit `from` points.
+    pub(super) fn reference(
+        &self,
+        from: usize,
+        unit: &gimli::Unit<R<'s>>,
+        value: AttributeValue<R<'s>>,
+    ) -> Option<DieRef> {
+        match value {
+            AttributeValue::UnitRef(offset) => {
+                // Stay inside the unit: an offset past it is a broken reference.
+                let len = unit.header.length_including_self();
+                (offset.0 < len).then_some(DieRef { unit: from, offset })
+            }
+            AttributeValue::DebugInfoRef(target) => {
+                let index = self
+                    .unit_starts
+                    .iter()
+                    .rposition(|&start| start <= target.0)?;
+                let unit = self.units.get(index)?;
+                let offset = target.to_unit_offset(&unit.header)?;
+                Some(DieRef {
+                    unit: index,
+                    offset,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn string(
+        &self,
+        unit: &gimli::Unit<R<'s>>,
+        value: AttributeValue<R<'s>>,
+    ) -> Result<&'s [u8], Error> {
+        Ok(self
+            .dwarf
+            .attr_string(unit, value)
+            .map_err(gimli_err("string"))?
+            .slice())
+    }
+
+    /// A DIE's name, following `DW_AT_abstract_origin`/`DW_AT_specification` (bounded).
+    fn name_of(&self, die: DieRef) -> Result<Option<&'s [u8]>, Error> {
+        let mut at = die;
+        for _ in 0..MAX_DEPTH {
+            let (unit, entry) = self.entry(at)?;
+            if let Some(v) = entry
+                .attr_value(dw::DW_AT_name)
+                .map_err(gimli_err("DW_AT_name"))?
+            {
+                return Ok(Some(self.string(unit, v)?));
+            }
+            let origin = match entry
+                .attr_value(dw::DW_AT_abstract_origin)
+                .map_err(gimli_err("DW_AT_abstract_origin"))?
+            {
+                Some(v) => Some(v),
+                None => entry
+                    .attr_value(dw::DW_AT_specification)
+                    .map_err(gimli_err("DW_AT_specification"))?,
+            };
+            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+                Some(next) => at = next,
+                None => return Ok(None),
+            }
+        }
+        Err(Error::Limit {
+            what: "abstract origins in a row",
+            limit: MAX_DEPTH,
+        })
+    }
+
+    /// The integer attribute `attr` of a DIE or of its origin.
+    fn udata_of(&self, die: DieRef, attr: gimli::DwAt) -> Result<Option<u64>, Error> {
+        let mut at = die;
+        for _ in 0..MAX_DEPTH {
+            let (unit, entry) = self.entry(at)?;
+            if let Some(v) = entry.attr_value(attr).map_err(gimli_err("attribute"))? {
+                return Ok(match v {
+                    AttributeValue::FileIndex(i) => Some(i),
+                    v => v.udata_value(),
+                });
+            }
+            let origin = match entry
+                .attr_value(dw::DW_AT_abstract_origin)
+                .map_err(gimli_err("DW_AT_abstract_origin"))?
+            {
+                Some(v) => Some(v),
+                None => entry
+                    .attr_value(dw::DW_AT_specification)
+                    .map_err(gimli_err("DW_AT_specification"))?,
+            };
+            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+                Some(next) => at = next,
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The address ranges of a DIE.
+    fn ranges(&self, die: DieRef) -> Result<Vec<(u64, u64)>, Error> {
+        let (unit, entry) = self.entry(die)?;
+        let mut out = Vec::new();
+        let mut iter = self
+            .dwarf
+            .die_ranges(unit, &entry)
+            .map_err(gimli_err("DIE ranges"))?;
+        while let Some(r) = iter.next().map_err(gimli_err("DIE ranges"))? {
+            if r.begin < r.end {
+                out.push((r.begin, r.end));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where a function instance starts: `DW_AT_entry_pc`, else `DW_AT_low_pc`, else its
+    /// first range.
+    fn entry_pc(&self, die: DieRef) -> Result<Option<u64>, Error> {
+        let (unit, entry) = self.entry(die)?;
+        for attr in [dw::DW_AT_entry_pc, dw::DW_AT_low_pc] {
+            if let Some(v) = entry
+                .attr_value(attr)
+                .map_err(gimli_err("DW_AT_entry_pc"))?
+            {
+                if let Some(a) = self
+                    .dwarf
+                    .attr_address(unit, v)
+                    .map_err(gimli_err("DW_AT_entry_pc"))?
+                {
+                    return Ok(Some(a));
+                }
+            }
+        }
+        Ok(self.ranges(die)?.first().map(|r| r.0))
+    }
+
+    /// Every function instance named `func`: out-of-line subprograms with code, and inlined
+    /// instances, in `.debug_info` order.
+    fn find_sites(&self, func: &str) -> Result<Vec<Site>, Error> {
+        let mut sites = Vec::new();
+        for (index, unit) in self.units.iter().enumerate() {
+            let mut cursor = unit.entries();
+            let mut depth: isize = 0;
+            // Concrete subprograms enclosing the current DIE: (depth, DIE).
+            let mut outer: Vec<(isize, DieRef)> = Vec::new();
+            // Depths of the sites found that enclose the current DIE.
+            let mut inside: Vec<isize> = Vec::new();
+            while let Some((delta, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
+                depth = depth.saturating_add(delta);
+                while outer.last().is_some_and(|(d, _)| *d >= depth) {
+                    outer.pop();
+                }
+                while inside.last().is_some_and(|d| *d >= depth) {
+                    inside.pop();
+                }
+                let tag = entry.tag();
+                if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
+                    continue;
+                }
+                let die = DieRef {
+                    unit: index,
+                    offset: entry.offset(),
+                };
+                let has_code = entry
+                    .attr_value(dw::DW_AT_low_pc)
+                    .map_err(gimli_err("DW_AT_low_pc"))?
+                    .is_some()
+                    || entry
+                        .attr_value(dw::DW_AT_ranges)
+                        .map_err(gimli_err("DW_AT_ranges"))?
+                        .is_some();
+                if tag == dw::DW_TAG_subprogram && has_code {
+                    outer.push((depth, die));
+                }
+                if !has_code {
+                    continue;
+                }
+                // Cheap test first: the DIE's own name; else follow its origin.
+                let name = match entry
+                    .attr_value(dw::DW_AT_name)
+                    .map_err(gimli_err("DW_AT_name"))?
+                {
+                    Some(v) => Some(self.string(unit, v)?),
+                    None => self.name_of(die)?,
+                };
+                if name != Some(func.as_bytes()) {
+                    continue;
+                }
+                let nested = !inside.is_empty();
+                inside.push(depth);
+                if nested {
+                    // GCC's partial inlining puts a copy of a function inside its own
+                    // out-of-line body; like perf, probe the function once there.
+                    continue;
+                }
+                sites.push(Site {
+                    die,
+                    outer: outer.last().map(|(_, d)| *d),
+                    inlined: tag == dw::DW_TAG_inlined_subroutine,
+                });
+            }
+        }
+        Ok(sites)
+    }
+
+    fn line_rows(&self, unit_index: usize) -> Result<Vec<LineRow>, Error> {
+        let unit = self.unit(unit_index)?;
+        let Some(program) = unit.line_program.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut rows = program.rows();
+        let mut out = Vec::new();
+        while let Some((_, row)) = rows.next_row().map_err(gimli_err("line table"))? {
+            out.push(LineRow {
+                address: row.address(),
+                line: row.line().map_or(0, |l| l.get()),
+                file: row.file_index(),
+                is_stmt: row.is_stmt(),
+                prologue_end: row.prologue_end(),
+                end_sequence: row.end_sequence(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The path of file `index` of a unit's line table, as bytes (its last component).
+    fn file_name(&self, unit_index: usize, index: u64) -> Option<&'s [u8]> {
+        let unit = self.units.get(unit_index)?;
+        let header = unit.line_program.as_ref()?.header();
+        let file = header.file(index)?;
+        let path = self.dwarf.attr_string(unit, file.path_name()).ok()?.slice();
+        Some(path.rsplit(|&b| b == b'/').next().unwrap_or(path))
+    }
+
+    /// Whether the unit's producer says it was optimized (`-O` not followed by `0`).
+    fn optimized(&self, unit_index: usize) -> Result<bool, Error> {
+        let unit = self.unit(unit_index)?;
+        let mut cursor = unit.entries();
+        let Some((_, root)) = cursor.next_dfs().map_err(gimli_err("unit DIE"))? else {
+            return Ok(false);
+        };
+        let Some(v) = root
+            .attr_value(dw::DW_AT_producer)
+            .map_err(gimli_err("DW_AT_producer"))?
+        else {
+            return Ok(false);
+        };
+        let producer = self.string(unit, v)?;
+        Ok(producer
+            .windows(3)
+            .any(|w| w.get(..2) == Some(b" -O") && w.get(2).is_some_and(|&c| c != b'0'))
+            || producer.windows(4).any(|w| {
+                w.get(..3) == Some(b" -O") && w.get(3).is_some_and(|&c| c != b'0' && c != b' ')
+            }))
+    }
+
+    /// `FUNC` alone on an out-of-line function: the first row with `prologue_end` in the
+    /// function, else the first row of another line than the entry's.
+    fn after_prologue(&self, site: &Site, entry: u64) -> Result<u64, Error> {
+        let skip = match self.skip {
+            PrologueSkip::Never => false,
+            PrologueSkip::Always => true,
+            PrologueSkip::Auto => !self.optimized(site.die.unit)?,
+        };
+        if !skip || site.inlined {
+            return Ok(entry);
+        }
+        let ranges = self.ranges(site.die)?;
+        let inside = |a: u64| ranges.iter().any(|&(b, e)| a >= b && a < e);
+        let rows = self.line_rows(site.die.unit)?;
+        if let Some(r) = rows
+            .iter()
+            .find(|r| r.prologue_end && !r.end_sequence && inside(r.address))
+        {
+            return Ok(r.address);
+        }
+        let mut first_line = None;
+        for r in rows.iter().filter(|r| !r.end_sequence && inside(r.address)) {
+            match first_line {
+                None if r.address == entry => first_line = Some(r.line),
+                None => {}
+                Some(l) if r.line != l && r.address > entry => return Ok(r.address),
+                Some(_) => {}
+            }
+        }
+        Ok(entry)
+    }
+
+    /// The ranges of inlined instances nested anywhere in `die`.
+    fn nested_inline_ranges(&self, die: DieRef) -> Result<Vec<(u64, u64)>, Error> {
+        let unit = self.unit(die.unit)?;
+        let mut cursor = unit
+            .entries_at_offset(die.offset)
+            .map_err(gimli_err("DIE tree"))?;
+        let mut depth: isize = 0;
+        let mut out = Vec::new();
+        let mut first = true;
+        while let Some((delta, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
+            if first {
+                first = false;
+                continue;
+            }
+            depth = depth.saturating_add(delta);
+            if depth <= 0 {
+                break;
+            }
+            if entry.tag() == dw::DW_TAG_inlined_subroutine {
+                out.extend(self.ranges(DieRef {
+                    unit: die.unit,
+                    offset: entry.offset(),
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The addresses of `place` in one function instance.
+    fn addresses(&self, func: &str, site: &Site, place: Place) -> Result<Vec<u64>, Error> {
+        let no = |what| Error::NoPlace {
+            function: String::from(func),
+            what,
+        };
+        let entry = self.entry_pc(site.die)?.ok_or(no("no entry address"))?;
+        Ok(match place {
+            Place::Entry => alloc::vec![self.after_prologue(site, entry)?],
+            Place::Offset(off) => {
+                if site.inlined {
+                    // Like perf: an offset into inlined code means nothing.
+                    return Ok(Vec::new());
+                }
+                let addr = entry.checked_add(off).ok_or(no("offset overflows"))?;
+                if !self
+                    .ranges(site.die)?
+                    .iter()
+                    .any(|&(b, e)| addr >= b && addr < e)
+                {
+                    return Err(no("offset past the end of the function"));
+                }
+                alloc::vec![addr]
+            }
+            Place::Return => {
+                if site.inlined {
+                    return Ok(Vec::new());
+                }
+                alloc::vec![entry]
+            }
+            Place::Line(rel) => {
+                let decl = self
+                    .udata_of(site.die, dw::DW_AT_decl_line)?
+                    .ok_or(no("no declaration line"))?;
+                let want = decl.saturating_add(u64::from(rel));
+                let decl_file = self.udata_of(site.die, dw::DW_AT_decl_file)?;
+                let want_file = decl_file.and_then(|f| self.file_name(site.die.unit, f));
+                let ranges = self.ranges(site.die)?;
+                let inlines = self.nested_inline_ranges(site.die)?;
+                let rows = self.line_rows(site.die.unit)?;
+                let mut out: Vec<u64> = rows
+                    .iter()
+                    .filter(|r| r.line == want && r.is_stmt && !r.end_sequence)
+                    .filter(|r| ranges.iter().any(|&(b, e)| r.address >= b && r.address < e))
+                    .filter(|r| {
+                        !inlines
+                            .iter()
+                            .any(|&(b, e)| r.address >= b && r.address < e)
+                    })
+                    .filter(|r| {
+                        want_file.is_none() || self.file_name(site.die.unit, r.file) == want_file
+                    })
+                    .map(|r| r.address)
+                    .collect();
+                out.sort_unstable();
+                out.dedup();
+                out
+            }
+        })
+    }
+
+    /// Resolves a parsed probe spec: its function, place and fetch arguments.
+    ///
+    /// # Errors
+    /// As [`Resolver::resolve`]; [`Error::NoPlace`] for a spec without a function.
+    pub fn resolve_spec(&self, spec: &ProbeSpec<'_>) -> Result<Vec<ProbeSite>, Error> {
+        let func = spec.func().ok_or(Error::NoPlace {
+            function: String::new(),
+            what: "the probe names no function",
+        })?;
+        self.resolve(func, spec.place(), spec.args().exprs())
+    }
+
+    /// Every site of `func` at `place`, each with `args` resolved at its address
+    /// (`$err` skipped; `$retval` at a return probe is the return register).
+    ///
+    /// # Errors
+    /// [`Error::FunctionNotFound`], [`Error::NoPlace`] when no site has that place; the
+    /// first argument that does not resolve at a site ([`Error::VariableNotFound`],
+    /// [`Error::NotAvailable`], [`Error::BadStep`], [`Error::NotScalar`]).
+    pub fn resolve(
+        &self,
+        func: &str,
+        place: Place,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<ProbeSite>, Error> {
+        let sites = self.find_sites(func)?;
+        if sites.is_empty() {
+            return Err(Error::FunctionNotFound(String::from(func)));
+        }
+        let mut out = Vec::new();
+        for site in &sites {
+            for address in self.addresses(func, site, place)? {
+                let mut resolved = Vec::new();
+                for arg in args.iter().filter(|a| !a.is_err()) {
+                    resolved.push(self.resolve_arg(site, address, place, arg)?);
+                }
+                out.push(ProbeSite {
+                    function: String::from(func),
+                    address,
+                    file_offset: self.file_offset(address),
+                    inlined: site.inlined,
+                    args: resolved,
+                });
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::NoPlace {
+                function: String::from(func),
+                what: match place {
+                    Place::Line(_) => "no code for that line",
+                    Place::Offset(_) | Place::Return => "only inlined instances",
+                    Place::Entry => "no entry address",
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    fn resolve_arg(
+        &self,
+        site: &Site,
+        pc: u64,
+        place: Place,
+        arg: &Arg<'_>,
+    ) -> Result<ResolvedArg, Error> {
+        let (var_name, start_val, ty) = match arg.base() {
+            ArgBase::Var(name) => {
+                let die = self.find_variable(site, pc, name)?;
+                let val = self.variable_value(site, die, pc, name)?;
+                (name, val, self.type_of(die)?)
+            }
+            ArgBase::Retval if place == Place::Return => {
+                let ty = self.type_of(site.die)?;
+                let reg = return_register(self.arch);
+                ("$retval", Val::Value(Start::Reg(reg, 0), Vec::new()), ty)
+            }
+            _ => return Err(Error::NotAVariable(alloc::format!("{arg}"))),
+        };
+        let mut name = String::from(var_name.trim_start_matches('$'));
+        if var_name == "$retval" {
+            name = String::from("arg1");
+        }
+        let mut val = start_val;
+        let mut ty = ty;
+        for step in arg.steps() {
+            let step_text = match step {
+                Step::Member(m) => alloc::format!(".{m}"),
+                Step::Deref(m) => alloc::format!("->{m}"),
+                Step::Index(i) => alloc::format!("[{i}]"),
+            };
+            let bad = |reason| Error::BadStep {
+                name: String::from(var_name),
+                step: step_text.clone(),
+                reason,
+            };
+            let t = ty.ok_or(bad("the value has no type"))?;
+            let (t, kind) = self.strip(t)?;
+            match *step {
+                Step::Member(m) | Step::Deref(m) => {
+                    let agg = match (step, kind) {
+                        (Step::Deref(_), Kind::Pointer { target: Some(p) }) => {
+                            val = pointee(val);
+                            let (agg, k) = self.strip(p)?;
+                            if k != Kind::Aggregate {
+                                return Err(bad("'->' on a pointer to a non-struct"));
+                            }
+                            agg
+                        }
+                        (Step::Deref(_), _) => return Err(bad("'->' on a non-pointer")),
+                        (_, Kind::Aggregate) => t,
+                        (_, Kind::Pointer { .. }) => return Err(bad("'.' on a pointer: use '->'")),
+                        _ => return Err(bad("'.' on a non-struct")),
+                    };
+                    let (off, mty) = self.member(agg, m, 0)?.ok_or(bad("no such member"))?;
+                    val = member_at(val, off).ok_or(bad("the struct is in a register"))?;
+                    ty = Some(mty);
+                    name = String::from(m);
+                }
+                Step::Index(i) => match kind {
+                    Kind::Array { elem } => {
+                        let stride = self.array_stride(t)?.ok_or(bad("element size unknown"))?;
+                        let off = (i as i64).wrapping_mul(stride as i64);
+                        val = member_at(val, off).ok_or(bad("the array is in a register"))?;
+                        ty = elem;
+                    }
+                    Kind::Pointer { target: Some(p) } => {
+                        let size = self.size_of(p)?.ok_or(bad("element size unknown"))?;
+                        val = pointee(val);
+                        val = member_at(val, (i as i64).wrapping_mul(size as i64))
+                            .ok_or(bad("the array is in a register"))?;
+                        ty = Some(p);
+                    }
+                    _ => return Err(bad("'[]' on a non-array, non-pointer")),
+                },
+            }
+        }
+        if let (true, Some(t)) = (arg.steps().is_empty(), arg.fetch_type()) {
+            // perf names `zSql:string` `zSql_string` (the arg text, ':' made '_').
+            name = alloc::format!("{name}_{}", t.as_str());
+        }
+        if let Some(n) = arg.name() {
+            name = String::from(n);
+        }
+        let string = arg.fetch_type() == Some(FetchType::String);
+        let (size, signed) = match arg.fetch_type() {
+            Some(FetchType::String) | None => {
+                let t = ty.ok_or(Error::NotScalar {
+                    name: name.clone(),
+                    what: "a value without a type",
+                })?;
+                let (_, kind) = self.strip(t)?;
+                let addr_size = u64::from(self.unit(t.unit)?.encoding().address_size);
+                let not = |what| Error::NotScalar {
+                    name: name.clone(),
+                    what,
+                };
+                let (size, signed) = match kind {
+                    Kind::Base { size, signed } => (size, signed),
+                    Kind::Pointer { .. } => (addr_size, false),
+                    Kind::Enum { size } => (size, false),
+                    Kind::Array { .. } if string => {
+                        // A char array: the string is the array's memory itself.
+                        val = address_of(val).ok_or(not("an array in a register"))?;
+                        (addr_size, false)
+                    }
+                    Kind::Aggregate => return Err(not("a struct or union")),
+                    Kind::Array { .. } => return Err(not("an array")),
+                    Kind::Other => return Err(not("a value of no fetchable type")),
+                };
+                if !matches!(size, 1 | 2 | 4 | 8) {
+                    return Err(not("a value of another size"));
+                }
+                (size as u8, signed)
+            }
+            Some(t) => (t.size().unwrap_or(8), t.is_signed()),
+        };
+        Ok(ResolvedArg {
+            name,
+            location: finish(val, size, signed, self.global_name(site, pc, var_name)),
+            string,
+        })
+    }
+
+    /// The name of a global the argument starts from, for `@name+off` fetch-args.
+    fn global_name(&self, _site: &Site, _pc: u64, var: &str) -> String {
+        String::from(var)
+    }
+
+    /// The variable or parameter `name` visible at `pc` in `site`: the innermost lexical
+    /// block's first, then the function's, then the unit's globals, then other units'.
+    fn find_variable(&self, site: &Site, pc: u64, name: &str) -> Result<DieRef, Error> {
+        if let Some(d) = self.search_scope(site.die, pc, name, 0)? {
+            return Ok(d);
+        }
+        // Globals: this unit first, then every other.
+        let mut order: Vec<usize> = alloc::vec![site.die.unit];
+        order.extend((0..self.units.len()).filter(|&u| u != site.die.unit));
+        let mut declared = None;
+        for u in order {
+            if let Some(d) = self.global(u, name)? {
+                if self.has_location(d)? {
+                    return Ok(d);
+                }
+                declared = declared.or(Some(d));
+            }
+        }
+        if let Some(d) = declared {
+            // Its location query names the reason (optimized out).
+            return Ok(d);
+        }
+        Err(Error::VariableNotFound {
+            name: String::from(name),
+            pc,
+        })
+    }
+
+    fn search_scope(
+        &self,
+        scope: DieRef,
+        pc: u64,
+        name: &str,
+        depth: u32,
+    ) -> Result<Option<DieRef>, Error> {
+        if depth > MAX_DEPTH {
+            return Err(Error::Limit {
+                what: "nested lexical blocks",
+                limit: MAX_DEPTH,
+            });
+        }
+        let unit = self.unit(scope.unit)?;
+        let mut tree = unit
+            .entries_tree(Some(scope.offset))
+            .map_err(gimli_err("scope"))?;
+        let root = tree.root().map_err(gimli_err("scope"))?;
+        let mut children = root.children();
+        let mut found = None;
+        let mut blocks = Vec::new();
+        while let Some(child) = children.next().map_err(gimli_err("scope child"))? {
+            let e = child.entry();
+            let die = DieRef {
+                unit: scope.unit,
+                offset: e.offset(),
+            };
+            match e.tag() {
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable
+                    if found.is_none() && self.name_of(die)? == Some(name.as_bytes()) =>
+                {
+                    found = Some(die);
+                }
+                dw::DW_TAG_lexical_block => blocks.push(die),
+                _ => {}
+            }
+        }
+        for block in blocks {
+            if self.ranges(block)?.iter().any(|&(b, e)| pc >= b && pc < e) {
+                if let Some(inner) = self.search_scope(block, pc, name, depth + 1)? {
+                    return Ok(Some(inner));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn has_location(&self, die: DieRef) -> Result<bool, Error> {
+        let (_, e) = self.entry(die)?;
+        Ok(e.attr_value(dw::DW_AT_location)
+            .map_err(gimli_err("DW_AT_location"))?
+            .is_some()
+            || e.attr_value(dw::DW_AT_const_value)
+                .map_err(gimli_err("DW_AT_const_value"))?
+                .is_some())
+    }
+
+    /// A unit-level variable `name` with a location (or a constant value).
+    fn global(&self, unit_index: usize, name: &str) -> Result<Option<DieRef>, Error> {
+        let unit = self.unit(unit_index)?;
+        let mut tree = unit.entries_tree(None).map_err(gimli_err("unit"))?;
+        let root = tree.root().map_err(gimli_err("unit"))?;
+        let mut children = root.children();
+        let mut fallback = None;
+        while let Some(child) = children.next().map_err(gimli_err("unit child"))? {
+            let e = child.entry();
+            if e.tag() != dw::DW_TAG_variable {
+                continue;
+            }
+            let has_loc = e
+                .attr_value(dw::DW_AT_location)
+                .map_err(gimli_err("DW_AT_location"))?
+                .is_some()
+                || e.attr_value(dw::DW_AT_const_value)
+                    .map_err(gimli_err("DW_AT_const_value"))?
+                    .is_some();
+            let die = DieRef {
+                unit: unit_index,
+                offset: e.offset(),
+            };
+            if self.name_of(die)? == Some(name.as_bytes()) {
+                if has_loc {
+                    return Ok(Some(die));
+                }
+                // A declaration, or a static the compiler dropped: keep looking for the
+                // definition, but remember it exists.
+                fallback = fallback.or(Some(die));
+            }
+        }
+        Ok(fallback)
+    }
+
+    /// The value (or memory) of a variable DIE at `pc`.
+    fn variable_value(&self, site: &Site, die: DieRef, pc: u64, name: &str) -> Result<Val, Error> {
+        let (unit, entry) = self.entry(die)?;
+        let na = |reason| Error::NotAvailable {
+            name: String::from(name),
+            pc,
+            reason,
+        };
+        match entry
+            .attr_value(dw::DW_AT_location)
+            .map_err(gimli_err("DW_AT_location"))?
+        {
+            Some(AttributeValue::Exprloc(expr)) => self.eval(site, unit, expr, pc, name),
+            Some(v) => {
+                let mut iter = self
+                    .dwarf
+                    .attr_locations(unit, v)
+                    .map_err(gimli_err("location list"))?
+                    .ok_or(na("location attribute of an unknown form"))?;
+                while let Some(l) = iter.next().map_err(gimli_err("location list"))? {
+                    if pc >= l.range.begin && pc < l.range.end {
+                        return self.eval(site, unit, l.data, pc, name);
+                    }
+                }
+                Err(na("no location at this address"))
+            }
+            None => match entry
+                .attr_value(dw::DW_AT_const_value)
+                .map_err(gimli_err("DW_AT_const_value"))?
+            {
+                Some(AttributeValue::Block(b)) => Ok(Val::Value(
+                    Start::Const(le_value(b.slice()).ok_or(na("constant wider than 8 bytes"))?),
+                    Vec::new(),
+                )),
+                Some(v) => {
+                    let c = v
+                        .sdata_value()
+                        .or(v.udata_value().map(|u| u as i64))
+                        .ok_or(na("constant of an unknown form"))?;
+                    Ok(Val::Value(Start::Const(c), Vec::new()))
+                }
+                None => Err(na("optimized out")),
+            },
+        }
+    }
+
+    /// A location expression as a prologue can fetch it.
+    fn eval(
+        &self,
+        site: &Site,
+        unit: &gimli::Unit<R<'s>>,
+        expr: gimli::Expression<R<'s>>,
+        pc: u64,
+        name: &str,
+    ) -> Result<Val, Error> {
+        let na = |reason| Error::NotAvailable {
+            name: String::from(name),
+            pc,
+            reason,
+        };
+        let mut ops: Vec<Operation<R<'s>>> = Vec::new();
+        let mut iter = expr.operations(unit.encoding());
+        while let Some(op) = iter.next().map_err(gimli_err("location expression"))? {
+            if ops.len() >= MAX_OPS {
+                return Err(na("expression too complex"));
+            }
+            ops.push(op);
+        }
+        let reg = |r: gimli::Register| r.0;
+        match ops.as_slice() {
+            [] => Err(na("optimized out (empty location)")),
+            [Operation::Register { register }] => {
+                Ok(Val::Value(Start::Reg(reg(*register), 0), Vec::new()))
+            }
+            [Operation::RegisterOffset {
+                register, offset, ..
+            }] => Ok(Val::Memory(
+                Start::Reg(reg(*register), 0),
+                Vec::new(),
+                *offset,
+            )),
+            [Operation::RegisterOffset {
+                register, offset, ..
+            }, Operation::StackValue] => {
+                Ok(Val::Value(Start::Reg(reg(*register), *offset), Vec::new()))
+            }
+            [Operation::FrameOffset { offset }] => {
+                let (fb, reads) = self.frame_base(site, pc, name)?;
+                Ok(Val::Memory(fb, reads, *offset))
+            }
+            [Operation::FrameOffset { offset }, Operation::StackValue] => {
+                // The address of a frame slot, as a value (a pointer into the frame).
+                match self.frame_base(site, pc, name)? {
+                    (Start::Reg(r, o), reads) if reads.is_empty() => Ok(Val::Value(
+                        Start::Reg(r, o.wrapping_add(*offset)),
+                        Vec::new(),
+                    )),
+                    (Start::Cfa(r, o), reads) if reads.is_empty() => Ok(Val::Value(
+                        Start::Cfa(r, o.wrapping_add(*offset)),
+                        Vec::new(),
+                    )),
+                    _ => Err(na("the address of a slot of a frame found by a read")),
+                }
+            }
+            [Operation::Address { address }] => {
+                Ok(Val::Memory(Start::Addr(*address), Vec::new(), 0))
+            }
+            [Operation::AddressIndex { index }] => {
+                let a = self
+                    .dwarf
+                    .address(unit, *index)
+                    .map_err(gimli_err("DW_OP_addrx"))?;
+                Ok(Val::Memory(Start::Addr(a), Vec::new(), 0))
+            }
+            [Operation::UnsignedConstant { value }, Operation::StackValue] => {
+                Ok(Val::Value(Start::Const(*value as i64), Vec::new()))
+            }
+            [Operation::SignedConstant { value }, Operation::StackValue] => {
+                Ok(Val::Value(Start::Const(*value), Vec::new()))
+            }
+            [Operation::Address { address }, Operation::StackValue] => {
+                Ok(Val::Value(Start::Const(*address as i64), Vec::new()))
+            }
+            [Operation::ImplicitValue { data }] => Ok(Val::Value(
+                Start::Const(
+                    le_value(data.slice()).ok_or(na("implicit value wider than 8 bytes"))?,
+                ),
+                Vec::new(),
+            )),
+            ops if ops.iter().any(|o| matches!(o, Operation::Piece { .. })) => {
+                Err(na("split in pieces"))
+            }
+            ops if ops
+                .iter()
+                .any(|o| matches!(o, Operation::EntryValue { .. })) =>
+            {
+                Err(na("only an entry value (the caller's register at entry)"))
+            }
+            ops if ops
+                .iter()
+                .any(|o| matches!(o, Operation::ImplicitPointer { .. })) =>
+            {
+                Err(na("an implicit pointer (the object is optimized out)"))
+            }
+            _ => Err(na("a computed location (arithmetic on registers)")),
+        }
+    }
+
+    /// The frame base of the function around `site` at `pc`.
+    fn frame_base(&self, site: &Site, pc: u64, name: &str) -> Result<(Start, Vec<i64>), Error> {
+        let na = |reason| Error::NotAvailable {
+            name: String::from(name),
+            pc,
+            reason,
+        };
+        let outer = site.outer.unwrap_or(site.die);
+        let (unit, entry) = self.entry(outer)?;
+        let expr = match entry
+            .attr_value(dw::DW_AT_frame_base)
+            .map_err(gimli_err("DW_AT_frame_base"))?
+        {
+            Some(AttributeValue::Exprloc(e)) => e,
+            Some(v) => {
+                let mut iter = self
+                    .dwarf
+                    .attr_locations(unit, v)
+                    .map_err(gimli_err("frame base list"))?
+                    .ok_or(na("frame base of an unknown form"))?;
+                let mut found = None;
+                while let Some(l) = iter.next().map_err(gimli_err("frame base list"))? {
+                    if pc >= l.range.begin && pc < l.range.end {
+                        found = Some(l.data);
+                        break;
+                    }
+                }
+                found.ok_or(na("no frame base at this address"))?
+            }
+            None => return Err(na("DW_OP_fbreg without a frame base")),
+        };
+        let mut iter = expr.operations(unit.encoding());
+        let first = iter.next().map_err(gimli_err("frame base"))?;
+        let second = iter.next().map_err(gimli_err("frame base"))?;
+        match (first, second) {
+            (Some(Operation::CallFrameCFA), None) => self.cfa(pc, name),
+            (Some(Operation::Register { register }), None) => {
+                Ok((Start::Reg(register.0, 0), Vec::new()))
+            }
+            (
+                Some(Operation::RegisterOffset {
+                    register, offset, ..
+                }),
+                None,
+            ) => Ok((Start::Reg(register.0, offset), Vec::new())),
+            _ => Err(na("a frame base this resolver does not evaluate")),
+        }
+    }
+
+    /// The CFA at `pc` from `.eh_frame` (or `.debug_frame`): a register plus an offset, or
+    /// the `DW_OP_bregN off; DW_OP_deref` expression of a realigned stack (i386 `main`).
+    fn cfa(&self, pc: u64, name: &str) -> Result<(Start, Vec<i64>), Error> {
+        let na = |reason| Error::NotAvailable {
+            name: String::from(name),
+            pc,
+            reason,
+        };
+        let endian = if self.code.header().is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let find = |n: &str| {
+            self.code
+                .sections()
+                .map(|(_, sh)| sh)
+                .find(|sh| self.code.section_name(sh) == n && sh.sh_type != SHT_NOBITS)
+        };
+        let encoding = self.units.first().map(|u| u.encoding());
+        let address_size = encoding.map_or(8, |e| e.address_size);
+        let mut ctx = gimli::UnwindContext::new();
+        if let Some(eh) = find(".eh_frame") {
+            let mut bases = gimli::BaseAddresses::default().set_eh_frame(eh.addr);
+            if let Some(text) = find(".text") {
+                bases = bases.set_text(text.addr);
+            }
+            if let Some(got) = find(".got") {
+                bases = bases.set_got(got.addr);
+            }
+            let mut section = gimli::EhFrame::new(self.code.section_data(&eh), endian);
+            section.set_address_size(address_size);
+            if let Ok(row) = section.unwind_info_for_address(
+                &bases,
+                &mut ctx,
+                pc,
+                gimli::EhFrame::cie_from_offset,
+            ) {
+                let rule = row.cfa().clone();
+                return cfa_rule(&rule, &section, encoding)
+                    .ok_or(na("a CFA expression this resolver does not evaluate"));
+            }
+        }
+        let mut section = gimli::DebugFrame::new(self.debug_frame, endian);
+        section.set_address_size(address_size);
+        let bases = gimli::BaseAddresses::default();
+        let row = section
+            .unwind_info_for_address(&bases, &mut ctx, pc, gimli::DebugFrame::cie_from_offset)
+            .map_err(|_| na("no call frame information at this address"))?;
+        let rule = row.cfa().clone();
+        cfa_rule(&rule, &section, encoding)
+            .ok_or(na("a CFA expression this resolver does not evaluate"))
+    }
+}
+
+/// A CFA rule as a start and reads.
+fn cfa_rule<'s, S: UnwindSection<R<'s>>>(
+    rule: &gimli::CfaRule<usize>,
+    section: &S,
+    encoding: Option<gimli::Encoding>,
+) -> Option<(Start, Vec<i64>)> {
+    match rule {
+        gimli::CfaRule::RegisterAndOffset { register, offset } => {
+            Some((Start::Cfa(register.0, *offset), Vec::new()))
+        }
+        gimli::CfaRule::Expression(e) => {
+            let expr = e.get(section).ok()?;
+            let mut ops = expr.operations(encoding?);
+            let first = ops.next().ok()?;
+            let second = ops.next().ok()?;
+            let third = ops.next().ok()?;
+            match (first, second, third) {
+                (
+                    Some(Operation::RegisterOffset {
+                        register, offset, ..
+                    }),
+                    Some(Operation::Deref { .. }),
+                    None,
+                ) => Some((Start::Reg(register.0, 0), alloc::vec![offset])),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// Bytes of a little-endian constant up to 8 bytes, sign-extended from its width.
+fn le_value(b: &[u8]) -> Option<i64> {
+    if b.len() > 8 || b.is_empty() {
+        return None;
+    }
+    let mut v = [0u8; 8];
+    v.get_mut(..b.len())?.copy_from_slice(b);
+    let raw = u64::from_le_bytes(v);
+    let shift = 64 - 8 * b.len() as u32;
+    Some(((raw << shift) as i64) >> shift)
+}
+
+/// The value of a pointer-typed object: read it if it is in memory.
+fn pointee(v: Val) -> Val {
+    match v {
+        Val::Value(s, d) => Val::Value(s, d),
+        Val::Memory(s, mut d, off) => {
+            d.push(off);
+            Val::Value(s, d)
+        }
+    }
+}
+
+/// The object `off` bytes into the object `v` points at (after [`pointee`]) or is.
+fn member_at(v: Val, off: i64) -> Option<Val> {
+    match v {
+        // A pointer value: the object it points at.
+        Val::Value(s, d) => Some(Val::Memory(s, d, off)),
+        Val::Memory(s, d, base) => Some(Val::Memory(s, d, base.wrapping_add(off))),
+    }
+}
+
+/// The address of an object in memory, as a value.
+fn address_of(v: Val) -> Option<Val> {
+    match v {
+        Val::Memory(Start::Reg(r, o), d, off) if d.is_empty() => {
+            Some(Val::Value(Start::Reg(r, o.wrapping_add(off)), d))
+        }
+        Val::Memory(Start::Addr(a), d, off) if d.is_empty() => Some(Val::Value(
+            Start::Const(a.wrapping_add(off as u64) as i64),
+            d,
+        )),
+        Val::Memory(s, mut d, off) => {
+            // `+off(X)` as a value is X + off: only expressible when folded into a read later.
+            let last = d.pop()?;
+            d.push(last);
+            let _ = off;
+            let _ = s;
+            None
+        }
+        Val::Value(..) => None,
+    }
+}
+
+/// Turns the walk's value into an [`ArgLocation`].
+fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
+    let (start, derefs) = match v {
+        Val::Value(s, d) => (s, d),
+        Val::Memory(s, mut d, off) => {
+            d.push(off);
+            (s, d)
+        }
+    };
+    let mut global = None;
+    let (base, derefs) = match (start, derefs.split_first()) {
+        (Start::Reg(r, o), Some((&first, rest))) => (
+            LocBase::Register {
+                dwarf_reg: r,
+                offset: 0,
+            },
+            core::iter::once(first.wrapping_add(o))
+                .chain(rest.iter().copied())
+                .collect(),
+        ),
+        (Start::Reg(r, o), None) => (
+            LocBase::Register {
+                dwarf_reg: r,
+                offset: o,
+            },
+            Vec::new(),
+        ),
+        (Start::Cfa(r, o), Some((&first, rest))) => (
+            LocBase::FrameSlot {
+                cfa_reg: r,
+                cfa_offset: o,
+                offset: first,
+            },
+            rest.to_vec(),
+        ),
+        (Start::Cfa(r, o), None) => (
+            LocBase::Register {
+                dwarf_reg: r,
+                offset: o,
+            },
+            Vec::new(),
+        ),
+        (Start::Addr(a), Some((&first, rest))) => {
+            global = Some((var, first as u64));
+            (
+                LocBase::Address(a.wrapping_add(first as u64)),
+                rest.to_vec(),
+            )
+        }
+        (Start::Addr(a), None) => (LocBase::Const(a as i64), Vec::new()),
+        (Start::Const(c), Some((&first, rest))) => (
+            LocBase::Address((c as u64).wrapping_add(first as u64)),
+            rest.to_vec(),
+        ),
+        (Start::Const(c), None) => (LocBase::Const(c), Vec::new()),
+    };
+    ArgLocation {
+        base,
+        derefs,
+        size,
+        signed,
+        global,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants() {
+        assert_eq!(le_value(&[0xff]), Some(-1));
+        assert_eq!(le_value(&[0x2a, 0]), Some(42));
+        assert_eq!(le_value(&[]), None);
+        assert_eq!(le_value(&[0; 9]), None);
+    }
+
+    #[test]
+    fn finishing() {
+        // `file->f_mapping->a_ops`, file in %di.
+        let v = Val::Memory(Start::Reg(5, 0), alloc::vec![248], 104);
+        let l = finish(v, 8, false, String::new());
+        assert_eq!(
+            l.base,
+            LocBase::Register {
+                dwarf_reg: 5,
+                offset: 0
+            }
+        );
+        assert_eq!(l.derefs, alloc::vec![248, 104]);
+        // An -O0 local: CFA (rbp+16) - 56.
+        let l = finish(
+            Val::Memory(Start::Cfa(6, 16), Vec::new(), -56),
+            4,
+            true,
+            String::new(),
+        );
+        assert_eq!(
+            l.base,
+            LocBase::FrameSlot {
+                cfa_reg: 6,
+                cfa_offset: 16,
+                offset: -56
+            }
+        );
+        assert!(l.derefs.is_empty());
+        // A global's member.
+        let l = finish(
+            Val::Memory(Start::Addr(0x4000), Vec::new(), 16),
+            1,
+            false,
+            "g".into(),
+        );
+        assert_eq!(l.base, LocBase::Address(0x4010));
+        assert_eq!(l.global, Some(("g".into(), 16)));
+        // A frame base register with an offset folds into the first read.
+        let l = finish(
+            Val::Memory(Start::Reg(7, 8), Vec::new(), 4),
+            4,
+            false,
+            String::new(),
+        );
+        assert_eq!(l.derefs, alloc::vec![12]);
+    }
+}

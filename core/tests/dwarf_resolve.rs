@@ -1,0 +1,453 @@
+//! `core::dwarf` against real compiler output: `tests/dwarf/vars.c` is compiled at test time
+//! with the host's gcc (-O0/-O2, x86_64 and `-m32` when a 32-bit libc is installed), and the
+//! expected fetch-args are the ones `perf probe -n -v` (Debian linux-perf 6.1) printed for the
+//! same builds (`tests/golden/dwarf/compare.sh` re-checks them against perf itself).
+//! Without gcc the tests say so and pass (like the kernel tests without root).
+#![cfg(feature = "dwarf")]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sluice_core::dwarf::{
+    debug_file_candidates, debuglink, debuglink_crc, DebugSections, Error, FetchSyntax, LocBase,
+    ProbeSite, PrologueSkip, Resolver,
+};
+use sluice_core::elf::Elf;
+use sluice_core::probe::{self, Section};
+
+fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/dwarf/vars.c")
+}
+
+fn out_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-dwarf-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles vars.c with `flags`; `None` (after saying why) when the compiler cannot.
+fn build(name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let out = out_dir().join(name);
+    let status = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(source())
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(out),
+        _ => {
+            eprintln!("SKIPPED: gcc {flags:?} unavailable (install gcc / gcc-multilib)");
+            None
+        }
+    }
+}
+
+/// Resolves `spec` in the binary; per site `OFFSET args...` as perf prints them.
+fn resolve(bytes: &[u8], spec: &str) -> Result<Vec<String>, Error> {
+    resolve_with(bytes, bytes, spec, PrologueSkip::Auto)
+}
+
+fn resolve_with(
+    code: &[u8],
+    debug: &[u8],
+    spec: &str,
+    skip: PrologueSkip,
+) -> Result<Vec<String>, Error> {
+    let code = Elf::parse(code).unwrap();
+    let debug = Elf::parse(debug).unwrap();
+    let sections = DebugSections::load(&debug)?;
+    let r = Resolver::new(&code, &sections)?.with_prologue_skip(skip);
+    let Ok(Section::Probe(p)) = probe::parse(spec) else {
+        panic!("bad spec {spec}");
+    };
+    let sites = r.resolve_spec(&p)?;
+    Ok(sites.iter().map(|s| line(&r, s)).collect())
+}
+
+fn line(r: &Resolver<'_>, s: &ProbeSite) -> String {
+    let mut l = format!("{:#x}", s.file_offset.unwrap());
+    for a in &s.args {
+        l.push(' ');
+        l.push_str(&a.fetch_arg(r.arch(), FetchSyntax::Perf).unwrap());
+    }
+    l
+}
+
+fn check(bytes: &[u8], cases: &[(&str, &[&str])]) {
+    for (spec, want) in cases {
+        let got = resolve(bytes, spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        // Addresses depend on the compiler version; the fetch-args are what perf checked.
+        let args: Vec<String> = got
+            .iter()
+            .map(|l| l.split_once(' ').map_or("", |(_, a)| a).to_string())
+            .collect();
+        assert_eq!(args, *want, "{spec}");
+    }
+}
+
+#[test]
+fn x86_64_o0_frame_slots_chains_globals() {
+    let Some(bin) = build("vars_O0", &["-g", "-O0"]) else {
+        return;
+    };
+    let bytes = std::fs::read(bin).unwrap();
+    check(
+        &bytes,
+        &[
+            ("process file bytes sc us", &["file=-40(%bp):x64 bytes=-48(%bp):s64 sc=-52(%bp):s8 us=-56(%bp):x16"]),
+            (
+                "process file->f_mapping->a_ops->flags file->small.s file->slots[2] file->name[1]",
+                &["flags=+8(+8(+16(-40(%bp)))):x16 s=+24(-40(%bp)):s16 slots=+48(-40(%bp)):s32 name=+1(-40(%bp)):s8"],
+            ),
+            (
+                "process file->f_mapping->a_ops->prio file->pos file->inline_map.tag file->f_mapping->refs",
+                &["prio=+10(+8(+16(-40(%bp)))):s8 pos=+32(-40(%bp)):s64 tag=+72(-40(%bp)):x8 refs=+0(+16(-40(%bp))):s32"],
+            ),
+            ("process:8 slot i offset", &["slot=-28(%bp):s32 i=-12(%bp):s32 offset=-8(%bp):s64"; 2]),
+            // Two inlined instances, each with its own frame slots.
+            ("scale x factor scaled", &["x=-20(%bp):s32 factor=-24(%bp):s32 scaled=-28(%bp):s32", "x=-8(%bp):s32 factor=-12(%bp):s32 scaled=-16(%bp):s32"]),
+            ("sum_bytes buf[0] buf[1]", &["buf=+0(-24(%bp)):x8 buf=+1(-24(%bp)):x8"]),
+            ("main counter byte_global global_map.tag neg_short", &["counter=@counter+0:s32 byte_global=@byte_global+0:x8 tag=@global_map+16:x8 neg_short=@neg_short+0:s16"]),
+            ("main argc argv[0]:string", &["argc=-132(%bp):s32 argv=+0(+0(-144(%bp))):string"]),
+        ],
+    );
+    // `FUNC+0` is the exact entry (perf reads `+0` as no offset and skips the prologue): the
+    // CFA is %sp+8 there.
+    let entry = resolve(&bytes, "process+0 file").unwrap();
+    assert_eq!(entry.len(), 1);
+    assert!(entry[0].ends_with(" file=-48(%sp):x64"), "{entry:?}");
+    // FUNC alone is after the prologue: a later address than the entry.
+    let after = resolve(&bytes, "process file").unwrap();
+    assert!(after[0] > entry[0]);
+    let never = resolve_with(&bytes, &bytes, "process file", PrologueSkip::Never).unwrap();
+    assert_eq!(never[0].split(' ').next(), entry[0].split(' ').next());
+}
+
+#[test]
+fn x86_64_o2_registers_location_lists_inlines() {
+    let Some(bin) = build("vars_O2", &["-g", "-O2"]) else {
+        return;
+    };
+    let bytes = std::fs::read(bin).unwrap();
+    check(
+        &bytes,
+        &[
+            ("process file bytes sc us", &["file=%di:x64 bytes=%si:s64 sc=%dx:s8 us=%cx:x16"]),
+            (
+                "process file->f_mapping->a_ops->prio file->pos file->inline_map.tag file->f_mapping->refs",
+                &["prio=+10(+8(+16(%di))):s8 pos=+32(%di):s64 tag=+72(%di):x8 refs=+0(+16(%di)):s32"],
+            ),
+            ("twice a b", &["a=%di:s32 b=%si:s32"]),
+            // perf stops at the constant (DW_OP 32 not supported); the value is known.
+            ("scale x factor", &["x=%di:s32 factor=\\2:s32", "x=%si:s32 factor=\\3:s32"]),
+            ("sum_bytes buf len", &["buf=%di:x64 len=%si:x32"]),
+        ],
+    );
+    // Location lists with no entry at the pc, and a dropped static: errors naming the
+    // variable and the address.
+    match resolve(&bytes, "twice a b r") {
+        Err(Error::NotAvailable { name, reason, .. }) => {
+            assert_eq!(name, "r");
+            assert_eq!(reason, "no location at this address");
+        }
+        other => panic!("{other:?}"),
+    }
+    match resolve(&bytes, "main neg_short") {
+        Err(Error::NotAvailable { name, reason, .. }) => {
+            assert_eq!((name.as_str(), reason), ("neg_short", "optimized out"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(resolve(&bytes, "nope x"), Err(Error::FunctionNotFound(f)) if f == "nope"));
+    assert!(matches!(
+        resolve(&bytes, "twice zz"),
+        Err(Error::VariableNotFound { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "twice a->x"),
+        Err(Error::BadStep { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "process file->nope"),
+        Err(Error::BadStep { .. })
+    ));
+    assert!(matches!(
+        resolve(&bytes, "process file->small"),
+        Err(Error::NotScalar { .. })
+    ));
+    // Return probes sit at the entry of the out-of-line function.
+    let ret = resolve(&bytes, "sum_bytes%return").unwrap();
+    let entry = resolve(&bytes, "sum_bytes+0").unwrap();
+    assert_eq!(ret, entry);
+}
+
+#[test]
+fn i386_stack_arguments() {
+    let Some(o2) = build("vars32_O2", &["-m32", "-g", "-O2"]) else {
+        return;
+    };
+    let bytes = std::fs::read(o2).unwrap();
+    check(
+        &bytes,
+        &[
+            (
+                "process file bytes sc us",
+                &["file=+4($stack):x32 bytes=+8($stack):s32 sc=+12($stack):s8 us=+16($stack):x16"],
+            ),
+            (
+                "process file->pos file->f_mapping->a_ops->flags",
+                &["pos=+20(+4($stack)):s64 flags=+4(+4(+12(+4($stack)))):x16"],
+            ),
+        ],
+    );
+    let Some(o0) = build("vars32_O0", &["-m32", "-g", "-O0"]) else {
+        return;
+    };
+    let bytes = std::fs::read(o0).unwrap();
+    check(
+        &bytes,
+        &[
+            (
+                "twice a b r",
+                &["a=+8(%bp):s32 b=+12(%bp):s32 r=-4(%bp):s32"],
+            ),
+            (
+                "main counter global_map.tag",
+                &["counter=@counter+0:s32 tag=@global_map+8:x8"],
+            ),
+            // `main` realigns its stack: the CFA is `*(%ebp - 16)` (a CFA expression), and
+            // argc sits at the CFA. perf drops the read (`-16(%bp)`, the saved pointer).
+            (
+                "main argc argv",
+                &["argc=+0(-16(%bp)):s32 argv=+4(-16(%bp)):x32"],
+            ),
+        ],
+    );
+}
+
+#[test]
+fn compressed_sections_resolve_the_same() {
+    let (Some(plain), Some(packed)) = (
+        build("vars_plain", &["-g", "-O2"]),
+        build("vars_gz", &["-g", "-O2", "-gz=zlib"]),
+    ) else {
+        return;
+    };
+    let plain = std::fs::read(plain).unwrap();
+    let packed = std::fs::read(packed).unwrap();
+    let elf = Elf::parse(&packed).unwrap();
+    let compressed = elf.sections().any(|(_, sh)| {
+        elf.section_name(&sh) == ".debug_info" && sh.flags & sluice_core::elf::SHF_COMPRESSED != 0
+    });
+    assert!(compressed, "gcc -gz=zlib did not compress .debug_info");
+    for spec in [
+        "process file->f_mapping->a_ops->flags sc",
+        "scale x factor",
+        "main counter",
+    ] {
+        assert_eq!(
+            resolve(&plain, spec).unwrap(),
+            resolve(&packed, spec).unwrap(),
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn separate_debug_file_by_debuglink() {
+    let Some(bin) = build("vars_split", &["-g", "-O2", "-Wl,--build-id"]) else {
+        return;
+    };
+    let dir = bin.parent().unwrap().to_path_buf();
+    let dbg = dir.join("vars_split.debug");
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new("objcopy")
+            .args(args)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    let ok = run(&[
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        dbg.as_os_str(),
+    ]) && run(&["--strip-debug".as_ref(), bin.as_os_str()])
+        && Command::new("objcopy")
+            .current_dir(&dir)
+            .args(["--add-gnu-debuglink=vars_split.debug", "vars_split"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: objcopy unavailable");
+        return;
+    }
+    let code = std::fs::read(&bin).unwrap();
+    let elf = Elf::parse(&code).unwrap();
+    assert!(matches!(DebugSections::load(&elf), Err(Error::NoDebugInfo)));
+    let (name, crc) = debuglink(&elf).unwrap();
+    assert_eq!(name, "vars_split.debug");
+    let debug = std::fs::read(&dbg).unwrap();
+    assert_eq!(debuglink_crc(&debug), crc);
+    let path = bin.to_str().unwrap();
+    let cands = debug_file_candidates(&elf, path);
+    assert!(
+        cands[0].starts_with("/usr/lib/debug/.build-id/"),
+        "{cands:?}"
+    );
+    assert!(cands[0].ends_with(".debug"));
+    assert!(
+        cands.contains(&dbg.to_str().unwrap().to_string()),
+        "{cands:?}"
+    );
+    let full =
+        std::fs::read(build("vars_full", &["-g", "-O2", "-Wl,--build-id"]).unwrap()).unwrap();
+    for spec in ["process file->pos us", "scale x"] {
+        let split = resolve_with(&code, &debug, spec, PrologueSkip::Auto).unwrap();
+        assert_eq!(split, resolve(&full, spec).unwrap(), "{spec}");
+    }
+}
+
+#[test]
+fn locations_are_prologue_input() {
+    let Some(bin) = build("vars_loc", &["-g", "-O0"]) else {
+        return;
+    };
+    let bytes = std::fs::read(bin).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let s = DebugSections::load(&elf).unwrap();
+    let r = Resolver::new(&elf, &s).unwrap();
+    let Ok(Section::Probe(p)) = probe::parse("process file->f_mapping->a_ops->flags") else {
+        panic!()
+    };
+    let sites = r.resolve_spec(&p).unwrap();
+    let loc = &sites[0].args[0].location;
+    assert_eq!(
+        loc.base,
+        LocBase::FrameSlot {
+            cfa_reg: 6,
+            cfa_offset: 16,
+            offset: -56
+        }
+    );
+    assert_eq!(loc.derefs, vec![16, 8, 8]);
+    assert_eq!((loc.size, loc.signed), (2, false));
+    let regs = loc.with_register_base();
+    assert_eq!(
+        regs.base,
+        LocBase::Register {
+            dwarf_reg: 6,
+            offset: 0
+        }
+    );
+    assert_eq!(regs.derefs, vec![-40, 16, 8, 8]);
+    assert_eq!(
+        sites[0].args[0]
+            .fetch_arg(r.arch(), FetchSyntax::Kprobe)
+            .unwrap(),
+        "flags=+8(+8(+16(-40(%bp)))):u16"
+    );
+    // A global for a uprobe: `@+` the file offset relative to the probed mapping.
+    let Ok(Section::Probe(p)) = probe::parse("main counter") else {
+        panic!()
+    };
+    let site = &r.resolve_spec(&p).unwrap()[0];
+    let LocBase::Address(addr) = site.args[0].location.base else {
+        panic!()
+    };
+    let bias = r.load_bias(site.address).unwrap();
+    assert_eq!(
+        site.args[0]
+            .fetch_arg(r.arch(), FetchSyntax::Uprobe { load_bias: bias })
+            .unwrap(),
+        format!("counter=@+{:#x}:s32", addr - bias)
+    );
+}
+
+/// Corrupted debug info: every error is a value, never a panic.
+#[test]
+fn corrupted_debug_info_never_panics() {
+    let Some(bin) = build("vars_fuzz", &["-g", "-O2"]) else {
+        return;
+    };
+    let bytes = std::fs::read(bin).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let (info_off, info_len) = elf
+        .sections()
+        .find(|(_, sh)| elf.section_name(sh) == ".debug_info")
+        .map(|(_, sh)| (sh.offset as usize, sh.size as usize))
+        .unwrap();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..300 {
+        let mut m = bytes.clone();
+        for _ in 0..1 + round % 8 {
+            let at = info_off + (next() as usize) % info_len;
+            m[at] = next() as u8;
+        }
+        for spec in [
+            "process file->f_mapping->a_ops->flags sc",
+            "scale x factor",
+            "main counter",
+            "process:8 slot",
+        ] {
+            let Ok(code) = Elf::parse(&m) else { continue };
+            let Ok(sections) = DebugSections::load(&code) else {
+                continue;
+            };
+            let Ok(r) = Resolver::new(&code, &sections) else {
+                continue;
+            };
+            let Ok(Section::Probe(p)) = probe::parse(spec) else {
+                panic!()
+            };
+            if let Ok(sites) = r.resolve_spec(&p) {
+                for site in sites {
+                    for a in site.args {
+                        let _ = a.fetch_arg(r.arch(), FetchSyntax::Perf);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One site per inlined instance, with no cap (perf stops at 128).
+#[test]
+fn two_hundred_inlined_sites() {
+    let dir = out_dir();
+    let src = dir.join("many.c");
+    let mut c = String::from(
+        "volatile int sink;\nstatic inline __attribute__((always_inline)) void hit(int v) { sink = v * 3; }\nint main(void) {\n",
+    );
+    for i in 0..200 {
+        c.push_str(&format!("    hit(sink); /* {i} */\n"));
+    }
+    c.push_str("    return 0;\n}\n");
+    std::fs::write(&src, c).unwrap();
+    let bin = dir.join("many");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: gcc unavailable");
+        return;
+    }
+    let bytes = std::fs::read(&bin).unwrap();
+    let sites = resolve(&bytes, "hit v").unwrap();
+    assert_eq!(sites.len(), 200);
+    let mut addrs: Vec<&str> = sites.iter().map(|l| l.split(' ').next().unwrap()).collect();
+    addrs.dedup();
+    assert_eq!(addrs.len(), 200, "distinct addresses");
+}

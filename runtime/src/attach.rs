@@ -1,0 +1,396 @@
+//! Attaching programs to perf events: one event per online CPU, `PERF_EVENT_IOC_SET_BPF`,
+//! enable; and the `PERF_COUNT_SW_BPF_OUTPUT` events behind `BPF_MAP_TYPE_PERF_EVENT_ARRAY`.
+//!
+//! A tracepoint (kprobe and uprobe events are tracepoints too, once tracefs made them) has
+//! one program list for all its perf events: the first `SET_BPF` adds the program, the
+//! following ones (the other CPUs) answer `EEXIST` because it is already there. That is
+//! expected (the seed's fix in `perf record`); any other error is fatal. The program then
+//! runs on every hit, and when it returns 0 no perf event of the tracepoint gets a sample.
+//!
+//! Order matters on the way out: the program leaves the tracepoint when the event that
+//! attached it is freed, so every event is disabled before any is closed
+//! ([`PerCpuEvents`]'s `Drop`), and all are closed before their tracefs probe is removed
+//! (`EBUSY` otherwise).
+
+use std::fmt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+use rustix::io::Errno;
+use sluice_core::perf::abi::{
+    attr_flags, perf_type, PerfEventAttr, PERF_COUNT_SW_BPF_OUTPUT, PERF_FLAG_FD_CLOEXEC,
+};
+use sluice_core::perf::record::{SampleFormat, SampleType};
+
+use crate::maps::{Map, UpdateMode};
+use crate::ring::RingConfig;
+use crate::sys::perf_event;
+
+/// Whose events are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every task (`pid = -1`), one event per CPU: needs root or `perf_event_paranoid <= -1`.
+    System,
+    /// One process and its descendants (`pid`, `inherit`), one event per CPU.
+    Task {
+        /// The process.
+        pid: i32,
+        /// Start counting at its next `exec` (`enable_on_exec`) instead of at
+        /// [`PerCpuEvents::enable`].
+        on_exec: bool,
+    },
+}
+
+impl Scope {
+    fn pid(self) -> i32 {
+        match self {
+            Scope::System => -1,
+            Scope::Task { pid, .. } => pid,
+        }
+    }
+}
+
+/// How the events of one tracepoint are opened.
+#[derive(Clone, Copy, Debug)]
+pub struct EventOptions {
+    /// Whose events.
+    pub scope: Scope,
+    /// Ring size and wake-up policy (the wake-up goes into the attr).
+    pub ring: RingConfig,
+    /// Add `PERF_SAMPLE_IP` (meaningful for kprobes and uprobes: the probed address).
+    pub sample_ip: bool,
+}
+
+impl Default for EventOptions {
+    fn default() -> Self {
+        EventOptions {
+            scope: Scope::System,
+            ring: RingConfig::default(),
+            sample_ip: false,
+        }
+    }
+}
+
+/// The sample layout of tracepoint events: TID, TIME, CPU, PERIOD, RAW (and IP if asked).
+#[must_use]
+pub fn tracepoint_sample_type(ip: bool) -> SampleType {
+    let base =
+        SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::PERIOD | SampleType::RAW;
+    if ip {
+        base | SampleType::IP
+    } else {
+        base
+    }
+}
+
+/// The sample layout of `PERF_COUNT_SW_BPF_OUTPUT` events: TID, TIME, CPU, RAW.
+#[must_use]
+pub fn bpf_output_sample_type() -> SampleType {
+    SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::RAW
+}
+
+/// Errors of attaching.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// `perf_event_open(2)` refused.
+    Open {
+        /// What was opened (`tracepoint syscalls/sys_enter_openat`, `bpf-output for map events`).
+        what: String,
+        /// The CPU.
+        cpu: u32,
+        /// The errno.
+        errno: Errno,
+    },
+    /// `PERF_EVENT_IOC_SET_BPF` refused with something else than the expected `EEXIST`.
+    SetBpf {
+        /// The program.
+        program: String,
+        /// The event.
+        what: String,
+        /// The CPU.
+        cpu: u32,
+        /// The errno.
+        errno: Errno,
+    },
+    /// `PERF_EVENT_IOC_ENABLE` refused.
+    Enable {
+        /// The event.
+        what: String,
+        /// The CPU.
+        cpu: u32,
+        /// The errno.
+        errno: Errno,
+    },
+    /// Storing an event fd in a perf event array failed.
+    MapUpdate {
+        /// The map.
+        map: String,
+        /// The CPU (the key).
+        cpu: u32,
+        /// The map error.
+        source: Box<crate::Error>,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Open { what, cpu, errno } => {
+                write!(f, "perf_event_open of {what} on CPU {cpu}: {errno}")?;
+                if *errno == Errno::ACCESS || *errno == Errno::PERM {
+                    write!(
+                        f,
+                        " (needs root, or CAP_PERFMON and kernel.perf_event_paranoid <= -1 \
+                         for system-wide events)"
+                    )?;
+                }
+                Ok(())
+            }
+            Error::SetBpf {
+                program,
+                what,
+                cpu,
+                errno,
+            } => {
+                write!(
+                    f,
+                    "cannot attach program '{program}' to {what} (CPU {cpu}): \
+                     PERF_EVENT_IOC_SET_BPF: {errno}"
+                )?;
+                if *errno == Errno::INVAL {
+                    write!(f, " (wrong program type for this event?)")?;
+                }
+                Ok(())
+            }
+            Error::Enable { what, cpu, errno } => {
+                write!(f, "PERF_EVENT_IOC_ENABLE of {what} on CPU {cpu}: {errno}")
+            }
+            Error::MapUpdate { map, cpu, source } => {
+                write!(
+                    f,
+                    "storing the bpf-output event of CPU {cpu} in map '{map}': {source}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Open { errno, .. }
+            | Error::SetBpf { errno, .. }
+            | Error::Enable { errno, .. } => Some(errno),
+            Error::MapUpdate { source, .. } => Some(source.as_ref()),
+        }
+    }
+}
+
+/// One perf event on one CPU.
+#[derive(Debug)]
+pub struct CpuEvent {
+    /// The CPU.
+    pub cpu: u32,
+    /// The event.
+    pub fd: OwnedFd,
+}
+
+/// The per-CPU events of one tracepoint or one perf event array. Dropping disables every
+/// event, then closes them.
+#[derive(Debug)]
+pub struct PerCpuEvents {
+    what: String,
+    format: SampleFormat,
+    events: Vec<CpuEvent>,
+}
+
+impl PerCpuEvents {
+    /// What the events are (for messages).
+    #[must_use]
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The sample layout of their rings.
+    #[must_use]
+    pub fn format(&self) -> SampleFormat {
+        self.format
+    }
+
+    /// The events, by CPU.
+    #[must_use]
+    pub fn events(&self) -> &[CpuEvent] {
+        &self.events
+    }
+
+    /// Starts every event.
+    ///
+    /// # Errors
+    /// [`Error::Enable`] for the first that refuses.
+    pub fn enable(&self) -> Result<(), Error> {
+        for e in &self.events {
+            perf_event::enable(e.fd.as_fd()).map_err(|errno| Error::Enable {
+                what: self.what.clone(),
+                cpu: e.cpu,
+                errno,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Stops every event (errors are logged: the fd is closed next anyway).
+    pub fn disable(&self) {
+        for e in &self.events {
+            if let Err(errno) = perf_event::disable(e.fd.as_fd()) {
+                log::warn!(
+                    "PERF_EVENT_IOC_DISABLE of {} on CPU {}: {errno}",
+                    self.what,
+                    e.cpu
+                );
+            }
+        }
+    }
+
+    /// Attaches `prog` to every event: `EEXIST` from the second event on is the program
+    /// already being on the tracepoint's list (see the module docs).
+    ///
+    /// # Errors
+    /// [`Error::SetBpf`] for any other refusal, or `EEXIST` on the first event.
+    pub fn set_bpf(&self, program: &str, prog: BorrowedFd<'_>) -> Result<(), Error> {
+        for (i, e) in self.events.iter().enumerate() {
+            match perf_event::set_bpf(e.fd.as_fd(), prog) {
+                Ok(()) => log::debug!(
+                    "SET_BPF {program} (fd {}) on {} CPU {}",
+                    prog.as_raw_fd(),
+                    self.what,
+                    e.cpu
+                ),
+                Err(Errno::EXIST) if i > 0 => {}
+                Err(errno) => {
+                    return Err(Error::SetBpf {
+                        program: program.to_owned(),
+                        what: self.what.clone(),
+                        cpu: e.cpu,
+                        errno,
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the events out (the caller then owns the order of disabling and closing).
+    #[must_use]
+    pub fn into_events(mut self) -> Vec<CpuEvent> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl Drop for PerCpuEvents {
+    fn drop(&mut self) {
+        self.disable();
+    }
+}
+
+fn open_all(
+    what: &str,
+    attr: &PerfEventAttr,
+    pid: i32,
+    cpus: &[u32],
+    format: SampleFormat,
+) -> Result<PerCpuEvents, Error> {
+    let mut out = PerCpuEvents {
+        what: what.to_owned(),
+        format,
+        events: Vec::with_capacity(cpus.len()),
+    };
+    for &cpu in cpus {
+        let mut a = *attr;
+        let cpu_arg = i32::try_from(cpu).unwrap_or(i32::MAX);
+        let fd = perf_event::perf_event_open(&mut a, pid, cpu_arg, None, PERF_FLAG_FD_CLOEXEC)
+            .map_err(|errno| Error::Open {
+                what: what.to_owned(),
+                cpu,
+                errno,
+            })?;
+        out.events.push(CpuEvent { cpu, fd });
+    }
+    Ok(out)
+}
+
+/// Opens tracepoint `id` (`events/GROUP/NAME/id`) on every CPU of `cpus`, disabled, one
+/// sample per hit. `what` names it in messages (`GROUP:NAME`).
+///
+/// # Errors
+/// [`Error::Open`] for the first CPU that refuses (the events opened before are closed).
+pub fn open_tracepoint(
+    what: &str,
+    id: u64,
+    cpus: &[u32],
+    opts: &EventOptions,
+) -> Result<PerCpuEvents, Error> {
+    let sample_type = tracepoint_sample_type(opts.sample_ip);
+    let mut attr = PerfEventAttr::new(perf_type::TRACEPOINT, id);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type.0;
+    attr.flags = attr_flags::DISABLED;
+    if let Scope::Task { on_exec, .. } = opts.scope {
+        attr.flags |= attr_flags::INHERIT;
+        if on_exec {
+            attr.flags |= attr_flags::ENABLE_ON_EXEC;
+        }
+    }
+    opts.ring.apply(&mut attr);
+    open_all(
+        what,
+        &attr,
+        opts.scope.pid(),
+        cpus,
+        SampleFormat::new(sample_type),
+    )
+}
+
+/// For a `BPF_MAP_TYPE_PERF_EVENT_ARRAY` map: opens one `PERF_COUNT_SW_BPF_OUTPUT` event per
+/// CPU of `cpus` (system-wide: `bpf_perf_event_output` with `BPF_F_CURRENT_CPU` writes to
+/// the event of the CPU the program runs on, and refuses one bound to another) and stores
+/// its fd in the map at key = the CPU number. CPUs at or past the map's `max_entries` are
+/// skipped with a warning (their outputs fail in the program with `E2BIG`). The events
+/// start disabled.
+///
+/// # Errors
+/// [`Error::Open`], [`Error::MapUpdate`].
+pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<PerCpuEvents, Error> {
+    let sample_type = bpf_output_sample_type();
+    let mut attr = PerfEventAttr::new(perf_type::SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type.0;
+    attr.flags = attr_flags::DISABLED;
+    ring.apply(&mut attr);
+    let usable: Vec<u32> = cpus
+        .iter()
+        .copied()
+        .filter(|&c| {
+            let ok = c < map.max_entries();
+            if !ok {
+                log::warn!(
+                    "perf event array '{}' has {} entries: CPU {c} gets no output event",
+                    map.name(),
+                    map.max_entries()
+                );
+            }
+            ok
+        })
+        .collect();
+    let what = format!("bpf-output of map '{}'", map.name());
+    let events = open_all(&what, &attr, -1, &usable, SampleFormat::new(sample_type))?;
+    for e in events.events() {
+        let fd = u32::try_from(e.fd.as_raw_fd()).unwrap_or(u32::MAX);
+        map.update(&e.cpu, &fd, UpdateMode::Any)
+            .map_err(|source| Error::MapUpdate {
+                map: map.name().to_owned(),
+                cpu: e.cpu,
+                source: Box::new(source),
+            })?;
+    }
+    Ok(events)
+}

@@ -1,0 +1,757 @@
+//! A record session, end to end: objects in, filtered samples out, everything released.
+//!
+//! [`Session::start`] loads each object, makes the probe each program's section name (or a
+//! caller's mapping) describes — kprobes and uprobes through tracefs, under names carrying
+//! our pid; tracepoints need none —, opens one perf event per online CPU for it, attaches the
+//! program, opens the `PERF_COUNT_SW_BPF_OUTPUT` events of every perf event array, maps
+//! every ring and enables the events. [`Session::run`] then drains the rings until the
+//! workload exits, a deadline passes or a signal arrives, and drains once more after
+//! disabling, so nothing published is left behind.
+//!
+//! # The workload's pid
+//! Perf event arrays are system-wide (a program may only write to the event of the CPU it
+//! runs on, whoever runs there), so a filter that wants the workload only must check the
+//! pid itself. When recording a task, the session writes its pid at key 0 of every
+//! `BPF_MAP_TYPE_ARRAY` map named [`TARGET_TGID_MAP`] (4-byte key and value) before the
+//! events are enabled.
+//!
+//! # Release order
+//! Fields drop in declaration order: the ring mappings (which keep their events alive) go
+//! first, then the perf events (each group disabled, then closed), then the tracefs probes
+//! (removing a probe with an open event is `EBUSY`), then the programs and maps. A session
+//! that fails half-way is dropped the same way, so every exit path releases everything.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use sluice_core::perf::abi::map_type;
+use sluice_core::probe::{self, ArgBase, Place, ProbeKind, Section, Target};
+use sluice_core::Object;
+
+use crate::attach::{self, EventOptions, PerCpuEvents, Scope};
+use crate::loader::{load, LoadOptions, LoadedObject};
+use crate::ring::{PerfRing, RingConfig, RingEvent, RingSet, SampleEvent};
+use crate::sys::signal::SignalPipe;
+use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, ProbeTarget, Tracefs};
+
+/// Name of the array map the session fills with the workload's pid (module docs).
+pub const TARGET_TGID_MAP: &str = "target_tgid";
+
+/// How long [`Session::run`] sleeps at most between two drains.
+pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long a workload gets to exit after the signal forwarded to it, before `SIGKILL`.
+pub const WORKLOAD_GRACE: Duration = Duration::from_secs(2);
+
+/// An object to record with.
+#[derive(Clone, Debug)]
+pub struct ObjectSource {
+    /// Name for messages (the file name).
+    pub name: String,
+    /// The ELF bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// How to start a session.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Whose events: system-wide, or a workload's pid.
+    pub scope: Option<Scope>,
+    /// Ring size and wake-up policy of every event.
+    pub ring: RingConfig,
+    /// Probe specs replacing section names, by program (function) name: how programs with
+    /// an opaque title get a probe (`--event PROG=SPEC`).
+    pub events: BTreeMap<String, String>,
+    /// Load options (program type of titles, verifier log ...).
+    pub load: LoadOptions,
+}
+
+/// Errors of a session, each naming the object and program concerned.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The object does not open.
+    Open {
+        /// Object.
+        object: String,
+        /// Why.
+        source: sluice_core::Error,
+    },
+    /// Loading failed (the verifier log is in the source).
+    Load {
+        /// Object.
+        object: String,
+        /// Why.
+        source: crate::Error,
+    },
+    /// A section name or mapping is not a probe spec we can honour.
+    Spec {
+        /// Object.
+        object: String,
+        /// Program.
+        program: String,
+        /// The spec.
+        spec: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// tracefs refused (probe creation, event id or format).
+    Tracefs {
+        /// Program concerned, if any.
+        program: Option<String>,
+        /// Why.
+        source: tracefs::Error,
+    },
+    /// Opening, attaching or enabling perf events failed.
+    Attach {
+        /// Object.
+        object: String,
+        /// Why.
+        source: attach::Error,
+    },
+    /// Mapping a ring failed.
+    Ring(crate::ring::Error),
+    /// Listing CPUs, polling or waiting for the workload failed.
+    Io {
+        /// What we were doing.
+        what: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Open { object, source } => write!(f, "{object}: {source}"),
+            Error::Load { object, source } => write!(f, "{object}: {source}"),
+            Error::Spec {
+                object,
+                program,
+                spec,
+                what,
+            } => write!(f, "{object}: program '{program}', probe '{spec}': {what}"),
+            Error::Tracefs {
+                program: Some(p),
+                source,
+            } => write!(f, "program '{p}': {source}"),
+            Error::Tracefs {
+                program: None,
+                source,
+            } => write!(f, "{source}"),
+            Error::Attach { object, source } => write!(f, "{object}: {source}"),
+            Error::Ring(e) => write!(f, "{e}"),
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Open { source, .. } => Some(source),
+            Error::Load { source, .. } => Some(source),
+            Error::Tracefs { source, .. } => Some(source),
+            Error::Attach { source, .. } => Some(source),
+            Error::Ring(e) => Some(e),
+            Error::Io { source, .. } => Some(source),
+            Error::Spec { .. } => None,
+        }
+    }
+}
+
+/// What produced a sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A tracepoint, kprobe or uprobe event: RAW is laid out by `format`.
+    Trace {
+        /// The event's tracefs format (fields of the RAW data).
+        format: EventFormat,
+        /// The program attached.
+        program: String,
+    },
+    /// A `PERF_COUNT_SW_BPF_OUTPUT` event of a perf event array: RAW is what the program
+    /// passed to `bpf_perf_event_output`.
+    Output {
+        /// The map.
+        map: String,
+    },
+}
+
+/// One event source of the session (a group of per-CPU perf events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for outputs.
+    pub name: String,
+    /// The object it comes from.
+    pub object: String,
+    /// What it is.
+    pub kind: SourceKind,
+}
+
+/// A program left out of the session, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// Object.
+    pub object: String,
+    /// Program.
+    pub program: String,
+    /// Why.
+    pub why: String,
+}
+
+/// One record out of the session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A sample of source `source` (an index into [`Session::sources`]).
+    Sample {
+        /// Index into [`Session::sources`].
+        source: usize,
+        /// The sample.
+        sample: SampleEvent,
+    },
+    /// The kernel dropped `lost` records of source `source` on `cpu`.
+    Lost {
+        /// Index into [`Session::sources`].
+        source: usize,
+        /// The CPU of the ring.
+        cpu: Option<u32>,
+        /// How many.
+        lost: u64,
+    },
+}
+
+/// Why [`Session::run`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The workload exited.
+    Exited(ExitStatus),
+    /// The deadline passed.
+    Duration,
+    /// This signal arrived (the workload, if any, was sent it too).
+    Signal(i32),
+}
+
+/// What ends [`Session::run`] besides its own events.
+#[derive(Debug, Default)]
+pub struct RunControl<'a> {
+    /// The workload: the run ends when it exits.
+    pub child: Option<&'a mut Child>,
+    /// The run ends then.
+    pub deadline: Option<Instant>,
+    /// Signals: the run ends at the first (`SIGCHLD` only wakes it up).
+    pub signals: Option<&'a SignalPipe>,
+}
+
+/// Totals of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Samples per source, indexed like [`Session::sources`].
+    pub samples: Vec<u64>,
+    /// Lost records per CPU (`None`: rings without a CPU), summed over sources.
+    pub lost: BTreeMap<Option<u32>, u64>,
+    /// Records skipped as malformed, over all rings.
+    pub malformed: u64,
+}
+
+/// A running record session (see the module docs for the release order).
+pub struct Session {
+    // Field order is the release order: see the module docs.
+    rings: RingSet,
+    ring_source: Vec<usize>,
+    groups: Vec<PerCpuEvents>,
+    /// Whether each group was enabled by ENABLE (false: enable_on_exec).
+    probes: Vec<ProbeGuard>,
+    loaded: Vec<LoadedObject>,
+    sources: Vec<Source>,
+    skipped: Vec<Skipped>,
+    summary: Summary,
+    enabled: bool,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("sources", &self.sources)
+            .field("probes", &self.probes.len())
+            .field("skipped", &self.skipped)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The tracefs fetch-args a spec's arguments translate to: registers, `$retval`, `$stack`,
+/// `$stackN`, `$argN`, `$comm` without steps. Others (C variables, member steps) need debug
+/// info and a prologue: they are left to the program and logged.
+#[must_use]
+pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
+    let mut out = Vec::new();
+    for (i, a) in spec.args().exprs().iter().enumerate() {
+        if a.is_err() {
+            continue;
+        }
+        let base = match a.base() {
+            ArgBase::Reg(r) => format!("%{r}"),
+            ArgBase::Retval => "$retval".into(),
+            ArgBase::Stack => "$stack".into(),
+            ArgBase::StackN(n) => format!("$stack{n}"),
+            ArgBase::ArgN(n) => format!("$arg{n}"),
+            ArgBase::Comm => "$comm".into(),
+            ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
+                log::info!(
+                    "argument {} of '{spec}' is not a tracefs fetch-arg: left to the program",
+                    i + 1
+                );
+                continue;
+            }
+        };
+        if !a.steps().is_empty() {
+            log::info!(
+                "argument {} of '{spec}' has member steps: left to the program",
+                i + 1
+            );
+            continue;
+        }
+        let name = a
+            .name()
+            .map_or_else(|| format!("arg{}", i + 1), str::to_owned);
+        let ty = a
+            .fetch_type()
+            .map_or_else(String::new, |t| format!(":{}", t.as_str()));
+        out.push(format!("{name}={base}{ty}"));
+    }
+    out.join(" ")
+}
+
+impl Session {
+    /// Loads `objects`, makes their probes, attaches and enables everything.
+    ///
+    /// With [`Scope::Task`] and `on_exec`, the trace events start at the workload's `exec`;
+    /// otherwise now.
+    ///
+    /// # Errors
+    /// The first failure; everything made before it is released (module docs).
+    pub fn start(objects: &[ObjectSource], opts: &SessionOptions) -> Result<Session, Error> {
+        let mut s = Session {
+            rings: RingSet::new(DRAIN_INTERVAL),
+            ring_source: Vec::new(),
+            groups: Vec::new(),
+            probes: Vec::new(),
+            loaded: Vec::new(),
+            sources: Vec::new(),
+            skipped: Vec::new(),
+            summary: Summary::default(),
+            enabled: false,
+        };
+        let scope = opts.scope.unwrap_or(Scope::System);
+        let tracefs = Tracefs::find().map_err(|source| Error::Tracefs {
+            program: None,
+            source,
+        })?;
+        let cpus = crate::cpus::online().map_err(|e| Error::Io {
+            what: "reading the online CPUs",
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        for src in objects {
+            s.add_object(src, opts, scope, &tracefs, &cpus)?;
+        }
+        // Rings, then enable: output events first so no program writes into nothing.
+        for (gi, group) in s.groups.iter().enumerate() {
+            for e in group.events() {
+                let ring = PerfRing::map(&e.fd, opts.ring.data_pages, group.format(), Some(e.cpu))
+                    .map_err(Error::Ring)?;
+                s.rings.push_unpolled(ring);
+                s.ring_source.push(gi);
+            }
+        }
+        let on_exec = matches!(scope, Scope::Task { on_exec: true, .. });
+        for (group, source) in s.groups.iter().zip(&s.sources) {
+            if on_exec && matches!(source.kind, SourceKind::Trace { .. }) {
+                continue;
+            }
+            group.enable().map_err(|e| Error::Attach {
+                object: source.object.clone(),
+                source: e,
+            })?;
+        }
+        s.enabled = true;
+        Ok(s)
+    }
+
+    fn add_object(
+        &mut self,
+        src: &ObjectSource,
+        opts: &SessionOptions,
+        scope: Scope,
+        tracefs: &Tracefs,
+        cpus: &[u32],
+    ) -> Result<(), Error> {
+        let mut storage = sluice_core::object::ObjectStorage::new();
+        let obj = Object::open(&src.bytes, &mut storage).map_err(|source| Error::Open {
+            object: src.name.clone(),
+            source,
+        })?;
+        let loaded = load(&obj, &opts.load).map_err(|source| Error::Load {
+            object: src.name.clone(),
+            source,
+        })?;
+        self.loaded.push(loaded);
+        let Some(loaded) = self.loaded.last() else {
+            return Ok(());
+        };
+        if let Scope::Task { pid, .. } = scope {
+            for map in loaded.maps() {
+                if map.name() == TARGET_TGID_MAP
+                    && map.map_type() == map_type::ARRAY
+                    && map.key_size() == 4
+                    && map.value_size() == 4
+                {
+                    let tgid = u32::try_from(pid).unwrap_or(0);
+                    map.update(&0u32, &tgid, crate::maps::UpdateMode::Any)
+                        .map_err(|source| Error::Load {
+                            object: src.name.clone(),
+                            source,
+                        })?;
+                }
+            }
+        }
+        // Output events first: the trace programs write into them.
+        for map in loaded.maps() {
+            if map.map_type() != map_type::PERF_EVENT_ARRAY {
+                continue;
+            }
+            let group =
+                attach::open_bpf_output(map, cpus, &opts.ring).map_err(|source| Error::Attach {
+                    object: src.name.clone(),
+                    source,
+                })?;
+            self.groups.push(group);
+            self.sources.push(Source {
+                name: format!("bpf-output:{}", map.name()),
+                object: src.name.clone(),
+                kind: SourceKind::Output {
+                    map: map.name().to_owned(),
+                },
+            });
+        }
+        for prog in loaded.programs() {
+            let spec_text = opts
+                .events
+                .get(prog.name())
+                .map_or(prog.section_name(), String::as_str);
+            let spec_err = |what: String| Error::Spec {
+                object: src.name.clone(),
+                program: prog.name().to_owned(),
+                spec: spec_text.to_owned(),
+                what,
+            };
+            let spec = match probe::parse(spec_text) {
+                Ok(Section::Probe(spec)) => spec,
+                Ok(Section::Title(t)) => {
+                    let why = format!(
+                        "section '{t}' names no probe; map it with --event {}=SPEC",
+                        prog.name()
+                    );
+                    log::warn!("{}: skipping program '{}': {why}", src.name, prog.name());
+                    self.skipped.push(Skipped {
+                        object: src.name.clone(),
+                        program: prog.name().to_owned(),
+                        why,
+                    });
+                    continue;
+                }
+                Err(e) => return Err(spec_err(e.to_string())),
+            };
+            let tracefs_err = |source| Error::Tracefs {
+                program: Some(prog.name().to_owned()),
+                source,
+            };
+            let (group, event) = match spec.target() {
+                Target::Tracepoint { category, name } => (category.to_owned(), name.to_owned()),
+                target => {
+                    let (kind, offset) = match (spec.kind(), spec.place()) {
+                        (_, Place::Line(_)) => {
+                            return Err(spec_err(
+                                "a :LINE place needs debug info (not supported by record)".into(),
+                            ))
+                        }
+                        (k, Place::Offset(off)) => (k, off),
+                        (k, Place::Entry | Place::Return) => (k, 0),
+                    };
+                    let kind = match kind {
+                        ProbeKind::Kprobe => tracefs::ProbeKind::Kprobe,
+                        ProbeKind::Kretprobe => tracefs::ProbeKind::Kretprobe,
+                        ProbeKind::Uprobe => tracefs::ProbeKind::Uprobe,
+                        ProbeKind::Uretprobe => tracefs::ProbeKind::Uretprobe,
+                        ProbeKind::Tracepoint => {
+                            return Err(spec_err("tracepoint without a target".into()))
+                        }
+                    };
+                    let target = match target {
+                        Target::Kernel { func } => ProbeTarget::Kernel {
+                            func: func.to_owned(),
+                            offset,
+                        },
+                        Target::User { path, func } => tracefs::UprobeSpec {
+                            path: path.into(),
+                            func: func.to_owned(),
+                            offset,
+                        }
+                        .resolve()
+                        .map_err(tracefs_err)?,
+                        Target::UserOffset { path, offset: at } => {
+                            let p = PathBuf::from(path);
+                            let func = p.file_name().map_or_else(
+                                || "file".into(),
+                                |n| n.to_string_lossy().into_owned(),
+                            );
+                            ProbeTarget::User {
+                                path: p,
+                                offset: at.saturating_add(offset),
+                                func,
+                            }
+                        }
+                        Target::Tracepoint { .. } => {
+                            return Err(spec_err("tracepoint target in a probe".into()))
+                        }
+                    };
+                    let req = ProbeRequest {
+                        kind,
+                        target,
+                        args: fetch_args(&spec),
+                    };
+                    let guard = tracefs
+                        .add_probe_in(spec.group_or_default(), &req)
+                        .map_err(tracefs_err)?;
+                    let names = (guard.group().to_owned(), guard.event().to_owned());
+                    log::info!("created probe {}/{} for '{spec}'", names.0, names.1);
+                    self.probes.push(guard);
+                    names
+                }
+            };
+            let id = tracefs.event_id(&group, &event).map_err(tracefs_err)?;
+            let format = tracefs.event_format(&group, &event).map_err(tracefs_err)?;
+            let name = format!("{group}:{event}");
+            let eopts = EventOptions {
+                scope,
+                ring: opts.ring,
+                sample_ip: spec.kind() != ProbeKind::Tracepoint,
+            };
+            let events = attach::open_tracepoint(&name, id, cpus, &eopts).map_err(|source| {
+                Error::Attach {
+                    object: src.name.clone(),
+                    source,
+                }
+            })?;
+            // Kept before attaching so that a failure below still releases the events first.
+            self.groups.push(events);
+            if let Some(events) = self.groups.last() {
+                events
+                    .set_bpf(prog.name(), prog.as_fd())
+                    .map_err(|source| Error::Attach {
+                        object: src.name.clone(),
+                        source,
+                    })?;
+            }
+            self.sources.push(Source {
+                name,
+                object: src.name.clone(),
+                kind: SourceKind::Trace {
+                    format,
+                    program: prog.name().to_owned(),
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// The event sources, in the order of [`Event`]'s `source` indices.
+    #[must_use]
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+
+    /// Programs left out (opaque titles without a mapping).
+    #[must_use]
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The loaded objects (to fill maps before the workload starts).
+    #[must_use]
+    pub fn objects(&self) -> &[LoadedObject] {
+        &self.loaded
+    }
+
+    /// Names of the tracefs probes made (`group/event`).
+    #[must_use]
+    pub fn probe_names(&self) -> Vec<String> {
+        self.probes
+            .iter()
+            .map(|p| format!("{}/{}", p.group(), p.event()))
+            .collect()
+    }
+
+    /// Totals so far.
+    #[must_use]
+    pub fn summary(&self) -> Summary {
+        let mut s = self.summary.clone();
+        s.samples.resize(self.sources.len(), 0);
+        s.malformed = self.rings.stats().malformed;
+        s
+    }
+
+    /// Drains every ring now and hands the events to `sink`, time-ordered per batch.
+    /// Returns how many events were handed out.
+    pub fn drain(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+        let (events, errors) = self.rings.drain_now();
+        for e in errors {
+            log::warn!("{e}");
+        }
+        self.summary.samples.resize(self.sources.len(), 0);
+        let n = events.len();
+        for ev in events {
+            let out = match ev {
+                RingEvent::Sample(sample) => {
+                    let source = self.ring_source.get(sample.ring).copied().unwrap_or(0);
+                    if let Some(c) = self.summary.samples.get_mut(source) {
+                        *c += 1;
+                    }
+                    Event::Sample { source, sample }
+                }
+                RingEvent::Lost { ring, cpu, lost } => {
+                    let source = self.ring_source.get(ring).copied().unwrap_or(0);
+                    *self.summary.lost.entry(cpu).or_insert(0) += lost;
+                    Event::Lost { source, cpu, lost }
+                }
+            };
+            sink(self, &out);
+        }
+        n
+    }
+
+    /// Stops every event (the rings stay readable).
+    pub fn disable(&mut self) {
+        if self.enabled {
+            for g in &self.groups {
+                g.disable();
+            }
+            self.enabled = false;
+        }
+    }
+
+    /// Records until the workload exits, the deadline passes or a signal comes, handing
+    /// every event to `sink`; then disables the events and drains what is left.
+    ///
+    /// A signal is forwarded to the workload, which gets [`WORKLOAD_GRACE`] to exit before
+    /// `SIGKILL`; a workload still running at the deadline gets `SIGTERM` the same way.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when polling or waiting for the workload fails.
+    pub fn run(
+        &mut self,
+        ctl: RunControl<'_>,
+        sink: &mut dyn FnMut(&Session, &Event),
+    ) -> Result<Stop, Error> {
+        let RunControl {
+            mut child,
+            deadline,
+            signals,
+        } = ctl;
+        let stop = loop {
+            if let Some(sig) = signals
+                .map(SignalPipe::take)
+                .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
+            {
+                if let Some(c) = child.as_deref_mut() {
+                    end_workload(c, sig);
+                }
+                break Stop::Signal(sig);
+            }
+            if let Some(c) = child.as_deref_mut() {
+                if let Some(status) = c.try_wait().map_err(|source| Error::Io {
+                    what: "waiting for the workload",
+                    source,
+                })? {
+                    break Stop::Exited(status);
+                }
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                if let Some(c) = child.as_deref_mut() {
+                    end_workload(c, libc::SIGTERM);
+                }
+                break Stop::Duration;
+            }
+            let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
+            self.wait(signals, wait)?;
+            self.drain(sink);
+        };
+        self.disable();
+        self.drain(sink);
+        Ok(stop)
+    }
+
+    /// Sleeps until a ring or the signal pipe is readable, or `timeout`.
+    fn wait(&self, signals: Option<&SignalPipe>, timeout: Duration) -> Result<(), Error> {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut fds: Vec<PollFd<'_>> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.events().iter())
+            .map(|e| PollFd::new(&e.fd, PollFlags::IN))
+            .collect();
+        let sig = signals.map(SignalPipe::fd);
+        if let Some(fd) = &sig {
+            fds.push(PollFd::new(fd, PollFlags::IN));
+        }
+        let ts = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                return Err(Error::Io {
+                    what: "poll(2) on the perf rings",
+                    source: e.into(),
+                })
+            }
+        }
+        // A per-task event of an exited task polls POLLHUP for ever: do not spin on it.
+        if fds
+            .iter()
+            .any(|f| f.revents().contains(PollFlags::HUP) && !f.revents().contains(PollFlags::IN))
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+}
+
+/// Sends `sig` to the workload, waits up to [`WORKLOAD_GRACE`], then kills it; reaps it.
+fn end_workload(child: &mut Child, sig: i32) {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    let signal =
+        rustix::process::Signal::from_named_raw(sig).unwrap_or(rustix::process::Signal::TERM);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
+    let until = Instant::now() + WORKLOAD_GRACE;
+    while Instant::now() < until {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
