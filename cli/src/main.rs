@@ -18,11 +18,15 @@ usage:
       show an object (default: the embedded demo); --load loads it into the running
       kernel and prints each program's id, tag and instruction count after the verifier
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
-                [--wakeup-events N] [--json] [-a] [-- CMD ARGS...]
+                [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
+                [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
-      system-wide until Ctrl-C or --duration) and print each accepted sample like
-      `perf script` (or JSON lines); a summary with LOST counts goes to stderr
+      system-wide until Ctrl-C or --duration; -p: the running process PID and every
+      thread it has or makes, until it exits) on the CPUs of -C (e.g. 0-1,3; default:
+      all online) and print each accepted sample like `perf script` (or JSON lines) on
+      stdout or into FILE; Ctrl-C, SIGTERM and SIGHUP end it cleanly (exit 0); a summary
+      goes to stderr: samples per event, lost per CPU, probes removed
   sluice probes [--clean]
       list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
   sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] SPEC

@@ -1,6 +1,8 @@
-//! The signals `record` handles: Ctrl-C (`SIGINT`), `SIGTERM` and `SIGHUP` end the
-//! recording cleanly (the handler only records the signal; the loop does the rest), and
-//! `SIGCHLD` wakes the loop when the workload exits.
+//! The signals `record` handles: Ctrl-C (`SIGINT`), `SIGTERM` and `SIGHUP` (the terminal
+//! went away, or a supervisor's reload) all end the recording cleanly and the same way —
+//! events disabled, rings drained, probes removed, summary printed, exit status 0 — (the
+//! handler only records the signal; the loop does the rest), and `SIGCHLD` wakes the loop
+//! when the workload exits.
 
 use sluice_runtime::sys::signal::SignalPipe;
 
@@ -31,9 +33,4 @@ pub fn install() -> std::io::Result<SignalPipe> {
     let mut all = STOPPING.to_vec();
     all.push(libc_consts::SIGCHLD);
     SignalPipe::install(&all)
-}
-
-/// The shell's exit status for death by `sig`, `128 + sig`.
-pub fn exit_code(sig: i32) -> u8 {
-    u8::try_from(128 + sig).unwrap_or(1)
 }

@@ -1,6 +1,8 @@
 //! `sluice record` as a user runs it: the embedded demo, a filter object with a uprobe on
-//! this test binary, text and `--json` lines, and every way a run can end (normal, SIGINT,
-//! SIGTERM, an error mid-way), after each of which no probe of the run is left in tracefs.
+//! this test binary, text and `--json` lines, `-p PID` on this very process (threads made
+//! before and after), `-C CPUS`, `-o FILE`, and every way a run can end (normal, SIGINT,
+//! SIGTERM, SIGHUP, an error mid-way), after each of which no probe of the run is left in
+//! tracefs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -198,19 +200,248 @@ fn record_then_signal(sig: rustix::process::Signal, want_code: i32) {
     let err = String::from_utf8_lossy(&out.stderr);
     eprintln!("{sig:?}: ended in {:?}: {err}", t0.elapsed());
     assert_eq!(out.status.code(), Some(want_code), "{err}");
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    assert!(err.contains("stopped: signal"), "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .expect(&err);
+    assert!(
+        summary.contains(&format!("stopped: signal {}", sig.as_raw())),
+        "{summary}"
+    );
+    assert!(summary.contains("probes removed 1;"), "{summary}");
     assert!(probes_of(pid).is_empty(), "{:?}", probes_of(pid));
 }
 
 #[test]
-fn sigint_and_sigterm_end_the_run_and_remove_every_probe() {
-    if !kernel("sigint_and_sigterm_end_the_run_and_remove_every_probe") {
+fn sigint_sigterm_and_sighup_end_the_run_and_remove_every_probe() {
+    if !kernel("sigint_sigterm_and_sighup_end_the_run_and_remove_every_probe") {
         return;
     }
     let _serial = serial();
+    // All three: disable, drain, remove the probes, print the summary, exit 0.
     record_then_signal(rustix::process::Signal::INT, 0);
-    record_then_signal(rustix::process::Signal::TERM, 128 + 15);
+    record_then_signal(rustix::process::Signal::TERM, 0);
+    record_then_signal(rustix::process::Signal::HUP, 0);
+}
+
+/// Opens `path` every millisecond until `stop`; returns the thread's tid once running.
+fn opener(
+    path: &'static str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (std::thread::JoinHandle<()>, u32) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        // "PID/task/TID"
+        let me = std::fs::read_link("/proc/thread-self").unwrap();
+        let tid = me.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        tx.send(tid).unwrap();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            drop(std::fs::File::open(path));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    (h, rx.recv().unwrap())
+}
+
+/// JSON lines of `file` so far.
+fn lines_of(file: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn wait_for_line(file: &std::path::Path, what: &str, pred: impl Fn(&str) -> bool) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !lines_of(file).iter().any(|l| pred(l)) {
+        assert!(
+            Instant::now() < until,
+            "no line with {what} in {:?}",
+            lines_of(file)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn pid_follows_every_thread_old_and_new_into_a_file_until_sighup() {
+    if !kernel("pid_follows_every_thread_old_and_new_into_a_file_until_sighup") {
+        return;
+    }
+    let _serial = serial();
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let me = std::process::id();
+    let out_file = std::env::temp_dir().join(format!("sluice-cli-pid-{me}.json"));
+    let stop = Arc::new(AtomicBool::new(false));
+    // A thread that exists before sluice starts (not the main thread: only the
+    // /proc/PID/task listing finds it).
+    let (old, old_tid) = opener("/etc/hostname", stop.clone());
+    let child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record", "--json", "-o", out_file.to_str().unwrap(), "-p"])
+        .arg(me.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tid_is = |tid: u32| move |l: &str| l.contains(&format!("\"tid\":{tid},"));
+    wait_for_line(&out_file, "the old thread's opens", tid_is(old_tid));
+    // A thread made after the events were opened: `inherit` brings it in.
+    let (new, new_tid) = opener("/etc/passwd", stop.clone());
+    wait_for_line(&out_file, "the new thread's opens", tid_is(new_tid));
+    wait_for_line(&out_file, "/etc/passwd", |l| {
+        l.contains("\"str\":\"/etc/passwd\"")
+    });
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::HUP,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    old.join().unwrap();
+    new.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(out.stdout.is_empty(), "-o: nothing on stdout");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .expect(&err);
+    assert!(summary.contains("stopped: signal 1"), "{summary}");
+    assert!(summary.contains("probes removed 0;"), "{summary}");
+    let lines = lines_of(&out_file);
+    std::fs::remove_file(&out_file).unwrap();
+    // Every sample is this process's, and the summary counts what the file holds.
+    for l in &lines {
+        assert!(l.contains(&format!("\"pid\":{me},")), "{l}");
+    }
+    let opens = lines
+        .iter()
+        .filter(|l| l.contains("\"event\":\"syscalls:sys_enter_openat\""))
+        .count();
+    assert!(
+        [",", ";"]
+            .iter()
+            .any(|end| summary.contains(&format!("syscalls:sys_enter_openat {opens}{end}"))),
+        "{summary} vs {opens} lines"
+    );
+    // The lost count has one entry per online CPU.
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let cpus = online.trim().split(['-', ',']).count().max(1);
+    let lost = summary.split("lost ").nth(1).expect(summary);
+    assert_eq!(lost.matches("cpu").count(), cpus, "{summary}");
+}
+
+#[test]
+fn pid_of_a_process_that_exits_ends_the_run() {
+    if !kernel("pid_of_a_process_that_exits_ends_the_run") {
+        return;
+    }
+    let _serial = serial();
+    // The process opens /etc/hostname every 20 ms until killed.
+    let mut target = Command::new("sh")
+        .args(["-c", "while :; do exec 3</etc/hostname; sleep 0.02; done"])
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    let rec = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record", "-p", &pid.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once its opens come through, end the target.
+    let mut stdout = rec.stdout.unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    target.kill().unwrap();
+    target.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut rec.stderr.unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains(&format!("stopped: process {pid} exited")),
+        "{err}"
+    );
+    assert!(rest.contains("/etc/hostname"), "{rest}");
+}
+
+#[test]
+fn cpu_list_keeps_samples_to_those_cpus() {
+    if !kernel("cpu_list_keeps_samples_to_those_cpus") {
+        return;
+    }
+    let _serial = serial();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last: u32 = online
+        .trim()
+        .rsplit(['-', ','])
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let run = |rec_cpu: u32, work_cpu: u32| {
+        sluice(&[
+            "record",
+            "--json",
+            "-C",
+            &rec_cpu.to_string(),
+            "--",
+            "taskset",
+            "-c",
+            &work_cpu.to_string(),
+            "sh",
+            "-c",
+            "exec 3</etc/hostname",
+        ])
+    };
+    // Workload on the CPU recorded: its opens arrive, all from that CPU.
+    let (code, out, err) = run(last, last);
+    assert_eq!(code, 0, "{err}");
+    let samples: Vec<&str> = out.lines().filter(|l| l.starts_with('{')).collect();
+    assert!(samples.iter().any(|l| l.contains("/etc/hostname")), "{out}");
+    for l in &samples {
+        assert!(l.contains(&format!("\"cpu\":{last},")), "{l}");
+    }
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .unwrap();
+    assert!(
+        summary.contains(&format!("lost 0 (cpu{last} 0);")),
+        "{summary}"
+    );
+    if last > 0 {
+        // Workload elsewhere: nothing.
+        let (code, out, err) = run(last, 0);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("/etc/hostname"), "{out}");
+    }
+    // A CPU that is not online: a usage error, nothing loaded.
+    let (code, _, err) = sluice(&["record", "-C", "4095", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("CPU 4095 is not online"), "{err}");
+    let (code, _, err) = sluice(&["record", "-C", "3-1", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn option_conflicts_are_usage_errors() {
+    for args in [
+        &["record", "-p", "1", "--", "true"][..],
+        &["record", "-p", "1", "-a"],
+        &["record", "-p", "zero"],
+        &["record", "-C", ""],
+    ] {
+        let (code, _, err) = sluice(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+    let (code, _, err) = sluice(&["record", "-o", "/nonexistent-dir/x", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot create"), "{err}");
 }
 
 #[test]

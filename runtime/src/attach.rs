@@ -38,15 +38,42 @@ pub enum Scope {
         /// [`PerCpuEvents::enable`].
         on_exec: bool,
     },
+    /// A process already running (`record -p`): every thread it has when the events are
+    /// opened (`/proc/PID/task`), each with `inherit` so threads and children they create
+    /// later are counted too. One ring per CPU: the other threads' events of that CPU write
+    /// into it (`PERF_EVENT_IOC_SET_OUTPUT`).
+    Process {
+        /// The process (thread group id).
+        pid: i32,
+    },
 }
 
 impl Scope {
-    fn pid(self) -> i32 {
+    /// The pid whose `target_tgid` the filters should see: `None` system-wide.
+    #[must_use]
+    pub fn target_pid(self) -> Option<i32> {
         match self {
-            Scope::System => -1,
-            Scope::Task { pid, .. } => pid,
+            Scope::System => None,
+            Scope::Task { pid, .. } | Scope::Process { pid } => Some(pid),
         }
     }
+}
+
+/// How many times the thread list of a [`Scope::Process`] is re-read while opening, to
+/// catch threads created meanwhile (after that, `inherit` covers threads created by the
+/// ones already followed).
+pub const THREAD_LIST_PASSES: usize = 4;
+
+/// The threads of process `pid` (`/proc/PID/task`), ascending.
+///
+/// # Errors
+/// The error of reading the directory (`ENOENT`: no such process).
+pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
 }
 
 /// How the events of one tracepoint are opened.
@@ -112,6 +139,22 @@ pub enum Error {
         /// The errno.
         errno: Errno,
     },
+    /// The process of a [`Scope::Process`] cannot be followed (gone, or no thread left).
+    Process {
+        /// The pid.
+        pid: i32,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `PERF_EVENT_IOC_SET_OUTPUT` refused to send a thread's events into its CPU's ring.
+    SetOutput {
+        /// The event.
+        what: String,
+        /// The CPU.
+        cpu: u32,
+        /// The errno.
+        errno: Errno,
+    },
     /// `PERF_EVENT_IOC_ENABLE` refused.
     Enable {
         /// The event.
@@ -165,6 +208,13 @@ impl fmt::Display for Error {
             Error::Enable { what, cpu, errno } => {
                 write!(f, "PERF_EVENT_IOC_ENABLE of {what} on CPU {cpu}: {errno}")
             }
+            Error::Process { pid, source } => write!(f, "process {pid}: {source}"),
+            Error::SetOutput { what, cpu, errno } => {
+                write!(
+                    f,
+                    "PERF_EVENT_IOC_SET_OUTPUT of {what} on CPU {cpu}: {errno}"
+                )
+            }
             Error::MapUpdate { map, cpu, source } => {
                 write!(
                     f,
@@ -180,7 +230,9 @@ impl std::error::Error for Error {
         match self {
             Error::Open { errno, .. }
             | Error::SetBpf { errno, .. }
-            | Error::Enable { errno, .. } => Some(errno),
+            | Error::Enable { errno, .. }
+            | Error::SetOutput { errno, .. } => Some(errno),
+            Error::Process { source, .. } => Some(source),
             Error::MapUpdate { source, .. } => Some(source.as_ref()),
         }
     }
@@ -201,7 +253,11 @@ pub struct CpuEvent {
 pub struct PerCpuEvents {
     what: String,
     format: SampleFormat,
+    /// One per CPU: each has a ring.
     events: Vec<CpuEvent>,
+    /// Events of other threads ([`Scope::Process`]) writing into the ring of the event of
+    /// their CPU; enabled, disabled and attached with the others.
+    followers: Vec<CpuEvent>,
 }
 
 impl PerCpuEvents {
@@ -217,10 +273,45 @@ impl PerCpuEvents {
         self.format
     }
 
-    /// The events, by CPU.
+    /// The events that own a ring, by CPU.
     #[must_use]
     pub fn events(&self) -> &[CpuEvent] {
         &self.events
+    }
+
+    /// The events of further threads, each writing into the ring of the [`events`] entry
+    /// of its CPU (empty unless [`Scope::Process`] found several threads).
+    ///
+    /// [`events`]: PerCpuEvents::events
+    #[must_use]
+    pub fn followers(&self) -> &[CpuEvent] {
+        &self.followers
+    }
+
+    /// Sends each follower's records into the ring of the event of its CPU
+    /// (`PERF_EVENT_IOC_SET_OUTPUT`). Call it once those rings are mapped: the kernel
+    /// refuses (`EINVAL`) to redirect into an event without a ring.
+    ///
+    /// # Errors
+    /// [`Error::SetOutput`] for the first refusal.
+    pub fn redirect_followers(&self) -> Result<(), Error> {
+        for f in &self.followers {
+            let Some(leader) = self.events.iter().find(|l| l.cpu == f.cpu) else {
+                continue;
+            };
+            crate::ring::set_output(f.fd.as_fd(), leader.fd.as_fd()).map_err(|errno| {
+                Error::SetOutput {
+                    what: self.what.clone(),
+                    cpu: f.cpu,
+                    errno,
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    fn all(&self) -> impl Iterator<Item = &CpuEvent> {
+        self.events.iter().chain(&self.followers)
     }
 
     /// Starts every event.
@@ -228,7 +319,7 @@ impl PerCpuEvents {
     /// # Errors
     /// [`Error::Enable`] for the first that refuses.
     pub fn enable(&self) -> Result<(), Error> {
-        for e in &self.events {
+        for e in self.all() {
             perf_event::enable(e.fd.as_fd()).map_err(|errno| Error::Enable {
                 what: self.what.clone(),
                 cpu: e.cpu,
@@ -240,7 +331,7 @@ impl PerCpuEvents {
 
     /// Stops every event (errors are logged: the fd is closed next anyway).
     pub fn disable(&self) {
-        for e in &self.events {
+        for e in self.all() {
             if let Err(errno) = perf_event::disable(e.fd.as_fd()) {
                 log::warn!(
                     "PERF_EVENT_IOC_DISABLE of {} on CPU {}: {errno}",
@@ -257,7 +348,7 @@ impl PerCpuEvents {
     /// # Errors
     /// [`Error::SetBpf`] for any other refusal, or `EEXIST` on the first event.
     pub fn set_bpf(&self, program: &str, prog: BorrowedFd<'_>) -> Result<(), Error> {
-        for (i, e) in self.events.iter().enumerate() {
+        for (i, e) in self.all().enumerate() {
             match perf_event::set_bpf(e.fd.as_fd(), prog) {
                 Ok(()) => log::debug!(
                     "SET_BPF {program} (fd {}) on {} CPU {}",
@@ -282,7 +373,9 @@ impl PerCpuEvents {
     /// Takes the events out (the caller then owns the order of disabling and closing).
     #[must_use]
     pub fn into_events(mut self) -> Vec<CpuEvent> {
-        std::mem::take(&mut self.events)
+        let mut all = std::mem::take(&mut self.events);
+        all.append(&mut self.followers);
+        all
     }
 }
 
@@ -303,6 +396,7 @@ fn open_all(
         what: what.to_owned(),
         format,
         events: Vec::with_capacity(cpus.len()),
+        followers: Vec::new(),
     };
     for &cpu in cpus {
         let mut a = *attr;
@@ -341,13 +435,52 @@ pub fn open_tracepoint(
         }
     }
     opts.ring.apply(&mut attr);
-    open_all(
-        what,
-        &attr,
-        opts.scope.pid(),
-        cpus,
-        SampleFormat::new(sample_type),
-    )
+    let format = SampleFormat::new(sample_type);
+    match opts.scope {
+        Scope::System => open_all(what, &attr, -1, cpus, format),
+        Scope::Task { pid, .. } => open_all(what, &attr, pid, cpus, format),
+        Scope::Process { pid } => {
+            attr.flags |= attr_flags::INHERIT;
+            open_process(what, &attr, pid, cpus, format)
+        }
+    }
+}
+
+/// [`Scope::Process`]: the first thread's events own the rings, the others' follow (see
+/// [`PerCpuEvents::redirect_followers`]).
+fn open_process(
+    what: &str,
+    attr: &PerfEventAttr,
+    pid: i32,
+    cpus: &[u32],
+    format: SampleFormat,
+) -> Result<PerCpuEvents, Error> {
+    let gone = |source| Error::Process { pid, source };
+    let mut out: Option<PerCpuEvents> = None;
+    let mut done: Vec<i32> = Vec::new();
+    for _ in 0..THREAD_LIST_PASSES {
+        let tids = threads_of(pid).map_err(gone)?;
+        let new: Vec<i32> = tids.into_iter().filter(|t| !done.contains(t)).collect();
+        if new.is_empty() {
+            break;
+        }
+        for tid in new {
+            done.push(tid);
+            let opened = match open_all(what, attr, tid, cpus, format) {
+                Ok(o) => o,
+                // The thread exited between the listing and the open.
+                Err(Error::Open {
+                    errno: Errno::SRCH, ..
+                }) => continue,
+                Err(e) => return Err(e),
+            };
+            match &mut out {
+                None => out = Some(opened),
+                Some(leaders) => leaders.followers.extend(opened.into_events()),
+            }
+        }
+    }
+    out.ok_or_else(|| gone(std::io::Error::from_raw_os_error(libc::ESRCH)))
 }
 
 /// For a `BPF_MAP_TYPE_PERF_EVENT_ARRAY` map: opens one `PERF_COUNT_SW_BPF_OUTPUT` event per

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -68,6 +68,8 @@ pub struct SessionOptions {
     pub events: BTreeMap<String, String>,
     /// Load options (program type of titles, verifier log ...).
     pub load: LoadOptions,
+    /// CPUs to record on (`-C`); `None`: every online CPU. Each must be online.
+    pub cpus: Option<Vec<u32>>,
 }
 
 /// Errors of a session, each naming the object and program concerned.
@@ -115,6 +117,13 @@ pub enum Error {
     },
     /// Mapping a ring failed.
     Ring(crate::ring::Error),
+    /// A CPU asked for is not online.
+    Cpu {
+        /// The CPU.
+        cpu: u32,
+        /// The online CPUs.
+        online: Vec<u32>,
+    },
     /// Listing CPUs, polling or waiting for the workload failed.
     Io {
         /// What we were doing.
@@ -145,6 +154,10 @@ impl fmt::Display for Error {
             } => write!(f, "{source}"),
             Error::Attach { object, source } => write!(f, "{object}: {source}"),
             Error::Ring(e) => write!(f, "{e}"),
+            Error::Cpu { cpu, online } => {
+                let list: Vec<String> = online.iter().map(u32::to_string).collect();
+                write!(f, "CPU {cpu} is not online (online: {})", list.join(","))
+            }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -159,7 +172,7 @@ impl std::error::Error for Error {
             Error::Attach { source, .. } => Some(source),
             Error::Ring(e) => Some(e),
             Error::Io { source, .. } => Some(source),
-            Error::Spec { .. } => None,
+            Error::Spec { .. } | Error::Cpu { .. } => None,
         }
     }
 }
@@ -234,6 +247,8 @@ pub enum Stop {
     Duration,
     /// This signal arrived (the workload, if any, was sent it too).
     Signal(i32),
+    /// The process followed ([`RunControl::process`]) exited.
+    ProcessExited,
 }
 
 /// What ends [`Session::run`] besides its own events.
@@ -245,6 +260,9 @@ pub struct RunControl<'a> {
     pub deadline: Option<Instant>,
     /// Signals: the run ends at the first (`SIGCHLD` only wakes it up).
     pub signals: Option<&'a SignalPipe>,
+    /// A process that is not our child (`record -p`): the run ends when it exits (watched
+    /// through a pidfd, Linux 5.3). It is never sent a signal.
+    pub process: Option<i32>,
 }
 
 /// Totals of a run.
@@ -252,10 +270,20 @@ pub struct RunControl<'a> {
 pub struct Summary {
     /// Samples per source, indexed like [`Session::sources`].
     pub samples: Vec<u64>,
-    /// Lost records per CPU (`None`: rings without a CPU), summed over sources.
+    /// Lost records per CPU (`None`: rings without a CPU), summed over sources; every CPU
+    /// with a ring has an entry, 0 when nothing was lost there.
     pub lost: BTreeMap<Option<u32>, u64>,
     /// Records skipped as malformed, over all rings.
     pub malformed: u64,
+}
+
+/// What [`Session::close`] released.
+#[derive(Debug, Default)]
+pub struct Closed {
+    /// tracefs probes made by the session and removed.
+    pub probes_removed: usize,
+    /// Probes left behind (`sluice probes --clean` removes them later), with the reason.
+    pub errors: Vec<(String, tracefs::Error)>,
 }
 
 /// A running record session (see the module docs for the release order).
@@ -351,10 +379,19 @@ impl Session {
             program: None,
             source,
         })?;
-        let cpus = crate::cpus::online().map_err(|e| Error::Io {
+        let online = crate::cpus::online().map_err(|e| Error::Io {
             what: "reading the online CPUs",
             source: std::io::Error::other(e.to_string()),
         })?;
+        let cpus = match &opts.cpus {
+            None => online,
+            Some(asked) => {
+                if let Some(&cpu) = asked.iter().find(|c| !online.contains(c)) {
+                    return Err(Error::Cpu { cpu, online });
+                }
+                asked.clone()
+            }
+        };
         for src in objects {
             s.add_object(src, opts, scope, &tracefs, &cpus)?;
         }
@@ -366,6 +403,13 @@ impl Session {
                 s.rings.push_unpolled(ring);
                 s.ring_source.push(gi);
             }
+            group.redirect_followers().map_err(|e| Error::Attach {
+                object: s
+                    .sources
+                    .get(gi)
+                    .map_or_else(String::new, |x| x.object.clone()),
+                source: e,
+            })?;
         }
         let on_exec = matches!(scope, Scope::Task { on_exec: true, .. });
         for (group, source) in s.groups.iter().zip(&s.sources) {
@@ -402,7 +446,7 @@ impl Session {
         let Some(loaded) = self.loaded.last() else {
             return Ok(());
         };
-        if let Scope::Task { pid, .. } = scope {
+        if let Some(pid) = scope.target_pid() {
             for map in loaded.maps() {
                 if map.name() == TARGET_TGID_MAP
                     && map.map_type() == map_type::ARRAY
@@ -600,6 +644,9 @@ impl Session {
     pub fn summary(&self) -> Summary {
         let mut s = self.summary.clone();
         s.samples.resize(self.sources.len(), 0);
+        for ring in self.rings.rings() {
+            s.lost.entry(ring.cpu()).or_insert(0);
+        }
         s.malformed = self.rings.stats().malformed;
         s
     }
@@ -633,6 +680,35 @@ impl Session {
         n
     }
 
+    /// Releases everything in the order of the module docs and reports what was removed:
+    /// how many tracefs probes were made and removed, and the errors of those that stayed.
+    pub fn close(self) -> Closed {
+        let Session {
+            rings,
+            ring_source,
+            groups,
+            probes,
+            loaded,
+            ..
+        } = self;
+        drop(rings);
+        drop(ring_source);
+        drop(groups);
+        let made = probes.len();
+        let mut errors = Vec::new();
+        for p in probes {
+            let name = format!("{}/{}", p.group(), p.event());
+            if let Err(e) = p.remove() {
+                errors.push((name, e));
+            }
+        }
+        drop(loaded);
+        Closed {
+            probes_removed: made - errors.len(),
+            errors,
+        }
+    }
+
     /// Stops every event (the rings stay readable).
     pub fn disable(&mut self) {
         if self.enabled {
@@ -660,7 +736,18 @@ impl Session {
             mut child,
             deadline,
             signals,
+            process,
         } = ctl;
+        let pidfd = match process.map(watch_process).transpose()? {
+            Some(None) => {
+                // Already gone: nothing more can come from it.
+                self.disable();
+                self.drain(sink);
+                return Ok(Stop::ProcessExited);
+            }
+            Some(Some(fd)) => Some(fd),
+            None => None,
+        };
         let stop = loop {
             if let Some(sig) = signals
                 .map(SignalPipe::take)
@@ -686,8 +773,13 @@ impl Session {
                 }
                 break Stop::Duration;
             }
+            if let Some(fd) = &pidfd {
+                if process_exited(fd) {
+                    break Stop::ProcessExited;
+                }
+            }
             let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
-            self.wait(signals, wait)?;
+            self.wait(signals, pidfd.as_ref(), wait)?;
             self.drain(sink);
         };
         self.disable();
@@ -696,7 +788,12 @@ impl Session {
     }
 
     /// Sleeps until a ring or the signal pipe is readable, or `timeout`.
-    fn wait(&self, signals: Option<&SignalPipe>, timeout: Duration) -> Result<(), Error> {
+    fn wait(
+        &self,
+        signals: Option<&SignalPipe>,
+        process: Option<&OwnedFd>,
+        timeout: Duration,
+    ) -> Result<(), Error> {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
         let mut fds: Vec<PollFd<'_>> = self
             .groups
@@ -706,6 +803,9 @@ impl Session {
             .collect();
         let sig = signals.map(SignalPipe::fd);
         if let Some(fd) = &sig {
+            fds.push(PollFd::new(fd, PollFlags::IN));
+        }
+        if let Some(fd) = process {
             fds.push(PollFd::new(fd, PollFlags::IN));
         }
         let ts = Timespec {
@@ -730,6 +830,32 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// A pidfd for `pid` (`pidfd_open(2)`), `None` when the process is already gone.
+fn watch_process(pid: i32) -> Result<Option<OwnedFd>, Error> {
+    let io = |source: std::io::Error| Error::Io {
+        what: "watching the process (pidfd_open, Linux 5.3)",
+        source,
+    };
+    let p = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| io(std::io::Error::from_raw_os_error(libc::ESRCH)))?;
+    match rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::SRCH) => Ok(None),
+        Err(e) => Err(io(e.into())),
+    }
+}
+
+/// Whether the process of `pidfd` exited (the pidfd polls readable then).
+fn process_exited(pidfd: &OwnedFd) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
 }
 
 /// Sends `sig` to the workload, waits up to [`WORKLOAD_GRACE`], then kills it; reaps it.

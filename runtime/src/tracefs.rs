@@ -681,7 +681,8 @@ pub struct Field {
     pub size: usize,
     /// Whether the kernel marks it signed.
     pub signed: bool,
-    /// Element count of a fixed array (`char comm[16]`).
+    /// Element count of a fixed array (`char comm[16]`); 0 for a flexible one
+    /// (`char buf[]`, size 0).
     pub array_len: Option<usize>,
     /// A `__data_loc` (or `__rel_loc`) field: a u32 `len << 16 | offset` locating
     /// variable-length data.
@@ -751,7 +752,19 @@ impl Field {
     }
 }
 
+/// Largest RAW payload a perf sample can carry: the record header's size is a `u16`, so no
+/// field of a recordable event lies past this many bytes. [`EventFormat::parse`] refuses
+/// fields that would.
+pub const MAX_RECORD_SIZE: usize = u16::MAX as usize;
+
 /// An event's `format` file: its name, id and fields (common ones included).
+///
+/// A parsed format keeps these promises (checked by [`EventFormat::parse`], relied on by
+/// decoders, exercised by the `tracefs_format` fuzz target): every field's
+/// `offset + size` is at most [`EventFormat::record_size`], itself at most
+/// [`MAX_RECORD_SIZE`]; a `__data_loc`/`__rel_loc` field is 4 bytes and has no
+/// `array_len`; a fixed array has a non-zero length dividing its size (`char comm[16]`:
+/// 16 elements of 1 byte), or is a flexible array (`char buf[]`, `array_len` 0, size 0).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventFormat {
     /// `name:`.
@@ -769,10 +782,22 @@ impl EventFormat {
         self.fields.iter().find(|f| f.name == name)
     }
 
+    /// The fixed part of the record the format declares: the end of its farthest field
+    /// (0 without fields). A RAW payload at least this long holds every field's bytes.
+    #[must_use]
+    pub fn record_size(&self) -> usize {
+        // Offsets and sizes were bounded by `parse`: no overflow.
+        self.fields
+            .iter()
+            .map(|f| f.offset.saturating_add(f.size))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Parses the text of a `format` file.
     ///
     /// # Errors
-    /// `(line, what)`: the 1-based line of a malformed `field:` entry.
+    /// `(line, what)`: the 1-based line of a malformed `field:` entry (or `ID:` line).
     pub fn parse(text: &str) -> Result<Self, (usize, &'static str)> {
         let mut fmt = EventFormat::default();
         for (i, line) in text.lines().enumerate() {
@@ -787,7 +812,7 @@ impl EventFormat {
                     .map_err(|_| (line_no, "ID is not a number"))?;
             } else if t.starts_with("field:") {
                 fmt.fields
-                    .push(parse_field(t).ok_or((line_no, "malformed field line"))?);
+                    .push(parse_field(t).map_err(|what| (line_no, what))?);
             }
         }
         Ok(fmt)
@@ -795,23 +820,33 @@ impl EventFormat {
 }
 
 /// `field:TYPE NAME[N];\toffset:O;\tsize:S;\tsigned:B;`
-fn parse_field(line: &str) -> Option<Field> {
+fn parse_field(line: &str) -> Result<Field, &'static str> {
+    const MALFORMED: &str = "malformed field line";
     let mut decl = None;
     let (mut offset, mut size, mut signed) = (None, None, false);
     for part in line.split(';').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = part.split_once(':')?;
+        let (key, value) = part.split_once(':').ok_or(MALFORMED)?;
         match key.trim() {
             "field" => decl = Some(value.trim()),
-            "offset" => offset = value.trim().parse().ok(),
-            "size" => size = value.trim().parse().ok(),
+            "offset" => offset = value.trim().parse::<usize>().ok(),
+            "size" => size = value.trim().parse::<usize>().ok(),
             "signed" => signed = value.trim() == "1",
             _ => {}
         }
     }
-    let decl = decl?;
-    let (ty, name) = decl.rsplit_once(' ')?;
+    let decl = decl.ok_or(MALFORMED)?;
+    let (ty, name) = decl.rsplit_once(' ').ok_or(MALFORMED)?;
     let (name, array_len) = match name.split_once('[') {
-        Some((n, rest)) => (n, Some(rest.strip_suffix(']')?.parse().ok()?)),
+        // `char buf[]`: a flexible array (ftrace's own events).
+        Some((n, "]")) => (n, Some(0)),
+        Some((n, rest)) => (
+            n,
+            Some(
+                rest.strip_suffix(']')
+                    .and_then(|l| l.parse::<usize>().ok())
+                    .ok_or(MALFORMED)?,
+            ),
+        ),
         None => (name, None),
     };
     let (data_loc, ty) = if let Some(t) = ty.strip_prefix("__data_loc ") {
@@ -822,15 +857,33 @@ fn parse_field(line: &str) -> Option<Field> {
         (None, ty)
     };
     if name.is_empty() {
-        return None;
+        return Err(MALFORMED);
     }
-    Some(Field {
+    let (offset, size) = (offset.ok_or(MALFORMED)?, size.ok_or(MALFORMED)?);
+    if offset
+        .checked_add(size)
+        .is_none_or(|end| end > MAX_RECORD_SIZE)
+    {
+        return Err("field lies past the largest perf record");
+    }
+    if data_loc.is_some() && size != 4 {
+        return Err("__data_loc field is not 4 bytes");
+    }
+    let array_len = if data_loc.is_some() { None } else { array_len };
+    match array_len {
+        Some(0) if size != 0 => return Err("flexible array with a size"),
+        Some(n) if n != 0 && size % n != 0 => {
+            return Err("array size is not a multiple of its length")
+        }
+        _ => {}
+    }
+    Ok(Field {
         name: name.to_owned(),
         c_type: ty.trim().trim_end_matches("[]").trim().to_owned(),
-        offset: offset?,
-        size: size?,
+        offset,
+        size,
         signed,
-        array_len: if data_loc.is_some() { None } else { array_len },
+        array_len,
         data_loc,
     })
 }
@@ -1022,8 +1075,60 @@ print fmt: \"\", REC->__syscall_nr
             "\tfield:int;\toffset:0;\tsize:4;",
             "\tfield:int x[;\toffset:0;\tsize:4;",
             "ID: nope",
+            // Past the largest perf record, or overflowing.
+            "\tfield:int x;\toffset:65535;\tsize:4;\tsigned:1;",
+            "\tfield:int x;\toffset:18446744073709551615;\tsize:4;",
+            "\tfield:__data_loc char[] s;\toffset:8;\tsize:8;",
+            "\tfield:u16 a[3];\toffset:8;\tsize:8;",
+            "\tfield:char b[];\toffset:8;\tsize:4;",
         ] {
             assert!(EventFormat::parse(bad).is_err(), "{bad}");
+        }
+        let line = |s: &str| EventFormat::parse(s).map_err(|(l, _)| l);
+        assert_eq!(line("name: x\nID: 1\n\tfield:int;"), Err(3));
+    }
+
+    #[test]
+    fn record_size_bounds_every_field() {
+        let f = EventFormat::parse(GETPPID).unwrap();
+        assert_eq!(f.record_size(), 36);
+        assert_eq!(EventFormat::default().record_size(), 0);
+        // ftrace's own events end with a flexible array.
+        let print = "\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+                     \tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;";
+        let p = EventFormat::parse(print).unwrap();
+        let buf = p.field("buf").unwrap();
+        assert_eq!((buf.array_len, buf.size, p.record_size()), (Some(0), 0, 16));
+    }
+
+    /// Edge cases of the bounds (and, appended, every crash the `tracefs_format` fuzz
+    /// target finds): each must parse or fail without panicking, and a success keeps the
+    /// promises of [`EventFormat`].
+    const FUZZ_REGRESSIONS: &[&str] = &[
+        "field:a b[0];offset:0;size:0;",
+        "field:a b[18446744073709551615];offset:0;size:0;",
+        "field: b;offset:65531;size:4;",
+        "field:__rel_loc x y;offset:65531;size:4;",
+    ];
+
+    #[test]
+    fn fuzz_regressions_keep_the_promises() {
+        for text in FUZZ_REGRESSIONS {
+            let Ok(f) = EventFormat::parse(text) else {
+                continue;
+            };
+            let end = f.record_size();
+            assert!(end <= MAX_RECORD_SIZE, "{text:?}");
+            let raw = vec![0xffu8; end];
+            for field in &f.fields {
+                assert!(field.offset + field.size <= end, "{text:?}");
+                assert!(field.bytes(&raw).is_some(), "{text:?}");
+                let _ = (
+                    field.read_i64(&raw),
+                    field.read_u64(&raw),
+                    field.dynamic(&raw),
+                );
+            }
         }
     }
 

@@ -1,7 +1,14 @@
 //! `sluice record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
-//! [--wakeup-events N] [--json] [-a] [-- CMD ARGS...]`: load filters, attach them, run the
-//! workload (like `perf record`: forked, held until the events exist, events enabled at its
-//! `exec`), print every sample that passed, and a summary on stderr.
+//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [-- CMD ARGS...]`: load
+//! filters, attach them, run the workload (like `perf record`: forked, held until the
+//! events exist, events enabled at its `exec`) or follow a running process (`-p`, every
+//! thread, with `inherit`), print every sample that passed (on stdout or into `-o FILE`),
+//! and a summary on stderr: samples per event, lost records per CPU, probes removed.
+//!
+//! `SIGINT`, `SIGTERM` and `SIGHUP` end a recording the same way: events disabled, rings
+//! drained, probes removed, summary printed, exit status 0 (the recording is complete; a
+//! workload we started is sent the same signal). A process followed with `-p` is never
+//! signalled.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -31,6 +38,9 @@ struct Args {
     wakeup_events: Option<u32>,
     json: bool,
     all: bool,
+    pid: Option<i32>,
+    cpus: Option<Vec<u32>>,
+    output: Option<std::path::PathBuf>,
     command: Vec<OsString>,
 }
 
@@ -89,6 +99,27 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             }
             Long("json") => a.json = true,
             Short('a') | Long("all-cpus") => a.all = true,
+            Short('p') | Long("pid") => {
+                let v = parser.value().map_err(crate::fail::usage)?;
+                let text = v.to_string_lossy().into_owned();
+                match text.parse::<i32>() {
+                    Ok(pid) if pid > 0 => a.pid = Some(pid),
+                    _ => return Err(bad(format!("-p {text}: want a process id"))),
+                }
+            }
+            Short('C') | Long("cpu") => {
+                let v = parser.value().map_err(crate::fail::usage)?;
+                let text = v.to_string_lossy().into_owned();
+                let cpus = sluice_runtime::cpus::parse(&text)
+                    .map_err(|e| bad(format!("-C {text}: {e}")))?;
+                if cpus.is_empty() {
+                    return Err(bad(format!("-C '{text}': no CPU")));
+                }
+                a.cpus = Some(cpus);
+            }
+            Short('o') | Long("output") => {
+                a.output = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
             Value(v) => {
                 a.command.push(v);
                 a.command
@@ -96,6 +127,11 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             }
             other => return Err(crate::fail::usage(other.unexpected())),
         }
+    }
+    if a.pid.is_some() && (a.all || !a.command.is_empty()) {
+        return Err(bad(
+            "-p follows a running process: no -a and no command with it".into(),
+        ));
     }
     Ok(a)
 }
@@ -135,14 +171,14 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
         _ => None,
     };
     match e {
-        E::Open { .. } | E::Spec { .. } => Failure::input(e.to_string()),
+        E::Open { .. } | E::Spec { .. } | E::Cpu { .. } => Failure::input(e.to_string()),
         _ => Failure::runtime(e.to_string(), detail),
     }
 }
 
 fn record(args: Args) -> Result<(), Failure> {
     let objects = read_objects(&args.objects)?;
-    let command: Vec<OsString> = if args.command.is_empty() && !args.all {
+    let command: Vec<OsString> = if args.command.is_empty() && !args.all && args.pid.is_none() {
         DEFAULT_WORKLOAD.iter().map(OsString::from).collect()
     } else {
         args.command.clone()
@@ -154,6 +190,14 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Some(n) = args.wakeup_events {
         ring.wakeup = Wakeup::Events(n);
     }
+    // The output file before anything is loaded: a bad path costs nothing.
+    let file = match &args.output {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| Failure::input(format!("{}: cannot create: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -171,8 +215,9 @@ fn record(args: Args) -> Result<(), Failure> {
         }
         None => None,
     };
-    let scope = match (&held, args.all) {
-        (Some(h), false) => Scope::Task {
+    let scope = match (&held, args.all, args.pid) {
+        (_, _, Some(pid)) => Scope::Process { pid },
+        (Some(h), false, None) => Scope::Task {
             pid: h.pid(),
             on_exec: true,
         },
@@ -182,6 +227,7 @@ fn record(args: Args) -> Result<(), Failure> {
         scope: Some(scope),
         ring,
         events: args.events.clone(),
+        cpus: args.cpus.clone(),
         ..SessionOptions::default()
     };
     // On failure `held` is dropped unreleased: the child exits without running the command.
@@ -208,14 +254,22 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     let started = Instant::now();
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let sink_to: Box<dyn std::io::Write> = match file {
+        Some(f) => Box::new(f),
+        None => Box::new(stdout.lock()),
+    };
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, sink_to);
+    let mut write_error: Option<std::io::Error> = None;
     let mut comms = Comms::default();
     let mut lines = 0u64;
     let json_mode = args.json;
     let mut sink = |s: &Session, e: &Event| {
         if let Some(line) = format_event(s, e, json_mode, &mut comms) {
-            let _ = writeln!(out, "{line}");
+            if let Err(e) = writeln!(out, "{line}") {
+                write_error.get_or_insert(e);
+            }
             lines += 1;
+            // Readers (a terminal, a pipe, `tail -f FILE`) see lines as they come.
             if lines % 64 == 0 {
                 let _ = out.flush();
             }
@@ -225,16 +279,24 @@ fn record(args: Args) -> Result<(), Failure> {
         child: child.as_mut(),
         deadline: args.duration.map(|d| started + d),
         signals: Some(&sigs),
+        process: args.pid,
     };
     let stop = session
         .run(ctl, &mut sink)
         .map_err(|e| session_failure(&e))?;
-    let _ = out.flush();
+    if let Err(e) = out.flush() {
+        write_error.get_or_insert(e);
+    }
     drop(out);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
     // Release everything (events, then probes, then programs) before reporting.
-    drop(session);
+    let closed = session.close();
+    for (name, e) in &closed.errors {
+        eprintln!(
+            "sluice: warning: probe {name} left behind ({e}); `sluice probes --clean` removes it"
+        );
+    }
     let total: u64 = summary.samples.iter().sum();
     let per_event: Vec<String> = names
         .iter()
@@ -242,34 +304,41 @@ fn record(args: Args) -> Result<(), Failure> {
         .map(|(n, c)| format!("{n} {c}"))
         .collect();
     let lost_total: u64 = summary.lost.values().sum();
-    let lost = if summary.lost.is_empty() {
-        "lost 0".to_owned()
-    } else {
-        let per_cpu: Vec<String> = summary
-            .lost
-            .iter()
-            .map(|(c, n)| format!("cpu{} {n}", c.map_or_else(|| "?".into(), |c| c.to_string())))
-            .collect();
-        format!("LOST {lost_total} ({})", per_cpu.join(", "))
-    };
+    let per_cpu: Vec<String> = summary
+        .lost
+        .iter()
+        .map(|(c, n)| format!("cpu{} {n}", c.map_or_else(|| "?".into(), |c| c.to_string())))
+        .collect();
+    let lost = format!(
+        "{} {lost_total} ({})",
+        if lost_total == 0 { "lost" } else { "LOST" },
+        per_cpu.join(", ")
+    );
     let why = match stop {
         Stop::Exited(st) => format!("workload exited ({st})"),
         Stop::Duration => "duration elapsed".to_owned(),
         Stop::Signal(s) => format!("signal {s}"),
+        Stop::ProcessExited => format!("process {} exited", args.pid.unwrap_or(0)),
     };
     eprintln!(
-        "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; stopped: {why}",
+        "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
+         probes removed {}; stopped: {why}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
-        summary.malformed
+        summary.malformed,
+        closed.probes_removed,
     );
-    match stop {
-        Stop::Signal(s) if s != signals::libc_consts::SIGINT => Err(Failure {
-            message: format!("stopped by signal {s}; every probe removed"),
-            detail: None,
-            code: signals::exit_code(s),
-        }),
-        _ => Ok(()),
+    match write_error {
+        Some(e) => Err(Failure::runtime(
+            format!(
+                "writing the samples to {}: {e}",
+                args.output
+                    .as_ref()
+                    .map_or_else(|| "stdout".into(), |p| p.display().to_string())
+            ),
+            None,
+        )),
+        None => Ok(()),
     }
 }
 
