@@ -346,14 +346,14 @@ fn pid_of_a_process_that_exits_ends_the_run() {
         .spawn()
         .unwrap();
     let pid = target.id();
-    let rec = Command::new(env!("CARGO_BIN_EXE_sluice"))
+    let mut rec = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["record", "-p", &pid.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // Once its opens come through, end the target.
-    let mut stdout = rec.stdout.unwrap();
+    let mut stdout = rec.stdout.take().unwrap();
     let mut first = [0u8; 1];
     std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
     target.kill().unwrap();
@@ -361,7 +361,8 @@ fn pid_of_a_process_that_exits_ends_the_run() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let mut err = String::new();
-    std::io::Read::read_to_string(&mut rec.stderr.unwrap(), &mut err).unwrap();
+    std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(rec.wait().unwrap().code(), Some(0), "{err}");
     assert!(
         err.contains(&format!("stopped: process {pid} exited")),
         "{err}"

@@ -654,13 +654,11 @@ impl Session {
     /// Drains every ring now and hands the events to `sink`, time-ordered per batch.
     /// Returns how many events were handed out.
     pub fn drain(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
-        let (events, errors) = self.rings.drain_now();
-        for e in errors {
-            log::warn!("{e}");
-        }
+        let mut batch = self.rings.drain_batch();
+        self.rings.take_errors();
         self.summary.samples.resize(self.sources.len(), 0);
-        let n = events.len();
-        for ev in events {
+        let n = batch.len();
+        for (_, ev) in batch.drain(..) {
             let out = match ev {
                 RingEvent::Sample(sample) => {
                     let source = self.ring_source.get(sample.ring).copied().unwrap_or(0);
@@ -676,7 +674,11 @@ impl Session {
                 }
             };
             sink(self, &out);
+            if let Event::Sample { sample, .. } = out {
+                self.rings.recycle(sample.raw);
+            }
         }
+        self.rings.return_batch(batch);
         n
     }
 

@@ -37,6 +37,7 @@ record_demo:
 record_filter:
 record_output:
 dwarf_chain:
+bench_drain:
 "
 
 for entry in $FIXTURES; do

@@ -49,8 +49,17 @@ use cursor::{MapError, Mapping, Step};
 #[doc(alias = "watermark")]
 pub const ATTR_FLAG_WATERMARK: u64 = sluice_core::perf::abi::attr_flags::WATERMARK;
 
-/// Default number of data pages per CPU (256 KiB with 4 KiB pages).
-pub const DEFAULT_DATA_PAGES: usize = 64;
+/// Default number of data pages per CPU: 1 MiB with 4 KiB pages.
+///
+/// Sized by `runtime/benches/vs_ringbuf.sh` (the `ringbuf` peer's workload: one 32-byte
+/// record per syscall at the generator's full rate, 72 bytes a record in the ring): with
+/// the quarter-ring watermark a wake-up comes every 256 KiB (~3,600 records), which keeps
+/// the consumer under 0.1 µs of CPU per record, and the other 768 KiB (~10,000 records,
+/// 4 ms at 2.5 M records/s) absorb the consumer being scheduled out. 64 pages (the peers'
+/// and libbpf's usual size) lost records in those runs; 1 MiB is the most the benchmark's
+/// goal allows. Above `perf_event_mlock_kb` (516 KiB by default), the pages are charged to
+/// `RLIMIT_MEMLOCK` unless the process has `CAP_IPC_LOCK` (root has).
+pub const DEFAULT_DATA_PAGES: usize = 256;
 
 /// When the kernel wakes the reader of a ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -586,7 +595,7 @@ mod tests {
         let page = rustix::param::page_size() as u32;
         assert_eq!(
             RingConfig::default().attr_fields(),
-            (ATTR_FLAG_WATERMARK, 16 * page)
+            (ATTR_FLAG_WATERMARK, 64 * page)
         );
     }
 }

@@ -19,6 +19,9 @@ use sluice_core::perf::record::{Record, Sample};
 
 use super::{Error, PerfRing, RingStats};
 
+/// Most RAW buffers kept for reuse by [`RingSet::recycle`].
+const RAW_POOL_LIMIT: usize = 4096;
+
 /// How often [`RingSet`] drains every ring even without a wake-up.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -53,7 +56,11 @@ pub struct SampleEvent {
 }
 
 impl SampleEvent {
-    fn from_sample(ring: usize, s: &Sample<'_>) -> Self {
+    /// Copies `s` out, its RAW bytes into `raw` (a recycled buffer: no allocation once
+    /// the pool is warm).
+    fn from_sample(ring: usize, s: &Sample<'_>, mut raw: Vec<u8>) -> Self {
+        raw.clear();
+        raw.extend_from_slice(s.raw.unwrap_or_default());
         SampleEvent {
             ring,
             ip: s.ip,
@@ -64,7 +71,7 @@ impl SampleEvent {
             id: s.id.or(s.identifier),
             cpu: s.cpu,
             period: s.period,
-            raw: s.raw.map(<[u8]>::to_vec).unwrap_or_default(),
+            raw,
         }
     }
 }
@@ -99,6 +106,10 @@ struct Entry {
 pub struct RingSet {
     entries: Vec<Entry>,
     pending: VecDeque<RingEvent>,
+    /// RAW buffers of samples already consumed, for the next ones.
+    pool: Vec<Vec<u8>>,
+    /// The batch being merged, kept for its capacity.
+    batch: Vec<(u64, RingEvent)>,
     timer: Timer,
     errors: VecDeque<Error>,
 }
@@ -126,6 +137,8 @@ impl RingSet {
         RingSet {
             entries: Vec::new(),
             pending: VecDeque::new(),
+            pool: Vec::new(),
+            batch: Vec::new(),
             timer: Timer::interval(flush),
             errors: VecDeque::new(),
         }
@@ -204,10 +217,54 @@ impl RingSet {
         )
     }
 
+    /// Drains every ring now into one time-ordered batch and hands it out whole (events
+    /// already queued by the stream come first); ring errors are logged and kept for
+    /// [`RingSet::take_errors`]. Give the vector back with [`RingSet::return_batch`] to
+    /// keep its capacity: the cheap path of a synchronous drain loop.
+    pub fn drain_batch(&mut self) -> Vec<(u64, RingEvent)> {
+        let mut queued: Vec<(u64, RingEvent)> = self.pending.drain(..).map(|e| (0, e)).collect();
+        self.fill_into_batch(None);
+        let mut batch = std::mem::take(&mut self.batch);
+        if !queued.is_empty() {
+            queued.append(&mut batch);
+            batch = queued;
+        }
+        batch
+    }
+
+    /// Returns a batch of [`RingSet::drain_batch`] (emptied) for reuse.
+    pub fn return_batch(&mut self, mut batch: Vec<(u64, RingEvent)>) {
+        batch.clear();
+        if batch.capacity() > self.batch.capacity() {
+            self.batch = batch;
+        }
+    }
+
+    /// Gives back the RAW buffer of a consumed [`SampleEvent`]: the next samples are
+    /// copied into recycled buffers instead of fresh allocations (a drain of millions of
+    /// records per second then allocates nothing).
+    pub fn recycle(&mut self, raw: Vec<u8>) {
+        if self.pool.len() < RAW_POOL_LIMIT && raw.capacity() > 0 {
+            self.pool.push(raw);
+        }
+    }
+
     /// Drains all rings into `pending`; `ready` flags the rings whose fd woke us.
     /// Returns the number of events added.
     fn fill_batch(&mut self, ready: Option<&[bool]>) -> usize {
-        let mut batch: Vec<(u64, RingEvent)> = Vec::new();
+        let n = self.fill_into_batch(ready);
+        let mut batch = std::mem::take(&mut self.batch);
+        self.pending.extend(batch.drain(..).map(|(_, e)| e));
+        self.batch = batch;
+        n
+    }
+
+    /// Drains all rings into `self.batch` (cleared first), time-ordered.
+    fn fill_into_batch(&mut self, ready: Option<&[bool]>) -> usize {
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        let pool = &mut self.pool;
+        let mut rings_with_records = 0usize;
         for (index, entry) in self.entries.iter_mut().enumerate() {
             let cpu = entry.ring.cpu();
             let before = batch.len();
@@ -217,7 +274,11 @@ impl RingSet {
                     last_time = s.time.unwrap_or(last_time);
                     batch.push((
                         last_time,
-                        RingEvent::Sample(SampleEvent::from_sample(index, &s)),
+                        RingEvent::Sample(SampleEvent::from_sample(
+                            index,
+                            &s,
+                            pool.pop().unwrap_or_default(),
+                        )),
                     ));
                 }
                 Record::Lost { lost, .. } => {
@@ -236,6 +297,9 @@ impl RingSet {
                 log::warn!("{e}");
                 self.errors.push_back(e);
             }
+            if batch.len() > before {
+                rings_with_records += 1;
+            }
             if ready.and_then(|r| r.get(index)).copied().unwrap_or(false) {
                 if batch.len() == before {
                     entry.idle_ready += 1;
@@ -250,10 +314,13 @@ impl RingSet {
                 }
             }
         }
-        // Stable: equal times keep ring order and each ring's own order.
-        batch.sort_by_key(|(t, _)| *t);
+        // Stable: equal times keep ring order and each ring's own order. One ring's
+        // records are already in order.
+        if rings_with_records > 1 {
+            batch.sort_by_key(|(t, _)| *t);
+        }
         let n = batch.len();
-        self.pending.extend(batch.into_iter().map(|(_, e)| e));
+        self.batch = batch;
         n
     }
 
