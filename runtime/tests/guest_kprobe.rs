@@ -244,6 +244,16 @@ fn rejected(s: &Session, slot: u32) -> u64 {
     map.get::<u32, u64>(&slot).unwrap().unwrap_or(0)
 }
 
+/// Keeps the filters armed until each of `slots` has turned the noise away at least once
+/// (a slow guest may not have scheduled it during the workload); meanwhile this process
+/// only makes `bpf()` and `nanosleep()` calls, which none of the probes sees.
+fn wait_for_rejections(s: &Session, slots: &[u32]) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while slots.iter().any(|&k| rejected(s, k) == 0) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Samples after disabling, keyed by program name (trace events) or `out` (the perf event
 /// array), and the lost count.
 fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
@@ -297,8 +307,9 @@ fn open_filter_keeps_exactly_the_target_opens_on_every_cpu() {
     let t0 = Instant::now();
     arm(&s, me);
     let done = workload(&files, &cpus);
-    arm(&s, 0);
     let window = t0.elapsed();
+    wait_for_rejections(&s, &[REJ_OPEN]);
+    arm(&s, 0);
     drop(noise);
     let rej = rejected(&s, REJ_OPEN);
     let (by, lost) = collect(&mut s);
@@ -354,6 +365,7 @@ fn vfs_read_return_values_and_typed_args_match_the_workload_and_the_kernel() {
     let me = std::process::id();
     arm(&s, me);
     let done = workload(&files, &cpus);
+    wait_for_rejections(&s, &[REJ_READ_RET, REJ_READ_ARGS, REJ_READ_REGS]);
     arm(&s, 0);
     drop(noise);
     let rej = [REJ_READ_RET, REJ_READ_ARGS, REJ_READ_REGS].map(|k| rejected(&s, k));
