@@ -25,10 +25,13 @@ usage:
       `perf script` (or JSON lines); a summary with LOST counts goes to stderr
   sluice probes [--clean]
       list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
-  sluice prologue [--arch x86_64|i386|aarch64] SPEC
+  sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] SPEC
       print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
       bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
-      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info
+      such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info;
+      variables ('uprobe//bin/app:process(file->f_mapping->a_ops, bytes)') are looked up
+      in the uprobe's binary (or its build-id/debuglink debug file), a kprobe's in FILE
+      (a vmlinux with DWARF); one listing per site (every inlined instance)
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";

@@ -1,5 +1,6 @@
 //! `sluice prologue` as a user runs it: typed specs without debug info, each architecture,
-//! and the specs that need debug info (a clear error, exit code 2).
+//! and kernel specs that need debug info but were given none (a clear error, exit code 2).
+//! Specs resolved through DWARF are in `prologue_dwarf.rs`.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use std::process::Command;
@@ -89,7 +90,7 @@ fn registers_and_err_without_debug_info() {
 }
 
 #[test]
-fn dwarf_specs_need_debug_info() {
+fn kernel_dwarf_specs_without_debuginfo_say_what_to_give() {
     for spec in [
         "generic_perform_write=generic_perform_write+122 file->f_mapping->a_ops bytes offset",
         "kprobe/vfs_read(file->f_pos)",
@@ -98,7 +99,7 @@ fn dwarf_specs_need_debug_info() {
         assert_eq!(code, 2, "{spec}: {out}");
         assert!(out.is_empty(), "{out}");
         assert!(
-            err.contains("needs debug info (--debuginfo FILE), not supported yet"),
+            err.contains("argument 1 'file->f") && err.contains("(--debuginfo FILE)"),
             "{err}"
         );
         assert_eq!(err.lines().count(), 1, "one clear line: {err}");

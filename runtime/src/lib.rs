@@ -4,6 +4,7 @@
 
 pub mod attach;
 pub mod cpus;
+pub mod debuginfo;
 pub mod error;
 pub mod loader;
 pub mod maps;

@@ -12,9 +12,11 @@ use crate::sys::bpf::{self as sys, LogRequest, ProgLoad};
 use rustix::io::Errno;
 use sluice_core::object::{MapDef, Object, Program};
 use sluice_core::perf::abi::{map_type, object_name, prog_type, ProgInfoRaw, BPF_TAG_SIZE};
+use sluice_core::probe::{ProbeSpec, Section};
 use sluice_core::Insn;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
 
 /// The seed's log buffer size (`BPF_LOG_BUF_SIZE`, 64 KiB): the first size tried.
 pub const DEFAULT_LOG_SIZE: usize = 64 * 1024;
@@ -40,6 +42,15 @@ pub struct LoadOptions {
     /// Instructions to put before each program, indexed like [`Object::programs`]
     /// (missing or empty: none).
     pub prologues: Vec<Vec<Insn>>,
+    /// A file with DWARF for kernel probes whose arguments name variables (a `vmlinux`, or
+    /// a module): `kprobe/generic_perform_write(file->f_mapping->a_ops, bytes)`. Uprobes
+    /// look in the binary their spec names (and its build-id / debuglink debug files).
+    pub debuginfo: Option<PathBuf>,
+    /// Probe specs to use instead of section names, indexed like [`Object::programs`]
+    /// (missing or `None`: the section name). Section names are fixed when the object is
+    /// compiled; this gives a program a uprobe path, offset or argument list known only at
+    /// run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
+    pub specs: Vec<Option<String>>,
 }
 
 impl Default for LoadOptions {
@@ -51,6 +62,8 @@ impl Default for LoadOptions {
             log_level: 1,
             log_size: DEFAULT_LOG_SIZE,
             prologues: Vec::new(),
+            debuginfo: None,
+            specs: Vec::new(),
         }
     }
 }
@@ -63,28 +76,70 @@ pub fn section_prog_type(section: &str) -> Option<u32> {
     sluice_core::probe::program_type(section)
 }
 
-/// The prologue a program's section asks for when no debug info is involved: typed entry
-/// arguments (`kprobe/vfs_read(void *, char *, unsigned long)`) and registers/`$argN` come
-/// from the running architecture's calling convention. Sections without arguments need
-/// none; arguments that name variables need DWARF and are refused here with a message
-/// naming the program and the argument.
+/// The probe spec of program `index` (`p`): its override in [`LoadOptions::specs`], else
+/// its section name.
+#[must_use]
+pub fn program_spec<'a>(p: &Program<'a>, index: usize, opts: &'a LoadOptions) -> &'a str {
+    match opts.specs.get(index) {
+        Some(Some(spec)) => spec,
+        _ => p.section_name,
+    }
+}
+
+fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s>>> {
+    match sluice_core::probe::parse(spec) {
+        Ok(Section::Probe(s)) => Ok(Some(s)),
+        Ok(Section::Title(_)) => Ok(None),
+        Err(e) => Err(Error::Usage {
+            what: format!("program '{}': spec '{spec}': {e}", p.name.unwrap_or("?")),
+        }),
+    }
+}
+
+/// The prologue program `index` (`p`) needs, from its spec ([`program_spec`]):
+///
+/// - no arguments: none;
+/// - typed entry arguments (`kprobe/vfs_read(void *, char *buf, unsigned long)`) and
+///   registers / `$argN` / `$stackN`: the running architecture's calling convention;
+/// - arguments that name variables (`uprobe//bin/app:process(file->f_mapping->a_ops,
+///   bytes)`): DWARF, from the uprobe's binary or [`LoadOptions::debuginfo`] for kprobes
+///   (see [`crate::debuginfo`]). The spec can have several sites (inlined instances), each
+///   needing its own prologue: this takes the first and logs a warning saying how many
+///   there are; [`site_prologues`] gives them all, to load one program per site.
 ///
 /// # Errors
-/// [`Error::Usage`] for arguments that cannot be fetched without debug info, more than
-/// four values, or an architecture sluice has no tables for.
-pub fn prologue_for(p: &sluice_core::Program<'_>) -> Result<Vec<Insn>> {
-    use sluice_core::probe::Section;
-    let Section::Probe(spec) = p.section() else {
+/// [`Error::Usage`] naming the program, spec and argument for arguments that cannot be
+/// fetched, more than four values, an architecture sluice has no tables for, or a debug-info
+/// failure (file, function, variable and address).
+pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Vec<Insn>> {
+    let spec_text = program_spec(p, index, opts);
+    let Some(spec) = parse_probe(p, spec_text)? else {
         return Ok(Vec::new());
     };
     if spec.args().is_empty() {
         return Ok(Vec::new());
     }
+    if crate::debuginfo::spec_needs_debug_info(&spec) {
+        let mut sites = site_prologues(p, index, opts)?;
+        if sites.len() > 1 {
+            log::warn!(
+                "program '{}' ({spec_text}): {} sites (inlined instances); loading it for the                  first, {} at {:#x}, only",
+                p.name.unwrap_or("?"),
+                sites.len(),
+                sites.first().map_or("?", |s| s.function.as_str()),
+                sites.first().map_or(0, |s| s.address),
+            );
+        }
+        return Ok(if sites.is_empty() {
+            Vec::new()
+        } else {
+            sites.swap_remove(0).prologue
+        });
+    }
     let usage = |e: sluice_core::Error| Error::Usage {
         what: format!(
-            "program '{}' (section '{}'): {e}",
+            "program '{}' (spec '{spec_text}'): {e}",
             p.name.unwrap_or("?"),
-            p.section_name
         ),
     };
     let arch = sluice_core::arch::Arch::native().ok_or_else(|| Error::Usage {
@@ -96,6 +151,28 @@ pub fn prologue_for(p: &sluice_core::Program<'_>) -> Result<Vec<Insn>> {
     let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
     out.truncate(n);
     Ok(out)
+}
+
+/// Every site of program `index` (`p`)'s spec whose arguments name variables, each with its
+/// prologue, tracefs target and fetch-args: a record session loads one program per site
+/// ([`load_program`] with the site's prologue before [`Object::relocate`]d instructions) and
+/// attaches each to a probe on its target.
+///
+/// # Errors
+/// [`Error::Usage`] for a program without a probe spec, and as [`prologue_for`].
+pub fn site_prologues(
+    p: &Program<'_>,
+    index: usize,
+    opts: &LoadOptions,
+) -> Result<Vec<crate::debuginfo::Site>> {
+    let spec_text = program_spec(p, index, opts);
+    let name = p.name.unwrap_or("?");
+    let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::Usage {
+        what: format!("program '{name}': '{spec_text}' is no probe spec"),
+    })?;
+    crate::debuginfo::resolve(&spec, opts.debuginfo.as_deref()).map_err(|e| Error::Usage {
+        what: format!("program '{name}' (spec '{spec_text}'): {e}"),
+    })
 }
 
 /// `KERNEL_VERSION(a, b, c)` from a release string such as `6.18.44-fc-v657`, with `c`
@@ -345,6 +422,7 @@ pub struct LoadedProgram {
     index: usize,
     name: String,
     section_name: String,
+    spec: String,
     prog_type: u32,
     insns: Vec<Insn>,
     fd: OwnedFd,
@@ -365,6 +443,12 @@ impl LoadedProgram {
     #[must_use]
     pub fn section_name(&self) -> &str {
         &self.section_name
+    }
+    /// The probe spec it was loaded for: its [`LoadOptions::specs`] override, else the
+    /// section name.
+    #[must_use]
+    pub fn spec(&self) -> &str {
+        &self.spec
     }
     /// `BPF_PROG_TYPE_*` it was loaded as.
     #[must_use]
@@ -587,7 +671,7 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         let prologue = match opts.prologues.get(index) {
             Some(given) if !given.is_empty() => given.as_slice(),
             _ => {
-                generated = prologue_for(p)?;
+                generated = prologue_for(p, index, opts)?;
                 generated.as_slice()
             }
         };
@@ -596,7 +680,7 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         insns.truncate(n);
         let prog_type = opts
             .prog_type
-            .or_else(|| section_prog_type(p.section_name))
+            .or_else(|| section_prog_type(program_spec(p, index, opts)))
             .unwrap_or(opts.default_prog_type);
         let name = program_name(p);
         let req = ProgramLoad {
@@ -617,6 +701,7 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
             index,
             name: name.into(),
             section_name: p.section_name.into(),
+            spec: program_spec(p, index, opts).into(),
             prog_type,
             insns,
             fd,

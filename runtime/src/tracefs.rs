@@ -277,8 +277,27 @@ impl Drop for ProbeGuard {
     }
 }
 
+/// Removes a probe event. The kernel refuses with EBUSY while a perf event on it is still
+/// being released (the last close of a perf fd or ring mapping in another thread, or one
+/// finishing its teardown), so EBUSY is retried for up to about two seconds before it is
+/// reported.
 fn remove_event(root: &Path, kind: ProbeKind, group: &str, event: &str) -> Result<(), Error> {
-    write_command(root, kind.control_file(), &format!("-:{group}/{event}"))
+    let line = format!("-:{group}/{event}");
+    let mut delay = std::time::Duration::from_millis(1);
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match write_command(root, kind.control_file(), &line) {
+            Err(Error::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY)
+                    && waited < std::time::Duration::from_secs(2) =>
+            {
+                std::thread::sleep(delay);
+                waited += delay;
+                delay = (delay * 2).min(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Appends one command line to a probe control file, in a single `write(2)` as the kernel

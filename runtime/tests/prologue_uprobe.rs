@@ -198,12 +198,19 @@ fn run(locs: &ArgLocs<'_>, calls: &[(*const Outer, i32, u8, i64)]) -> Vec<(Vec<u
     seen.into_iter().zip(kernel).collect()
 }
 
+/// Both tests probe `sluice_prologue_target` in this one process: every uprobe program on
+/// it runs on every call, so the tests would write each other's maps if they overlapped.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn native() -> Arch {
     Arch::native().unwrap()
 }
 
 #[test]
 fn prologue_fetches_a_dereference_chain_and_reports_a_failed_read() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !kernel_or_skip("prologue_fetches_a_dereference_chain_and_reports_a_failed_read") {
         return;
     }
@@ -284,6 +291,9 @@ fn prologue_fetches_a_dereference_chain_and_reports_a_failed_read() {
 
 #[test]
 fn typed_spec_without_debug_info_fetches_the_arguments() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !kernel_or_skip("typed_spec_without_debug_info_fetches_the_arguments") {
         return;
     }

@@ -37,6 +37,7 @@ record_demo:
 record_filter:
 record_output:
 guest_kprobes:
+dwarf_chain:
 "
 
 for entry in $FIXTURES; do

@@ -1,19 +1,28 @@
-//! `sluice prologue [--arch ARCH] 'SPEC'`: the instructions sluice puts before a probe's
-//! program to fetch its arguments, printed as perf printed them, with the equivalent
-//! kprobe-tracer fetch-args. Needs no kernel.
+//! `sluice prologue [--arch ARCH] [--debuginfo FILE] 'SPEC'`: the instructions sluice puts
+//! before a probe's program to fetch its arguments, printed as perf printed them, with the
+//! equivalent kprobe-tracer fetch-args. Needs no kernel.
+//!
+//! Arguments that name variables are resolved through DWARF: a uprobe's in the binary its
+//! spec names (or FILE), a kprobe's in FILE (a `vmlinux` with debug info). Each site (the
+//! function, every inlined instance) gets its own prologue and fetch-args.
 
 use crate::fail::Failure;
 use sluice_core::arch::Arch;
-use sluice_core::probe::{self, Section};
+use sluice_core::disasm::Listing;
+use sluice_core::probe::{self, ProbeSpec, Section, Target};
 use sluice_core::prologue::{self, Prologue, Value, NEEDS_DEBUG_INFO};
 use sluice_core::Error;
+use sluice_runtime::debuginfo::{self, DebugInfo};
+use sluice_runtime::tracefs::ProbeTarget;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 /// Parses `prologue`'s arguments and runs it.
 pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     use lexopt::prelude::*;
     let mut arch = None;
     let mut spec = None;
+    let mut debuginfo: Option<PathBuf> = None;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
         match arg {
             Long("arch") | Short('a') => {
@@ -28,6 +37,9 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
                     ))
                 })?);
             }
+            Long("debuginfo") | Short('d') => {
+                debuginfo = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
             Value(v) if spec.is_none() => {
                 spec = Some(v.string().map_err(crate::fail::usage)?);
             }
@@ -37,9 +49,113 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     let spec = spec.ok_or_else(|| {
         Failure::usage_msg("prologue: missing SPEC, e.g. 'kprobe/vfs_read(void *, char *buf, unsigned long count)'".into())
     })?;
+    let parsed = parse(&spec)?;
+    if debuginfo::spec_needs_debug_info(&parsed) {
+        print!(
+            "{}",
+            render_sites(arch, &spec, &parsed, debuginfo.as_deref())?
+        );
+        return Ok(());
+    }
     let arch = arch.or(Arch::native()).unwrap_or(Arch::X86_64);
     print!("{}", render(arch, &spec)?);
     Ok(())
+}
+
+fn parse(spec: &str) -> Result<ProbeSpec<'_>, Failure> {
+    match probe::parse(spec).map_err(|e| Failure::input(format!("'{spec}': {e}")))? {
+        Section::Probe(p) => Ok(p),
+        Section::Title(_) => Err(Failure::input(format!(
+            "'{spec}': not a probe spec (kprobe/FUNC(...), uprobe/PATH:FUNC(...), or perf's FUNC[+OFF] ARG ...)"
+        ))),
+    }
+}
+
+/// The text for a spec whose arguments name variables: per site its place, prologue and
+/// fetch-args (as `perf probe -n -v` spells them, then as sluice writes them to tracefs).
+fn render_sites(
+    arch: Option<Arch>,
+    spec: &str,
+    parsed: &ProbeSpec<'_>,
+    debug: Option<&Path>,
+) -> Result<String, Failure> {
+    // The code: a uprobe's binary (FILE when the binary is not on this machine), else FILE.
+    let code = match (parsed.target(), debug) {
+        (Target::User { path, .. }, Some(d)) if !Path::new(path).exists() => d.to_path_buf(),
+        (Target::User { path, .. }, _) => PathBuf::from(path),
+        (_, Some(d)) => d.to_path_buf(),
+        (_, None) => {
+            let first = parsed
+                .args()
+                .exprs()
+                .iter()
+                .position(debuginfo::needs_debug_info)
+                .unwrap_or(0);
+            let arg = parsed
+                .args()
+                .exprs()
+                .get(first)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            return Err(Failure::input(format!(
+                "'{spec}': argument {} '{arg}' needs debug info: give a vmlinux (or module) \
+                 with DWARF (--debuginfo FILE)",
+                first + 1
+            )));
+        }
+    };
+    let separate = debug.filter(|d| *d != code.as_path());
+    let info =
+        DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    let sites = info
+        .sites(parsed)
+        .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    if let Some(want) = arch {
+        let got = elf_arch(&code);
+        if got.is_some_and(|g| g != want) {
+            return Err(Failure::input(format!(
+                "'{spec}': --arch {want}, but {} is {}",
+                code.display(),
+                got.map_or_else(String::new, |g| g.to_string())
+            )));
+        }
+    }
+    let mut out = String::new();
+    let kind = if parsed.kind().is_return() { 'r' } else { 'p' };
+    for (n, site) in sites.iter().enumerate() {
+        let _ = write!(
+            out,
+            "site {}: {} at {:#x}",
+            n + 1,
+            site.function,
+            site.address
+        );
+        if let Some(off) = site.file_offset {
+            let _ = write!(out, " (file offset {off:#x})");
+        }
+        if site.inlined {
+            out.push_str(" [inlined]");
+        }
+        out.push('\n');
+        let _ = writeln!(out, "bpf_prologue: insn num={}", site.prologue.len());
+        for line in &Listing::new(&site.prologue) {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = writeln!(out, "fetch-args: {}", site.perf_fetch_args.join(" "));
+        let place = match &site.target {
+            ProbeTarget::User { path, offset, .. } => format!("{}:{offset:#x}", path.display()),
+            ProbeTarget::Kernel { func, offset } => format!("{func}+{offset}"),
+        };
+        let _ = writeln!(out, "tracefs: {kind} {place} {}", site.fetch_args.join(" "));
+    }
+    Ok(out)
+}
+
+/// The architecture of the ELF file at `path`, if it has one sluice knows.
+fn elf_arch(path: &Path) -> Option<Arch> {
+    let bytes = std::fs::read(path).ok()?;
+    let elf = sluice_core::elf::Elf::parse(&bytes).ok()?;
+    sluice_core::dwarf::arch_of_machine(elf.header().machine)
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.

@@ -1,6 +1,6 @@
 //! The ELF file header (`Elf32_Ehdr` / `Elf64_Ehdr`).
 
-use super::read;
+use super::Fields;
 use crate::error::{Error, Result};
 use scroll::Endian;
 
@@ -106,21 +106,26 @@ impl Header {
                 len: ehsize as u64,
             });
         }
-        let u16_at = |off: usize| read::<u16>(data, off, endian, "ELF header");
-        let u32_at = |off: usize| read::<u32>(data, off, endian, "ELF header");
-        let e_type = u16_at(16)?;
-        let machine = u16_at(18)?;
-        let (shoff, flags, base) = match class {
-            Class::Elf32 => (u64::from(u32_at(32)?), u32_at(36)?, 46),
-            Class::Elf64 => (
-                read::<u64>(data, 40, endian, "ELF header")?,
-                u32_at(48)?,
-                58,
-            ),
+        // One cut of the whole header, then plain loads (the length was checked above).
+        let little = endian == Endian::Little;
+        let truncated = Error::Truncated {
+            what: "ELF header",
+            offset: 0,
+            len: ehsize as u64,
         };
-        let shentsize = u16_at(base)?;
-        let mut shnum = u32::from(u16_at(base + 2)?);
-        let raw_shstrndx = u16_at(base + 4)?;
+        let (e_type, machine, shoff, flags, base) = match class {
+            Class::Elf32 => {
+                let f = Fields::<52>::at(data, 0, little).ok_or(truncated)?;
+                (f.u16(16), f.u16(18), f.u32(32).into(), f.u32(36), 46)
+            }
+            Class::Elf64 => {
+                let f = Fields::<64>::at(data, 0, little).ok_or(truncated)?;
+                (f.u16(16), f.u16(18), f.u64(40), f.u32(48), 58)
+            }
+        };
+        let tail = Fields::<6>::at(data, base, little).ok_or(truncated)?;
+        let (shentsize, raw_shnum, raw_shstrndx) = (tail.u16(0), tail.u16(2), tail.u16(4));
+        let mut shnum = u32::from(raw_shnum);
         let mut shstrndx = u32::from(raw_shstrndx);
         let want_entsize: u16 = match class {
             Class::Elf32 => 40,

@@ -22,7 +22,7 @@ pub use symbol::{
 };
 
 use crate::error::{Error, Result, SectionRef};
-use scroll::{Endian, Pread};
+use scroll::Endian;
 
 /// An ELF file whose header and section header table have been validated.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +41,21 @@ impl<'a> Elf<'a> {
     /// [`Error::BadSection`] for a section whose contents lie outside the file or whose
     /// name index is outside the section name table.
     pub fn parse(data: &'a [u8]) -> Result<Self> {
+        let elf = Self::parse_header(data, true)?;
+        // Every section's extent and name index, once.
+        for index in 0..elf.header.shnum {
+            let sh = elf.section_unchecked(index);
+            elf.check_section(index, sh.sh_type, sh.name, sh.offset, sh.size)?;
+        }
+        Ok(elf)
+    }
+
+    /// [`Elf::parse`] without the pass over the sections: the caller checks each one with
+    /// [`Elf::check_section`] before it uses it (the open phase does so in its own pass
+    /// over the section headers) and before handing the view out. Unless `whole_text`,
+    /// the section name table is not checked as UTF-8 as a whole (names are checked as
+    /// they are read).
+    pub(crate) fn parse_header(data: &'a [u8], whole_text: bool) -> Result<Self> {
         let header = Header::parse(data)?;
         let mut elf = Elf {
             data,
@@ -66,27 +81,63 @@ impl<'a> Elf<'a> {
                     what: "contents extend past the end of the file",
                 });
             }
-            elf.shstrtab = StrTab::new(bytes.unwrap_or_default(), at)?;
-        }
-        // Every section's extent and name index, once.
-        let names = elf.shstrtab.len() as u64;
-        for index in 0..header.shnum {
-            let sh = elf.section_unchecked(index);
-            let bad = |what| Error::BadSection {
-                section: SectionRef::new(index, ""),
-                what,
+            let bytes = bytes.unwrap_or_default();
+            elf.shstrtab = if whole_text {
+                StrTab::new(bytes, at)?
+            } else {
+                StrTab::new_lazy(bytes, at)?
             };
-            if sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL {
-                let end = sh.offset.checked_add(sh.size);
-                if end.is_none_or(|end| end > data.len() as u64) {
-                    return Err(bad("contents extend past the end of the file"));
-                }
-            }
-            if u64::from(sh.name) >= names && !(sh.name == 0 && names == 0) {
-                return Err(bad("name index outside the section name table"));
-            }
         }
         Ok(elf)
+    }
+
+    /// The checks [`Elf::parse`] makes of section `index`: its contents lie inside the
+    /// file and its name index inside the section name table.
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] naming the section by index.
+    #[inline(always)]
+    pub(crate) fn check_section(
+        &self,
+        index: u32,
+        sh_type: u32,
+        name: u32,
+        offset: u64,
+        size: u64,
+    ) -> Result<()> {
+        if sh_type != SHT_NOBITS && sh_type != SHT_NULL {
+            let end = offset.checked_add(size);
+            if end.is_none_or(|end| end > self.data.len() as u64) {
+                return Err(Error::BadSection {
+                    section: SectionRef::new(index, ""),
+                    what: "contents extend past the end of the file",
+                });
+            }
+        }
+        let names = self.shstrtab.len() as u64;
+        if u64::from(name) >= names && !(name == 0 && names == 0) {
+            return Err(Error::BadSection {
+                section: SectionRef::new(index, ""),
+                what: "name index outside the section name table",
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of the section header table (its extent checked by [`Header::parse`]).
+    #[inline]
+    pub(crate) fn section_table(&self) -> &'a [u8] {
+        let len = self.header.shnum as usize * usize::from(self.header.shentsize);
+        self.data
+            .get(self.header.shoff as usize..)
+            .and_then(|t| t.get(..len))
+            .unwrap_or_default()
+    }
+
+    /// The section name table.
+    #[inline]
+    pub(crate) fn shstrtab(&self) -> &StrTab<'a> {
+        &self.shstrtab
     }
 
     /// The whole input.
@@ -129,7 +180,7 @@ impl<'a> Elf<'a> {
     /// is not UTF-8 (see [`Elf::section_name_bytes`] for the exact bytes).
     #[must_use]
     pub fn section_name(&self, sh: &SectionHeader) -> &'a str {
-        core::str::from_utf8(self.section_name_bytes(sh)).unwrap_or("")
+        self.shstrtab.get(sh.name).unwrap_or("")
     }
 
     /// The bytes of a section's name, up to its NUL (index validated in [`Elf::parse`]).
@@ -166,7 +217,13 @@ impl<'a> Elf<'a> {
     /// # Errors
     /// [`Error::BadSection`] when the section is not a usable `SHT_SYMTAB`.
     pub fn symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
-        SymbolTable::new(self, index)
+        SymbolTable::new(self, index, true)
+    }
+
+    /// The symbol table in section `index` with everything checked but its name indices:
+    /// the caller checks each symbol's (the open phase does so in its pass over them).
+    pub(crate) fn symbol_table_names_unchecked(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, false)
     }
 
     /// The REL table in section `index`, validated against `symbols` (entry size, count,
@@ -206,24 +263,6 @@ impl<'a> Elf<'a> {
         let end = start.saturating_add(sh.size as usize);
         self.data.get(start..end).unwrap_or_default()
     }
-}
-
-/// Reads a `T` at `off`, mapping a short read to [`Error::Truncated`].
-pub(crate) fn read<'a, T>(
-    data: &'a [u8],
-    off: usize,
-    endian: Endian,
-    what: &'static str,
-) -> Result<T>
-where
-    T: scroll::ctx::TryFromCtx<'a, Endian, Error = scroll::Error>,
-{
-    data.pread_with::<T>(off, endian)
-        .map_err(|_| Error::Truncated {
-            what,
-            offset: off as u64,
-            len: core::mem::size_of::<T>() as u64,
-        })
 }
 
 /// Fixed-position fields of a record already cut to its full size `N`: with `N` known,
@@ -281,4 +320,36 @@ impl<'a, const N: usize> Fields<'a, N> {
             u64::from_be_bytes(b)
         }
     }
+}
+
+/// A native-order `u16` at `at` of a record cut to its full size `N` (0 past it): objects
+/// are only accepted in the target's byte order, so the open and relocate passes read
+/// fields without a byte-order branch.
+#[inline(always)]
+pub(crate) fn ne_u16<const N: usize>(b: &[u8; N], at: usize) -> u16 {
+    let mut w = [0u8; 2];
+    if let Some(src) = b.get(at..at + 2) {
+        w.copy_from_slice(src);
+    }
+    u16::from_ne_bytes(w)
+}
+
+/// A native-order `u32`; see [`ne_u16`].
+#[inline(always)]
+pub(crate) fn ne_u32<const N: usize>(b: &[u8; N], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    if let Some(src) = b.get(at..at + 4) {
+        w.copy_from_slice(src);
+    }
+    u32::from_ne_bytes(w)
+}
+
+/// A native-order `u64`; see [`ne_u16`].
+#[inline(always)]
+pub(crate) fn ne_u64<const N: usize>(b: &[u8; N], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    if let Some(src) = b.get(at..at + 8) {
+        w.copy_from_slice(src);
+    }
+    u64::from_ne_bytes(w)
 }

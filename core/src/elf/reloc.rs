@@ -97,6 +97,12 @@ impl<'a> RelTable<'a> {
         }
     }
 
+    /// The raw entries.
+    #[inline]
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> u32 {

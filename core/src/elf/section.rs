@@ -111,13 +111,20 @@ impl SectionHeader {
 #[derive(Clone, Copy, Debug)]
 pub struct StrTab<'a> {
     data: &'a [u8],
+    /// The whole table when it is valid UTF-8 (the usual case): every string in it is then
+    /// valid too (each ends before a NUL, an ASCII byte), and is cut out of it without
+    /// checking it again.
+    text: Option<&'a str>,
 }
 
 impl<'a> StrTab<'a> {
     /// An empty table (every lookup fails).
     #[must_use]
     pub const fn empty() -> Self {
-        StrTab { data: &[] }
+        StrTab {
+            data: &[],
+            text: Some(""),
+        }
     }
 
     /// Validates a string table: empty, or ending with NUL.
@@ -126,12 +133,54 @@ impl<'a> StrTab<'a> {
     /// [`Error::BadSection`] when a non-empty table does not end with NUL.
     pub fn new(data: &'a [u8], section: SectionRef) -> Result<Self> {
         match data.last() {
-            None | Some(0) => Ok(StrTab { data }),
+            None | Some(0) => Ok(StrTab {
+                data,
+                text: core::str::from_utf8(data).ok(),
+            }),
             Some(_) => Err(Error::BadSection {
                 section,
                 what: "string table does not end with NUL",
             }),
         }
+    }
+
+    /// [`StrTab::new`] without checking the whole table as UTF-8 up front: names are
+    /// then checked one by one as they are read (see `object`'s name cache, which checks
+    /// the whole table once only when many names are read).
+    pub(crate) fn new_lazy(data: &'a [u8], section: SectionRef) -> Result<Self> {
+        let mut tab = Self::new_unchecked_text(data);
+        tab.text = None;
+        match data.last() {
+            None | Some(0) => Ok(tab),
+            Some(_) => Err(Error::BadSection {
+                section,
+                what: "string table does not end with NUL",
+            }),
+        }
+    }
+
+    const fn new_unchecked_text(data: &'a [u8]) -> Self {
+        StrTab { data, text: None }
+    }
+
+    /// The raw table.
+    #[inline]
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The string at `index` cut out of `text`, the whole table known to be UTF-8.
+    #[inline]
+    pub(crate) fn get_in(&self, text: &'a str, index: u32) -> Option<&'a str> {
+        let start = index as usize;
+        let len = nul_at(self.data.get(start..)?)?;
+        text.get(start..start + len)
+    }
+
+    /// The first byte of the string at `index`, if in range.
+    #[inline]
+    pub(crate) fn first_byte(&self, index: u32) -> Option<u8> {
+        self.data.get(index as usize).copied()
     }
 
     /// Length of the table in bytes.
@@ -151,7 +200,7 @@ impl<'a> StrTab<'a> {
     #[inline]
     pub fn bytes(&self, index: u32) -> &'a [u8] {
         let tail = self.data.get(index as usize..).unwrap_or_default();
-        let len = tail.iter().position(|&b| b == 0).unwrap_or(0);
+        let len = nul_at(tail).unwrap_or(0);
         tail.get(..len).unwrap_or_default()
     }
 
@@ -164,9 +213,66 @@ impl<'a> StrTab<'a> {
 
     /// The string at `index` (up to its NUL), or `None` when out of range or not UTF-8.
     #[must_use]
+    #[inline]
     pub fn get(&self, index: u32) -> Option<&'a str> {
-        let tail = self.data.get(index as usize..)?;
-        let len = tail.iter().position(|&b| b == 0)?;
-        core::str::from_utf8(tail.get(..len)?).ok()
+        match self.text {
+            Some(text) => self.get_in(text, index),
+            None => {
+                let tail = self.data.get(index as usize..)?;
+                let len = nul_at(tail)?;
+                core::str::from_utf8(tail.get(..len)?).ok()
+            }
+        }
+    }
+}
+
+/// The position of the first NUL in `bytes`, eight bytes at a time (names are looked up
+/// for every program and function at open).
+#[inline]
+pub(crate) fn nul_at(bytes: &[u8]) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for w in words.by_ref() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        // Little-endian whatever the target, so the first byte is the lowest.
+        let v = u64::from_le_bytes(b);
+        let zero = v.wrapping_sub(LOW) & !v & HIGH;
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b == 0)
+        .map(|i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::needless_range_loop)]
+    use super::nul_at;
+
+    #[test]
+    fn nul_at_finds_the_first_nul() {
+        let mut buf = [b'a'; 40];
+        assert_eq!(nul_at(&buf), None);
+        assert_eq!(nul_at(&[]), None);
+        for i in 0..40 {
+            buf = [b'a'; 40];
+            buf[i] = 0;
+            for j in i + 1..40 {
+                // Bytes after the first NUL do not matter, high bits included.
+                buf[j] = if j % 3 == 0 { 0 } else { 0x80 | j as u8 };
+            }
+            assert_eq!(nul_at(&buf), Some(i), "{i}");
+            assert_eq!(nul_at(&buf[..=i]), Some(i));
+        }
+        // 0x80 and 0x01 bytes before the NUL are not mistaken for it.
+        assert_eq!(nul_at(&[0x80, 0x01, 0x81, 0xff, 0x7f, 1, 2, 3, 0]), Some(8));
     }
 }

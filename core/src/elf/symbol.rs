@@ -61,7 +61,7 @@ pub struct SymbolTable<'a> {
 }
 
 impl<'a> SymbolTable<'a> {
-    pub(super) fn new(elf: &Elf<'a>, index: u32) -> Result<Self> {
+    pub(super) fn new(elf: &Elf<'a>, index: u32, check_names: bool) -> Result<Self> {
         // The section's name is looked up only on the error paths.
         let bad = |what| Error::BadSection {
             section: elf.section_ref(index),
@@ -83,9 +83,14 @@ impl<'a> SymbolTable<'a> {
             return Err(bad("sh_link is not a string table"));
         }
         let strdata = elf.section_data(&strsh);
-        let strtab = match strdata.last() {
-            None | Some(0) => StrTab::new(strdata, SectionRef::new(sh.link, ""))?,
-            Some(_) => StrTab::new(strdata, elf.section_ref(sh.link))?,
+        let strtab = if sh.link == elf.header().shstrndx {
+            // Usually one table holds section and symbol names: it is checked already.
+            *elf.shstrtab()
+        } else {
+            match strdata.last() {
+                None | Some(0) => StrTab::new(strdata, SectionRef::new(sh.link, ""))?,
+                Some(_) => StrTab::new(strdata, elf.section_ref(sh.link))?,
+            }
         };
         let data = elf.section_data(&sh);
         let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many symbols"))?;
@@ -97,6 +102,9 @@ impl<'a> SymbolTable<'a> {
             count,
             section: index,
         };
+        if !check_names {
+            return Ok(table);
+        }
         // Every name index, in one tight pass over the `st_name` words.
         let limit = (strdata.len() as u64).max(1);
         let little = elf.header().is_little_endian();
@@ -123,22 +131,16 @@ impl<'a> SymbolTable<'a> {
         Ok(table)
     }
 
-    /// The raw bytes of symbol `index`'s `st_info` and `st_shndx`, the two fields the
-    /// open pass looks at for every symbol.
+    /// The raw entries.
     #[inline]
-    pub(crate) fn info_shndx(&self, index: u32) -> Option<(u8, u16)> {
-        let off = index as usize * entry_size(self.class);
-        let little = self.endian == Endian::Little;
-        match self.class {
-            Class::Elf64 => {
-                let f = Fields::<24>::at(self.data, off, little)?;
-                Some((f.u8(4), f.u16(6)))
-            }
-            Class::Elf32 => {
-                let f = Fields::<16>::at(self.data, off, little)?;
-                Some((f.u8(12), f.u16(14)))
-            }
-        }
+    pub(crate) fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// The linked string table.
+    #[inline]
+    pub(crate) fn strtab(&self) -> &StrTab<'a> {
+        &self.strtab
     }
 
     /// Number of symbols (including the null symbol 0).

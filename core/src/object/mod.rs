@@ -31,9 +31,11 @@ pub use programs::Program;
 pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
 
 use crate::elf::{
-    self, Elf, RelTable, SymbolTable, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
+    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, StrTab, SymbolTable, SHF_EXECINSTR,
+    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
+use crate::insn::opcode;
 use heapless::vec::{Vec, VecView};
 
 /// Default program capacity: the peers' `large` object has 200.
@@ -215,7 +217,9 @@ fn fill<'a>(
             object_little: !cfg!(target_endian = "little"),
         });
     }
-    let elf = Elf::parse(bytes)?;
+    // The header and the section name table now; every other section is checked in the
+    // pass below before it is used (one read of each section header, not two).
+    let elf = Elf::parse_header(bytes, false)?;
     let h = *elf.header();
     if h.e_type != elf::ET_REL {
         return Err(Error::BadHeader {
@@ -236,7 +240,7 @@ fn fill<'a>(
             object_little: h.is_little_endian(),
         });
     }
-    let little = h.is_little_endian();
+    // From here on every field is in the target's byte order: read natively.
     let mut parts = Parts {
         elf,
         symbols: None,
@@ -246,96 +250,25 @@ fn fill<'a>(
         map_def_size: 0,
         map_count: 0,
     };
-    let cap = programs.capacity();
-    let mut symtab = None;
-    let mut any_rel = false;
-    // Executable sections go to `execs`, split into programs by their function symbols
-    // below; REL tables are handled in a second pass, once the programs are known.
-    for index in 0..elf.section_count() {
-        let Some(sh) = elf.section(index) else {
-            continue;
-        };
-        let at = || elf.section_ref(index);
-        match sh.sh_type {
-            SHT_SYMTAB => {
-                if symtab.is_some() {
-                    return Err(Error::BadSection {
-                        section: at(),
-                        what: "more than one symbol table",
-                    });
-                }
-                symtab = Some(index);
-                continue;
-            }
-            SHT_REL => {
-                any_rel = true;
-                continue;
-            }
-            SHT_PROGBITS => {}
-            _ => continue,
-        }
-        if sh.is_exec() {
-            if sh.size == 0 || sh.size % 8 != 0 {
-                continue;
-            }
-            let name = core::str::from_utf8(elf.section_name_bytes(&sh)).map_err(|_| {
-                Error::BadSection {
-                    section: at(),
-                    what: "program section name is not valid UTF-8",
-                }
-            })?;
-            if name != ".text" {
-                crate::probe::parse(name).map_err(|error| Error::Probe {
-                    section: at(),
-                    error,
-                })?;
-            }
-            let exec = ExecSection {
-                index,
-                name,
-                code: elf.section_data(&sh),
-                has_funcs: false,
-            };
-            execs.push(exec).map_err(|_| capacity("programs", cap))?;
-            continue;
-        }
-        // Compared in place with the NUL: no length scan for the many other sections.
-        if elf.section_name_starts_with(&sh, b"license\0") {
-            let data = elf.section_data(&sh);
-            let len = data
-                .iter()
-                .position(|&b| b == 0)
-                .ok_or_else(|| Error::BadSection {
-                    section: at(),
-                    what: "license is not NUL-terminated",
-                })?;
-            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-            parts.license = Some(text.ok_or_else(|| Error::BadSection {
-                section: at(),
-                what: "license is not valid UTF-8",
-            })?);
-        } else if elf.section_name_starts_with(&sh, b"version\0") {
-            let data: [u8; 4] =
-                elf.section_data(&sh)
-                    .try_into()
-                    .map_err(|_| Error::BadSection {
-                        section: at(),
-                        what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-                    })?;
-            parts.version = Some(if little {
-                u32::from_le_bytes(data)
-            } else {
-                u32::from_be_bytes(data)
-            });
-        } else if elf.section_name_starts_with(&sh, b"maps\0") {
-            parts.maps_section = Some(index);
-        }
+    let wide = h.class == Class::Elf64;
+    let mut names = Names::new(*elf.shstrtab());
+    let scan = if wide {
+        check_sections::<64>(&elf)?;
+        scan_sections::<64>(&mut parts, execs, &mut names)?
+    } else {
+        check_sections::<40>(&elf)?;
+        scan_sections::<40>(&mut parts, execs, &mut names)?
+    };
+    if let Some(index) = scan.symtab {
+        parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
     }
-    if let Some(index) = symtab {
-        parts.symbols = Some(elf.symbol_table(index)?);
+    if wide {
+        collect_symbols::<24>(&mut parts, execs, programs, maps, &mut names)?;
+    } else {
+        collect_symbols::<16>(&mut parts, execs, programs, maps, &mut names)?;
     }
-    collect_symbols(&mut parts, execs, programs, maps)?;
     // Sections without function symbols (hand-written or stripped objects): one program each.
+    let little = h.is_little_endian();
     for e in execs.iter().filter(|e| !e.has_funcs) {
         push_program(programs, little, e, None, 0, e.code)?;
     }
@@ -343,18 +276,228 @@ fn fill<'a>(
     if !programs.is_sorted_by_key(|p| (p.section_index, p.offset)) {
         programs.sort_unstable_by_key(|p| (p.section_index, p.offset));
     }
-    if any_rel {
-        for index in 0..elf.section_count() {
-            let Some(sh) = elf.section(index) else {
-                continue;
-            };
-            // Only tables of executable sections are ours.
-            if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
-                collect_relocations(&parts, programs, index)?;
+    // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    for index in scan.rel_lo..scan.rel_hi {
+        let Some(sh) = elf.section(index) else {
+            continue;
+        };
+        if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
+            if wide {
+                collect_relocations::<true>(&parts, programs, index)?;
+            } else {
+                collect_relocations::<false>(&parts, programs, index)?;
             }
         }
     }
     Ok(parts)
+}
+
+/// What the pass over the section headers found besides programs and named sections.
+struct Scan {
+    /// The symbol table.
+    symtab: Option<u32>,
+    /// The REL tables of executable sections lie in `rel_lo..rel_hi`.
+    rel_lo: u32,
+    rel_hi: u32,
+}
+
+/// The section header fields the open pass uses, read natively from a header of `N` bytes
+/// (64: `Elf64_Shdr`, 40: `Elf32_Shdr`).
+#[derive(Clone, Copy)]
+struct RawSection {
+    name: u32,
+    sh_type: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    info: u32,
+}
+
+impl RawSection {
+    #[inline(always)]
+    fn read<const N: usize>(b: &[u8; N]) -> Self {
+        if N == 64 {
+            RawSection {
+                name: ne_u32(b, 0),
+                sh_type: ne_u32(b, 4),
+                flags: ne_u64(b, 8),
+                offset: ne_u64(b, 24),
+                size: ne_u64(b, 32),
+                info: ne_u32(b, 44),
+            }
+        } else {
+            RawSection {
+                name: ne_u32(b, 0),
+                sh_type: ne_u32(b, 4),
+                flags: ne_u32(b, 8).into(),
+                offset: ne_u32(b, 16).into(),
+                size: ne_u32(b, 20).into(),
+                info: ne_u32(b, 28),
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn is_exec(&self) -> bool {
+        self.sh_type == SHT_PROGBITS && self.flags & SHF_EXECINSTR != 0
+    }
+}
+
+/// Checks every section header as [`Elf::parse`] does (extent inside the file, name
+/// inside the section name table), in a loop of its own: kept apart from the scan below,
+/// each loop keeps its few values in registers.
+#[inline(never)]
+fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
+    let file_len = elf.data().len() as u64;
+    // `name >= max(len, 1)`: with no table, only name 0 is allowed.
+    let name_limit = (elf.shstrtab().len() as u64).max(1);
+    let table = elf.section_table().chunks_exact(N);
+    // Without branches: whether any section is bad. Only then is the first one looked for.
+    let mut bad = false;
+    for raw in table.clone() {
+        let Ok(raw) = <&[u8; N]>::try_from(raw) else {
+            continue;
+        };
+        let sh = RawSection::read(raw);
+        let has_data = (sh.sh_type != SHT_NOBITS) & (sh.sh_type != SHT_NULL);
+        let (end, overflow) = sh.offset.overflowing_add(sh.size);
+        bad |= (u64::from(sh.name) >= name_limit) | (has_data & (overflow | (end > file_len)));
+    }
+    if bad {
+        for (index, raw) in (0u32..).zip(table) {
+            let Ok(raw) = <&[u8; N]>::try_from(raw) else {
+                continue;
+            };
+            let sh = RawSection::read(raw);
+            elf.check_section(index, sh.sh_type, sh.name, sh.offset, sh.size)?;
+        }
+    }
+    Ok(())
+}
+
+/// One pass over the (checked) section headers: notes the executable sections in `execs` (their names checked as probe specs), `license`,
+/// `version`, `maps`, the symbol table and where the REL tables of code lie.
+// Out of line: inlined into `fill`, its loop lost its registers to the rest.
+#[inline(never)]
+fn scan_sections<'a, const N: usize>(
+    parts: &mut Parts<'a>,
+    execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
+) -> Result<Scan> {
+    let elf = parts.elf;
+    let table = elf.section_table();
+    let cap = execs.capacity();
+    // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
+    // around on every iteration.
+    let mut symtab = u32::MAX;
+    let (mut rel_lo, mut rel_hi) = (u32::MAX, 0);
+    for (index, raw) in (0u32..).zip(table.chunks_exact(N)) {
+        let Ok(raw) = <&[u8; N]>::try_from(raw) else {
+            continue;
+        };
+        let sh = RawSection::read(raw);
+        let at = || elf.section_ref(index);
+        match sh.sh_type {
+            SHT_PROGBITS => {}
+            SHT_REL => {
+                // Only tables of executable sections are ours (the second pass finds
+                // whether the section holds a program).
+                let ours = usize::try_from(sh.info)
+                    .ok()
+                    .and_then(|t| t.checked_mul(N))
+                    .and_then(|off| table.get(off..))
+                    .and_then(|t| t.first_chunk::<N>())
+                    .is_some_and(|t| RawSection::read(t).is_exec());
+                if ours {
+                    rel_lo = rel_lo.min(index);
+                    rel_hi = index + 1;
+                }
+                continue;
+            }
+            SHT_SYMTAB => {
+                if symtab != u32::MAX {
+                    return Err(Error::BadSection {
+                        section: at(),
+                        what: "more than one symbol table",
+                    });
+                }
+                symtab = index;
+                continue;
+            }
+            _ => continue,
+        }
+        let data = || {
+            let start = sh.offset as usize;
+            elf.data()
+                .get(start..start.saturating_add(sh.size as usize))
+                .unwrap_or_default()
+        };
+        if sh.flags & SHF_EXECINSTR != 0 {
+            if sh.size == 0 || sh.size % 8 != 0 {
+                continue;
+            }
+            // The table as a whole was checked as UTF-8 once: no per-name check.
+            let name = match names.get(sh.name) {
+                Some(name) => name,
+                None if names.tab.is_empty() => "",
+                None => {
+                    return Err(Error::BadSection {
+                        section: at(),
+                        what: "program section name is not valid UTF-8",
+                    })
+                }
+            };
+            if name != ".text" {
+                crate::probe::validate(name).map_err(|error| Error::Probe {
+                    section: at(),
+                    error,
+                })?;
+            }
+            let exec = ExecSection {
+                index,
+                name,
+                code: data(),
+                has_funcs: false,
+            };
+            execs.push(exec).map_err(|_| capacity("programs", cap))?;
+            continue;
+        }
+        // Compared in place with the NUL: no length scan for the many other sections,
+        // and most (`.debug_*`, `.BTF`, `.rodata` ...) are told apart on their first byte.
+        let tail = || names.tab.tail(sh.name);
+        match names.tab.first_byte(sh.name) {
+            Some(b'l') if tail().starts_with(b"license\0") => {
+                let data = data();
+                let len = data
+                    .iter()
+                    .position(|&b| b == 0)
+                    .ok_or_else(|| Error::BadSection {
+                        section: at(),
+                        what: "license is not NUL-terminated",
+                    })?;
+                let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+                parts.license = Some(text.ok_or_else(|| Error::BadSection {
+                    section: at(),
+                    what: "license is not valid UTF-8",
+                })?);
+            }
+            Some(b'v') if tail().starts_with(b"version\0") => {
+                let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
+                    section: at(),
+                    what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+                })?;
+                parts.version = Some(u32::from_ne_bytes(data));
+            }
+            Some(b'm') if tail().starts_with(b"maps\0") => parts.maps_section = Some(index),
+            _ => {}
+        }
+    }
+    Ok(Scan {
+        // Indices fit in u32 and `u32::MAX` sections cannot fit in the file's table.
+        symtab: (symtab != u32::MAX).then_some(symtab),
+        rel_lo,
+        rel_hi,
+    })
 }
 
 fn push_program<'a>(
@@ -377,6 +520,9 @@ fn push_program<'a>(
         map_reloc_count: 0,
         rel_first: 0,
         rel_end: 0,
+        maps_needed: 0,
+        maps_needed_before_other: 0,
+        first_other: 0,
     };
     let cap = programs.capacity();
     programs
@@ -385,12 +531,14 @@ fn push_program<'a>(
 }
 
 /// Splits executable sections into programs at their function symbols and collects
-/// map definitions, in one pass over the symbols.
-fn collect_symbols<'a>(
+/// map definitions, in one pass over the symbols (entries of `N` bytes: 24 for ELF64, 16
+/// for ELF32) that also checks every symbol's name index.
+fn collect_symbols<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut [ExecSection<'a>],
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
+    section_names: &mut Names<'a>,
 ) -> Result<()> {
     let elf = parts.elf;
     let Some(symbols) = parts.symbols else {
@@ -406,12 +554,35 @@ fn collect_symbols<'a>(
         return Ok(());
     };
     let little = elf.header().is_little_endian();
+    let strtab = *symbols.strtab();
+    let name_limit = (strtab.len() as u64).max(1);
+    // Usually one table holds section and symbol names: then one cache serves both.
+    let mut own_names;
+    let names = if core::ptr::eq(strtab.data(), section_names.tab.data()) {
+        section_names
+    } else {
+        own_names = Names::new(strtab);
+        &mut own_names
+    };
     let maps_section = parts.maps_section.and_then(|s| u16::try_from(s).ok());
     let map_cap = maps.capacity();
-    for i in 0..symbols.len() {
-        // Most symbols (section symbols, labels, debug info) are skipped on two fields.
-        let Some((info, shndx)) = symbols.info_shndx(i) else {
+    for (i, e) in (0u32..).zip(symbols.data().chunks_exact(N)) {
+        let Ok(e) = <&[u8; N]>::try_from(e) else {
             continue;
+        };
+        let wide = N == 24;
+        let name_index = ne_u32(e, 0);
+        if u64::from(name_index) >= name_limit && name_index != 0 {
+            return Err(Error::BadSymbol {
+                index: i,
+                what: "name index outside the string table",
+            });
+        }
+        // Most symbols (section symbols, labels, debug info) are skipped on two fields.
+        let (info, shndx) = if wide {
+            (e.get(4).copied().unwrap_or(0), ne_u16(e, 6))
+        } else {
+            (e.get(12).copied().unwrap_or(0), ne_u16(e, 14))
         };
         let kind = info & 0xf;
         if kind == STT_SECTION || shndx == 0 {
@@ -421,16 +592,20 @@ fn collect_symbols<'a>(
         if !is_map && kind != elf::STT_FUNC {
             continue;
         }
-        let Some(sym) = symbols.get(i) else { continue };
+        let (value, size) = if wide {
+            (ne_u64(e, 8), ne_u64(e, 16))
+        } else {
+            (ne_u32(e, 4).into(), ne_u32(e, 8).into())
+        };
         if is_map {
-            let name = symbols.name(&sym).ok_or(Error::BadSymbol {
+            let name = names.get(name_index).ok_or(Error::BadSymbol {
                 index: i,
                 what: "map name is not valid UTF-8",
             })?;
             if name.is_empty() {
                 continue;
             }
-            let offset = u32::try_from(sym.value).map_err(|_| Error::BadSymbol {
+            let offset = u32::try_from(value).map_err(|_| Error::BadSymbol {
                 index: i,
                 what: "map symbol offset too large",
             })?;
@@ -443,14 +618,14 @@ fn collect_symbols<'a>(
             };
             let Some(e) = execs.get_mut(x) else { continue };
             let bad = |what| Error::BadSymbol { index: i, what };
-            let name = symbols
-                .name(&sym)
+            let name = names
+                .get(name_index)
                 .ok_or_else(|| bad("function name is not valid UTF-8"))?;
-            let start = usize::try_from(sym.value).map_err(|_| bad("function offset too large"))?;
+            let start = usize::try_from(value).map_err(|_| bad("function offset too large"))?;
             let end = start
-                .checked_add(usize::try_from(sym.size).unwrap_or(usize::MAX))
+                .checked_add(usize::try_from(size).unwrap_or(usize::MAX))
                 .ok_or_else(|| bad("function size too large"))?;
-            if start % 8 != 0 || sym.size % 8 != 0 {
+            if start % 8 != 0 || size % 8 != 0 {
                 return Err(bad("function is not aligned to whole instructions"));
             }
             let code = e
@@ -514,8 +689,13 @@ fn read_map_defs(
 
 /// Validates every relocation of REL section `index`: each entry belongs to the program
 /// whose instructions contain its offset; records per program its REL section, the
-/// range of its entries in that table and its counts.
-fn collect_relocations(parts: &Parts<'_>, programs: &mut [Program<'_>], index: u32) -> Result<()> {
+/// range of its entries in that table, its counts and what [`Object::relocate`] needs to
+/// answer without re-reading the table (`WIDE`: ELF64 records, else ELF32).
+fn collect_relocations<const WIDE: bool>(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    index: u32,
+) -> Result<()> {
     let elf = &parts.elf;
     let sh = elf.section(index).unwrap_or_default();
     let target = sh.info;
@@ -534,25 +714,29 @@ fn collect_relocations(parts: &Parts<'_>, programs: &mut [Program<'_>], index: u
         what: "relocations without a symbol table",
     })?;
     let table = elf.rel_table_header(index, &symbols)?;
+    let (rels, syms) = (table.data(), symbols.data());
+    let maps_section = parts.maps_section;
     // Entries usually come in offset order: try the program of the previous entry first.
     let mut cur = 0usize;
     for i in 0..table.len() {
-        let Some(rel) = table.get(i) else { continue };
+        let Some((offset, sym)) = raw_rel::<WIDE>(rels, i) else {
+            continue;
+        };
         let bad = |what| Error::BadReloc {
             section: elf.section_ref(target),
             index: i,
-            insn: rel.offset / 8,
+            insn: offset / 8,
             what,
         };
-        if rel.sym >= symbols.len() {
+        if sym >= symbols.len() {
             return Err(bad("symbol index outside the symbol table"));
         }
         let contains = |p: &Program<'_>| {
             let start = u64::from(p.offset);
-            rel.offset >= start && rel.offset < start + p.code.len() as u64
+            offset >= start && offset < start + p.code.len() as u64
         };
         if !section_programs.get(cur).is_some_and(contains) {
-            let after = section_programs.partition_point(|p| u64::from(p.offset) <= rel.offset);
+            let after = section_programs.partition_point(|p| u64::from(p.offset) <= offset);
             cur = after
                 .checked_sub(1)
                 .filter(|&c| section_programs.get(c).is_some_and(contains))
@@ -567,19 +751,80 @@ fn collect_relocations(parts: &Parts<'_>, programs: &mut [Program<'_>], index: u
                 what: "second REL section for the same program",
             });
         }
-        let sym = symbols.get(rel.sym).unwrap_or_default();
-        let r = parts.classify(prog, i, rel, &sym)?;
+        // The checks of `Parts::classify`, in its order; the kind of a relocation that
+        // is not a map load is worked out only when someone asks for it.
+        if offset % 8 != 0 {
+            return Err(bad("offset is not on an instruction boundary"));
+        }
+        let rel_off = offset
+            .checked_sub(u64::from(prog.offset))
+            .ok_or_else(|| bad("offset before the program"))?;
+        let insn_index = rel_off / 8;
+        let count = prog.insn_count() as u64;
+        if insn_index >= count {
+            return Err(bad("offset past the end of the program"));
+        }
+        let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
+        let shndx = u32::from(shndx);
+        let map = if shndx != 0 && Some(shndx) == maps_section {
+            let code = prog.code.get(rel_off as usize).copied().unwrap_or(0);
+            if code != opcode::LD_IMM64 {
+                return Err(bad("map relocation on an instruction that is not ld_imm64"));
+            }
+            if insn_index + 1 >= count {
+                return Err(bad("ld_imm64 is missing its second slot"));
+            }
+            let map = parts
+                .map_index_at(value)
+                .ok_or_else(|| bad("map index out of range"))?;
+            Some(map)
+        } else {
+            None
+        };
         if prog.rel_section.is_none() {
             prog.rel_section = Some(index);
             prog.rel_first = i;
         }
         prog.rel_end = i + 1;
+        let before_other = prog.map_reloc_count == prog.reloc_count;
         prog.reloc_count += 1;
-        if matches!(r.kind, RelocKind::Map { .. }) {
-            prog.map_reloc_count += 1;
+        match map {
+            Some(map) => {
+                prog.map_reloc_count += 1;
+                prog.maps_needed = prog.maps_needed.max(map + 1);
+                if before_other {
+                    prog.maps_needed_before_other = prog.maps_needed;
+                }
+            }
+            None if before_other => prog.first_other = i,
+            None => {}
         }
     }
     Ok(())
+}
+
+/// Entry `i` of a REL table read natively: `(r_offset, symbol index)`.
+#[inline(always)]
+fn raw_rel<const WIDE: bool>(rels: &[u8], i: u32) -> Option<(u64, u32)> {
+    if WIDE {
+        let e = rels.get(i as usize * 16..)?.first_chunk::<16>()?;
+        Some((ne_u64(e, 0), (ne_u64(e, 8) >> 32) as u32))
+    } else {
+        let e = rels.get(i as usize * 8..)?.first_chunk::<8>()?;
+        Some((ne_u32(e, 0).into(), ne_u32(e, 4) >> 8))
+    }
+}
+
+/// Symbol `i` read natively: `(st_shndx, st_value)`.
+#[inline(always)]
+fn raw_sym<const WIDE: bool>(syms: &[u8], i: u32) -> Option<(u16, u64)> {
+    if WIDE {
+        let e = syms.get(i as usize * 24..)?.first_chunk::<24>()?;
+        Some((ne_u16(e, 6), ne_u64(e, 8)))
+    } else {
+        let e = syms.get(i as usize * 16..)?.first_chunk::<16>()?;
+        Some((ne_u16(e, 14), ne_u32(e, 4).into()))
+    }
 }
 
 impl<'a> Parts<'a> {
@@ -598,6 +843,46 @@ impl<'a> Parts<'a> {
     #[inline]
     fn rel_table_of(&self, rel_section: u32) -> RelTable<'a> {
         RelTable::validated(&self.elf, rel_section)
+    }
+}
+
+/// Names read from a string table as `&str`. On the first, the whole table is checked as
+/// UTF-8 once and names are cut out of it unchecked (a string of a valid table is valid:
+/// it ends before a NUL, an ASCII byte); checking a short name on its own costs about half
+/// as much as checking a whole table of an object, so even two names favour the table.
+/// A table that is not UTF-8 as a whole goes on name by name.
+struct Names<'a> {
+    tab: StrTab<'a>,
+    text: Option<&'a str>,
+    /// Names still to check one by one before checking the whole table.
+    alone: u32,
+}
+
+impl<'a> Names<'a> {
+    fn new(tab: StrTab<'a>) -> Self {
+        Names {
+            tab,
+            text: None,
+            alone: 0,
+        }
+    }
+
+    /// The name at `index`, or `None` when out of range or not UTF-8.
+    #[inline]
+    fn get(&mut self, index: u32) -> Option<&'a str> {
+        if let Some(text) = self.text {
+            return self.tab.get_in(text, index);
+        }
+        if self.alone == 0 {
+            // Once: a table that is not UTF-8 as a whole goes on name by name.
+            self.alone = u32::MAX;
+            self.text = core::str::from_utf8(self.tab.data()).ok();
+            if let Some(text) = self.text {
+                return self.tab.get_in(text, index);
+            }
+        }
+        self.alone -= 1;
+        self.tab.get(index)
     }
 }
 

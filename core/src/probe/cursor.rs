@@ -104,12 +104,13 @@ impl<'a> Cursor<'a> {
     /// true only on ASCII bytes, so the slice ends on a `char` boundary.
     pub(super) fn take_while(&mut self, pred: impl Fn(u8) -> bool) -> &'a str {
         let start = self.pos;
-        while let Some(b) = self.peek() {
-            if !pred(b) {
-                break;
-            }
-            self.bump();
-        }
+        // One scan of the region's bytes (no per-byte bound checks through `peek`).
+        let region = self.s.as_bytes().get(start..self.end).unwrap_or_default();
+        let n = region
+            .iter()
+            .position(|&b| !pred(b))
+            .unwrap_or(region.len());
+        self.pos = start.saturating_add(n);
         // A multi-byte character cut in the middle would make `get` fail: step back to the
         // last boundary so the slice stays valid.
         while !self.s.is_char_boundary(self.pos) && self.pos > start {
@@ -137,14 +138,61 @@ pub(super) fn err_at(pos: usize, what: &'static str) -> ProbeError {
     }
 }
 
+/// Byte class bit: `[A-Za-z_]`, the first byte of a C identifier.
+pub(super) const IDENT_START: u8 = 1;
+/// Byte class bit: `[A-Za-z0-9_]`, later bytes of a C identifier.
+pub(super) const IDENT_CONT: u8 = 2;
+/// Byte class bit: `.` (GCC's `.isra.0` symbol suffixes).
+pub(super) const DOT: u8 = 4;
+/// Byte class bit: `@` (versioned user-space symbols).
+pub(super) const AT: u8 = 8;
+
+/// The class bits of every byte: one load per byte where a chain of range compares
+/// would be half a dozen instructions (names are scanned for every program at open).
+static CLASSES: [u8; 256] = classes();
+
+// Runs at compile time only: an index out of range would fail the build, not panic.
+#[allow(clippy::indexing_slicing)]
+const fn classes() -> [u8; 256] {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let mut c = 0;
+        if b.is_ascii_alphabetic() || b == b'_' {
+            c |= IDENT_START | IDENT_CONT;
+        }
+        if b.is_ascii_digit() {
+            c |= IDENT_CONT;
+        }
+        if b == b'.' {
+            c |= DOT;
+        }
+        if b == b'@' {
+            c |= AT;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+}
+
+/// Whether byte `b` is in any of the classes of `mask`.
+#[inline(always)]
+pub(super) fn is_class(b: u8, mask: u8) -> bool {
+    CLASSES.get(usize::from(b)).copied().unwrap_or(0) & mask != 0
+}
+
 /// `[A-Za-z_]`: first byte of a C identifier.
+#[inline(always)]
 pub(super) fn is_ident_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
+    is_class(b, IDENT_START)
 }
 
 /// `[A-Za-z0-9_]`: later bytes of a C identifier.
+#[inline(always)]
 pub(super) fn is_ident_cont(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    is_class(b, IDENT_CONT)
 }
 
 impl<'a> Cursor<'a> {

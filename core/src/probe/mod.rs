@@ -58,7 +58,7 @@ pub use arg::{Arg, ArgBase, FetchType, Step};
 pub use ctype::{CType, IntWidth, Signedness, TypedArg};
 pub use prog_type::{prog_types, program_type};
 
-use cursor::{err_at, is_ident_cont, is_ident_start, Cursor};
+use cursor::{err_at, is_class, is_ident_cont, is_ident_start, Cursor, AT, DOT, IDENT_CONT};
 
 /// Most arguments a probe fetches: the prologue passes them in r2..r5.
 pub const MAX_FETCHED_ARGS: usize = 4;
@@ -413,24 +413,150 @@ impl fmt::Display for ProbeSpec<'_> {
 /// `tracepoint/` or `tp/` prefix, or the perf form, see the module docs) but does not follow
 /// the grammar, with the 0-based byte column where it goes wrong.
 pub fn parse(section: &str) -> Result<Section<'_>, ProbeError> {
-    if let Some((prefix, _)) = section.split_once('/') {
-        let start = prefix.len().saturating_add(1);
-        let spec = match prefix {
-            "kprobe" => Some(kernel(section, start, false)?),
-            "kretprobe" => Some(kernel(section, start, true)?),
-            "uprobe" => Some(user(section, start, false)?),
-            "uretprobe" => Some(user(section, start, true)?),
-            "tracepoint" | "tp" => Some(tracepoint(section, start)?),
+    let mut args = Args::none();
+    Ok(match parse_with(section, &mut args)? {
+        Some(head) => Section::Probe(head.with_args(args)),
+        None => Section::Title(section),
+    })
+}
+
+/// Checks a section name exactly as [`parse`] reads it, without building the
+/// [`ProbeSpec`]: `validate(s)` is `Err(e)` exactly when `parse(s)` is `Err(e)`, with the
+/// same column and message. The open phase checks every program's name this way (a
+/// `ProbeSpec` is over a kilobyte: building and moving one per program would cost more
+/// than the rest of the check).
+///
+/// # Errors
+/// As [`parse`].
+pub fn validate(section: &str) -> Result<(), ProbeError> {
+    parse_with(section, &mut ArgCount::default()).map(|_| ())
+}
+
+/// Everything of a [`ProbeSpec`] but its arguments, which go to an [`ArgSink`].
+#[derive(Clone, Copy)]
+struct Head<'a> {
+    kind: ProbeKind,
+    group: Option<&'a str>,
+    event: Option<&'a str>,
+    target: Target<'a>,
+    place: Place,
+}
+
+impl<'a> Head<'a> {
+    fn with_args(self, args: Args<'a>) -> ProbeSpec<'a> {
+        ProbeSpec {
+            kind: self.kind,
+            group: self.group,
+            event: self.event,
+            target: self.target,
+            place: self.place,
+            args,
+        }
+    }
+}
+
+/// Where the arguments of a name go as they are read: an [`Args`] list ([`parse`]) or
+/// only their counts ([`validate`]). Both enforce the same limits with the same errors.
+trait ArgSink<'a> {
+    /// Appends an expression (found at column `at`): at most [`MAX_FETCHED_ARGS`]
+    /// fetched, one `$err`.
+    fn push_expr(&mut self, arg: Arg<'a>, at: usize) -> Result<(), ProbeError>;
+    /// Switches the (empty) list to C types.
+    fn start_typed(&mut self);
+    /// Appends a C type (found at column `at`): at most [`MAX_FETCHED_ARGS`].
+    fn push_typed(&mut self, arg: TypedArg<'a>, at: usize) -> Result<(), ProbeError>;
+}
+
+impl<'a> ArgSink<'a> for Args<'a> {
+    fn push_expr(&mut self, arg: Arg<'a>, at: usize) -> Result<(), ProbeError> {
+        match self {
+            Args::Fetch(v) => push_arg(v, arg, at),
+            Args::Typed(_) => Err(err_at(
+                at,
+                "C types and expressions mixed in one argument list",
+            )),
+        }
+    }
+
+    fn start_typed(&mut self) {
+        *self = Args::Typed(Vec::new());
+    }
+
+    fn push_typed(&mut self, arg: TypedArg<'a>, at: usize) -> Result<(), ProbeError> {
+        match self {
+            Args::Typed(v) => v
+                .push(arg)
+                .map_err(|_| err_at(at, "more than 4 fetched arguments (r2..r5)")),
+            Args::Fetch(_) => Err(err_at(
+                at,
+                "C types and expressions mixed in one argument list",
+            )),
+        }
+    }
+}
+
+/// The counts [`validate`] keeps instead of the arguments.
+#[derive(Default)]
+struct ArgCount {
+    /// Entries, `$err` included.
+    len: usize,
+    /// Whether a `$err` was seen.
+    err: bool,
+}
+
+impl<'a> ArgSink<'a> for ArgCount {
+    fn push_expr(&mut self, arg: Arg<'a>, at: usize) -> Result<(), ProbeError> {
+        if arg.is_err() {
+            if self.err {
+                return Err(err_at(at, "$err given twice"));
+            }
+            self.err = true;
+        } else if self.len - usize::from(self.err) >= MAX_FETCHED_ARGS {
+            return Err(err_at(at, "more than 4 fetched arguments (r2..r5)"));
+        }
+        if self.len >= MAX_ARGS {
+            return Err(err_at(at, "too many arguments"));
+        }
+        self.len += 1;
+        Ok(())
+    }
+
+    fn start_typed(&mut self) {}
+
+    fn push_typed(&mut self, _: TypedArg<'a>, at: usize) -> Result<(), ProbeError> {
+        if self.len >= MAX_FETCHED_ARGS {
+            return Err(err_at(at, "more than 4 fetched arguments (r2..r5)"));
+        }
+        self.len += 1;
+        Ok(())
+    }
+}
+
+/// [`parse`] with the arguments going to `args`: `None` for a title.
+fn parse_with<'a>(
+    section: &'a str,
+    args: &mut impl ArgSink<'a>,
+) -> Result<Option<Head<'a>>, ProbeError> {
+    let bytes = section.as_bytes();
+    if let Some(slash) = bytes.iter().position(|&b| b == b'/') {
+        let prefix = bytes.get(..slash).unwrap_or_default();
+        let start = slash.saturating_add(1);
+        let head = match prefix {
+            b"kprobe" => Some(kernel(section, start, false, args)?),
+            b"kretprobe" => Some(kernel(section, start, true, args)?),
+            b"uprobe" => Some(user(section, start, false, args)?),
+            b"uretprobe" => Some(user(section, start, true, args)?),
+            b"tracepoint" | b"tp" => Some(tracepoint(section, start)?),
             _ => None,
         };
-        if let Some(spec) = spec {
-            return Ok(Section::Probe(spec));
+        if head.is_some() {
+            return Ok(head);
         }
     }
     if is_perf_form(section) {
-        return perf(section).map(Section::Probe);
+        return perf(section, args).map(Some);
     }
-    Ok(Section::Title(section))
+    Ok(None)
 }
 
 /// Whether a name is meant as the perf form: not a libbpf-style `prefix/...` (a prefix of
@@ -455,7 +581,7 @@ fn kernel_func<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
     if !c.peek().is_some_and(is_ident_start) {
         return Err(c.err("expected a function name"));
     }
-    Ok(c.take_while(|b| is_ident_cont(b) || b == b'.'))
+    Ok(c.take_while(|b| is_class(b, IDENT_CONT | DOT)))
 }
 
 /// A user-space symbol: also allows `@` for versioned names (`memcpy@GLIBC_2.14`).
@@ -463,11 +589,16 @@ fn user_func<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
     if !c.peek().is_some_and(is_ident_start) {
         return Err(c.err("expected a function name or an offset"));
     }
-    Ok(c.take_while(|b| is_ident_cont(b) || b == b'.' || b == b'@'))
+    Ok(c.take_while(|b| is_class(b, IDENT_CONT | DOT | AT)))
 }
 
 /// `kprobe/FUNC[+OFF][(ARGS)]` or `kretprobe/FUNC[(ARGS)]`, from column `start`.
-fn kernel(s: &str, start: usize, ret: bool) -> Result<ProbeSpec<'_>, ProbeError> {
+fn kernel<'a>(
+    s: &'a str,
+    start: usize,
+    ret: bool,
+    args: &mut impl ArgSink<'a>,
+) -> Result<Head<'a>, ProbeError> {
     let mut c = Cursor::new(s, start, s.len());
     let func = kernel_func(&mut c)?;
     let kind = if ret {
@@ -476,19 +607,23 @@ fn kernel(s: &str, start: usize, ret: bool) -> Result<ProbeSpec<'_>, ProbeError>
         ProbeKind::Kprobe
     };
     let place = place_and_list_start(&mut c, ret)?;
-    let args = paren_list(&mut c, kind, place)?;
-    Ok(ProbeSpec {
+    paren_list(&mut c, kind, place, args)?;
+    Ok(Head {
         kind,
         group: None,
         event: None,
         target: Target::Kernel { func },
         place,
-        args,
     })
 }
 
 /// `uprobe/PATH:FUNC[+OFF][(ARGS)]`, `uprobe/PATH:OFFSET[(ARGS)]`, `uretprobe/...`.
-fn user(s: &str, start: usize, ret: bool) -> Result<ProbeSpec<'_>, ProbeError> {
+fn user<'a>(
+    s: &'a str,
+    start: usize,
+    ret: bool,
+    args: &mut impl ArgSink<'a>,
+) -> Result<Head<'a>, ProbeError> {
     let mut c = Cursor::new(s, start, s.len());
     // libbpf takes the path up to the first ':'.
     let path = c.take_while(|b| b != b':' && b != b'(' && b != b')' && !b.is_ascii_whitespace());
@@ -530,14 +665,13 @@ fn user(s: &str, start: usize, ret: bool) -> Result<ProbeSpec<'_>, ProbeError> {
             place_and_list_start(&mut c, ret)?,
         )
     };
-    let args = paren_list(&mut c, kind, place)?;
-    Ok(ProbeSpec {
+    paren_list(&mut c, kind, place, args)?;
+    Ok(Head {
         kind,
         group: None,
         event: None,
         target,
         place,
-        args,
     })
 }
 
@@ -565,9 +699,10 @@ fn paren_list<'a>(
     c: &mut Cursor<'a>,
     kind: ProbeKind,
     place: Place,
-) -> Result<Args<'a>, ProbeError> {
+    args: &mut impl ArgSink<'a>,
+) -> Result<(), ProbeError> {
     if c.at_end() {
-        return Ok(Args::none());
+        return Ok(());
     }
     let open = c.pos();
     if !c.eat(b'(') {
@@ -586,8 +721,7 @@ fn paren_list<'a>(
     }
     // Split on ',' (arguments hold no commas or parentheses); the first item decides whether
     // the list is C types or expressions.
-    let mut typed: Option<Vec<TypedArg<'a>, MAX_FETCHED_ARGS, u8>> = None;
-    let mut exprs: Vec<Arg<'a>, MAX_ARGS, u8> = Vec::new();
+    let mut typed = false;
     let mut first = true;
     let mut item_start = inner_start;
     for (i, b) in s
@@ -623,27 +757,22 @@ fn paren_list<'a>(
                         "typed arguments need a function entry (no offset, no return)",
                     ));
                 }
-                typed = Some(Vec::new());
+                typed = true;
+                args.start_typed();
             }
-        } else if is_type != typed.is_some() {
+        } else if is_type != typed {
             return Err(err_at(
                 a,
                 "C types and expressions mixed in one argument list",
             ));
         }
-        match typed.as_mut() {
-            Some(v) => {
-                let t = TypedArg::parse(s, a, z)?;
-                v.push(t)
-                    .map_err(|_| err_at(a, "more than 4 fetched arguments (r2..r5)"))?;
-            }
-            None => push_arg(&mut exprs, Arg::parse(s, a, z, kind.is_return())?, a)?,
+        if typed {
+            args.push_typed(TypedArg::parse(s, a, z)?, a)?;
+        } else {
+            args.push_expr(Arg::parse(s, a, z, kind.is_return())?, a)?;
         }
     }
-    Ok(match typed {
-        Some(v) => Args::Typed(v),
-        None => Args::Fetch(exprs),
-    })
+    Ok(())
 }
 
 /// Appends `arg` (found at column `at`), enforcing the fetch limit and a single `$err`.
@@ -675,7 +804,7 @@ fn trim(s: &str, mut a: usize, mut z: usize) -> (usize, usize) {
 }
 
 /// `tracepoint/CAT/NAME` (or `tp/`), from column `start`.
-fn tracepoint(s: &str, start: usize) -> Result<ProbeSpec<'_>, ProbeError> {
+fn tracepoint(s: &str, start: usize) -> Result<Head<'_>, ProbeError> {
     let mut c = Cursor::new(s, start, s.len());
     let word = |b: u8| is_ident_cont(b) || b == b'-';
     let category = c.take_while(word);
@@ -698,18 +827,17 @@ fn tracepoint(s: &str, start: usize) -> Result<ProbeSpec<'_>, ProbeError> {
             c.err("unexpected character in tracepoint name (tracepoints take no arguments)")
         );
     }
-    Ok(ProbeSpec {
+    Ok(Head {
         kind: ProbeKind::Tracepoint,
         group: None,
         event: None,
         target: Target::Tracepoint { category, name },
         place: Place::Entry,
-        args: Args::none(),
     })
 }
 
 /// The perf form `[[GROUP:]EVENT=]FUNC[+OFF|:LINE|%return] [ARG ...]`.
-fn perf(s: &str) -> Result<ProbeSpec<'_>, ProbeError> {
+fn perf<'a>(s: &'a str, args: &mut impl ArgSink<'a>) -> Result<Head<'a>, ProbeError> {
     let mut c = Cursor::new(s, 0, s.len());
     c.skip_space();
     let head_start = c.pos();
@@ -769,7 +897,6 @@ fn perf(s: &str) -> Result<ProbeSpec<'_>, ProbeError> {
         return Err(h.err("unexpected character after the function"));
     }
 
-    let mut args = Vec::new();
     let mut a = Cursor::new(s, head_end, s.len());
     loop {
         a.skip_space();
@@ -785,18 +912,13 @@ fn perf(s: &str) -> Result<ProbeSpec<'_>, ProbeError> {
                 "C types need the kprobe/FUNC(TYPE, ...) form",
             ));
         }
-        push_arg(
-            &mut args,
-            Arg::parse(s, start, a.pos(), kind.is_return())?,
-            start,
-        )?;
+        args.push_expr(Arg::parse(s, start, a.pos(), kind.is_return())?, start)?;
     }
-    Ok(ProbeSpec {
+    Ok(Head {
         kind,
         group,
         event,
         target: Target::Kernel { func },
         place,
-        args: Args::Fetch(args),
     })
 }

@@ -17,6 +17,7 @@ fn probe(s: &str) -> ProbeSpec<'_> {
 /// Every successful parse renders to a name that parses back to the same spec, and the
 /// canonical rendering is a fixed point.
 fn assert_round_trip(s: &str) {
+    assert_validate_agrees(s);
     if let Ok(Section::Probe(p)) = parse(s) {
         let text = p.to_string();
         let again = match parse(&text) {
@@ -30,6 +31,11 @@ fn assert_round_trip(s: &str) {
             "{s:?}: canonical form is not a fixed point"
         );
     }
+}
+
+/// `validate` accepts exactly what `parse` accepts and refuses the rest with the same error.
+fn assert_validate_agrees(s: &str) {
+    assert_eq!(validate(s), parse(s).map(|_| ()), "{s:?}");
 }
 
 fn args_text(p: &ProbeSpec<'_>) -> StdVec<String> {
@@ -591,6 +597,7 @@ const GOOD: &[Row] = &[
 #[test]
 fn good_specs() {
     for &(s, kind, event, group, target, place, args, canon) in GOOD {
+        assert_validate_agrees(s);
         let p = probe(s);
         assert_eq!(p.kind(), kind, "{s:?}");
         assert_eq!(p.event(), event, "{s:?}");
@@ -785,6 +792,7 @@ const BAD: &[(&str, u32, &str)] = &[
 #[test]
 fn bad_specs() {
     for &(s, column, what) in BAD {
+        assert_validate_agrees(s);
         match parse(s) {
             Err(e) => {
                 assert!(
@@ -834,6 +842,7 @@ fn titles() {
         "fentry/x y+z",
     ] {
         assert_eq!(parse(s), Ok(Section::Title(s)), "{s:?}");
+        assert_eq!(validate(s), Ok(()), "{s:?}");
     }
 }
 

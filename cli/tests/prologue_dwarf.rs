@@ -1,0 +1,331 @@
+//! `sluice prologue` with debug info: uprobe specs whose arguments name C variables of
+//! `tests/dwarf/chain.c` and `tests/dwarf/vars.c`, compiled at test time with `gcc -g -O0`
+//! and `-O2`. The output per site (place, the `bpf_prologue: insn num=N` listing, the
+//! fetch-args) is checked for shape and, for the seed's probe, instruction by instruction; the
+//! fetch-arg strings and addresses are checked against `perf probe -x BIN -D` (perf's own
+//! DWARF resolution) when perf is installed (Debian: `linux-perf`).
+//!
+//! Without gcc or perf the tests say so and pass, unless `SLUICE_REQUIRE_KERNEL=1` (CI,
+//! which installs both) makes that a failure.
+#![cfg(target_arch = "x86_64")]
+#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn sluice(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn required() -> bool {
+    std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1")
+}
+
+fn skip(what: &str) {
+    assert!(!required(), "{what} (SLUICE_REQUIRE_KERNEL=1)");
+    eprintln!("SKIPPED: {what}");
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `tests/dwarf/NAME.c` built with `-O{opt}`, or `None` after saying why.
+fn build(name: &str, opt: &str) -> Option<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-dwarf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{name}_O{opt}"));
+    let ok = Command::new("gcc")
+        .args(["-g", &format!("-O{opt}"), "-o"])
+        .arg(&out)
+        .arg(repo().join(format!("tests/dwarf/{name}.c")))
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        Some(out)
+    } else {
+        skip(&format!("gcc -O{opt} {name}.c unavailable (install gcc)"));
+        None
+    }
+}
+
+/// perf's `FUNC[+OFF] ARG ...` as a sluice uprobe spec on `bin`.
+fn uprobe_spec(bin: &Path, perf_spec: &str) -> String {
+    let mut words = perf_spec.split_whitespace();
+    let place = words.next().unwrap();
+    let args: Vec<&str> = words.collect();
+    format!("uprobe/{}:{place}({})", bin.display(), args.join(", "))
+}
+
+/// `PATH:0xOFF ARG...` lines, unsigned spelled `u` (perf writes `x` when the kernel's
+/// tracefs README says it can, `u` otherwise), sorted.
+fn normalize<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut v: Vec<String> = lines
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| match w.rsplit_once(":x") {
+                    Some((a, bits)) if bits.parse::<u8>().is_ok() => format!("{a}:u{bits}"),
+                    _ => w.to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// What perf makes of `spec` in `bin` (`perf probe -x BIN -D SPEC`), normalized; `None` if
+/// perf is not installed.
+fn perf_definitions(bin: &Path, spec: &str) -> Option<Vec<String>> {
+    let out = Command::new("perf")
+        .args(["probe", "-x"])
+        .arg(bin)
+        .args(["-D", spec])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // `p:GROUP/EVENT PATH:0xOFF ARGS` -> `PATH:0xOFF ARGS`
+    Some(normalize(
+        text.lines()
+            .filter(|l| l.starts_with("p:"))
+            .map(|l| l.split_once(' ').map_or("", |(_, rest)| rest)),
+    ))
+}
+
+/// Our `tracefs:` lines for the same spec, normalized the same way.
+fn ours(bin: &Path, spec: &str) -> Vec<String> {
+    let uspec = uprobe_spec(bin, spec);
+    let (code, out, err) = sluice(&["prologue", &uspec]);
+    assert_eq!(code, 0, "{uspec}: {err}");
+    check_listing(&out);
+    normalize(out.lines().filter_map(|l| l.strip_prefix("tracefs: p ")))
+}
+
+/// Every site: `site N: ...`, `bpf_prologue: insn num=N` and exactly N instructions in the
+/// verifier's format, `fetch-args:`, `tracefs:`.
+fn check_listing(out: &str) {
+    let lines: Vec<&str> = out.lines().collect();
+    let mut i = 0;
+    let mut site = 0;
+    while i < lines.len() {
+        site += 1;
+        assert!(
+            lines[i].starts_with(&format!("site {site}: ")),
+            "line {i}: {out}"
+        );
+        let n: usize = lines[i + 1]
+            .strip_prefix("bpf_prologue: insn num=")
+            .unwrap_or_else(|| panic!("{out}"))
+            .parse()
+            .unwrap();
+        for l in &lines[i + 2..i + 2 + n] {
+            assert!(
+                l.len() > 5 && l.starts_with('(') && l.as_bytes()[3] == b')',
+                "{l}"
+            );
+        }
+        assert!(lines[i + 2 + n].starts_with("fetch-args: "), "{out}");
+        assert!(lines[i + 3 + n].starts_with("tracefs: p "), "{out}");
+        i += n + 4;
+    }
+    assert!(site > 0, "{out}");
+}
+
+#[test]
+fn seed_probe_at_o2_prints_sites_listing_and_fetch_args() {
+    let Some(bin) = build("chain", "2") else {
+        return;
+    };
+    let spec = format!(
+        "uprobe/{}:generic_perform_write(file->f_mapping->a_ops, bytes, offset, $err)",
+        bin.display()
+    );
+    let (code, out, err) = sluice(&["prologue", &spec]);
+    assert_eq!(code, 0, "{err}");
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("site 1: generic_perform_write at 0x")
+            && first.contains(" (file offset 0x")
+            && !first.contains("[inlined]"),
+        "{first}"
+    );
+    let body: Vec<&str> = out.lines().skip(1).collect();
+    let want = "\
+bpf_prologue: insn num=25
+(bf) r6 = r1
+(79) r3 = *(u64 *)(r6 +112)
+(07) r3 += 24
+(bf) r1 = r10
+(07) r1 += -8
+(b7) r2 = 8
+(85) call bpf_probe_read_user#112
+(55) if r0 != 0x0 goto pc+12
+(79) r3 = *(u64 *)(r10 -8)
+(07) r3 += 16
+(bf) r1 = r10
+(07) r1 += -8
+(b7) r2 = 8
+(85) call bpf_probe_read_user#112
+(55) if r0 != 0x0 goto pc+5
+(79) r2 = *(u64 *)(r10 -8)
+(79) r3 = *(u64 *)(r6 +104)
+(79) r4 = *(u64 *)(r6 +96)
+(b7) r5 = 0
+(05) goto pc+4
+(b7) r2 = 0
+(b7) r3 = 0
+(b7) r4 = 0
+(b7) r5 = 1
+(bf) r1 = r6
+fetch-args: a_ops=+16(+24(%di)):x64 bytes=%si:x64 offset=%dx:s64";
+    assert_eq!(body[..27].join("\n"), want, "{out}");
+    assert!(
+        body[27].starts_with(&format!("tracefs: p {}:0x", bin.display()))
+            && body[27].ends_with(" a_ops=+16(+24(%di)):u64 bytes=%si:u64 offset=%dx:s64"),
+        "{}",
+        body[27]
+    );
+    check_listing(&out);
+}
+
+#[test]
+fn inlined_instances_are_one_site_each() {
+    let Some(bin) = build("vars", "0") else {
+        return;
+    };
+    let spec = uprobe_spec(&bin, "scale x factor");
+    let (code, out, err) = sluice(&["prologue", &spec]);
+    assert_eq!(code, 0, "{err}");
+    check_listing(&out);
+    let sites: Vec<&str> = out.lines().filter(|l| l.starts_with("site ")).collect();
+    assert_eq!(sites.len(), 2, "scale is inlined twice into twice(): {out}");
+    assert!(sites.iter().all(|s| s.ends_with(" [inlined]")), "{out}");
+}
+
+#[test]
+fn fetch_args_match_perf_probe() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "chain",
+            "0",
+            &["generic_perform_write file->f_mapping->a_ops bytes offset"],
+        ),
+        (
+            "chain",
+            "2",
+            &["generic_perform_write file->f_mapping->a_ops bytes offset"],
+        ),
+        (
+            "vars",
+            "0",
+            &[
+                "process file bytes sc us",
+                "process file->f_mapping->a_ops->prio file->pos file->inline_map.tag file->f_mapping->refs",
+                "process+4 file bytes",
+                "twice a b",
+                "scale x factor",
+                "sum_bytes buf len total",
+                "sum_bytes buf[0] buf[1]",
+                "main argc argv",
+            ],
+        ),
+        (
+            "vars",
+            "2",
+            &[
+                "process file bytes sc us",
+                "process file->f_mapping->a_ops->prio file->pos file->inline_map.tag file->f_mapping->refs",
+                "process+0 file bytes sc us",
+                "twice a b",
+                "sum_bytes buf len",
+                "sum_bytes buf[0] buf[1]",
+                "main argc argv",
+            ],
+        ),
+    ];
+    let mut compared = 0;
+    for (name, opt, specs) in cases {
+        let Some(bin) = build(name, opt) else {
+            return;
+        };
+        for spec in *specs {
+            let Some(perf) = perf_definitions(&bin, spec) else {
+                skip("perf is not installed (Debian: linux-perf)");
+                return;
+            };
+            assert!(
+                !perf.is_empty(),
+                "perf resolved nothing for {name} -O{opt} '{spec}'"
+            );
+            assert_eq!(ours(&bin, spec), perf, "{name} -O{opt} '{spec}'");
+            compared += 1;
+        }
+    }
+    eprintln!("{compared} specs: sluice's uprobe definitions = perf probe -D's");
+}
+
+#[test]
+fn debug_info_errors_name_file_function_variable_and_pc() {
+    let Some(bin) = build("chain", "2") else {
+        return;
+    };
+    let path = bin.display().to_string();
+    let rows: &[(&str, &[&str])] = &[
+        (
+            "generic_perform_write(nosuch)",
+            &[&path, "generic_perform_write", "'nosuch'", " at 0x"],
+        ),
+        ("no_such_function(x)", &[&path, "no_such_function"]),
+        (
+            "generic_perform_write(file->f_nomember)",
+            &[&path, "generic_perform_write", "f_nomember"],
+        ),
+    ];
+    for (tail, want) in rows {
+        let spec = format!("uprobe/{path}:{tail}");
+        let (code, out, err) = sluice(&["prologue", &spec]);
+        assert_eq!(code, 2, "{spec}: {out}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        for w in *want {
+            assert!(err.contains(w), "{spec}: '{w}' missing from {err}");
+        }
+    }
+    // A uprobe's binary that does not exist: named.
+    let (code, _, err) = sluice(&["prologue", "uprobe//nonexistent/sluice-bin:f(a)"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/sluice-bin"), "{err}");
+    // --debuginfo for a kernel probe: the file's DWARF is used (here a user binary stands in
+    // for a vmlinux: resolution does not care), the target is symbol+offset.
+    let (code, out, err) = sluice(&[
+        "prologue",
+        "--debuginfo",
+        &path,
+        "kprobe/generic_perform_write(bytes, offset)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("tracefs: p generic_perform_write+0 bytes=%si:u64 offset=%dx:s64"),
+        "{out}"
+    );
+    assert!(!out.contains("call"), "registers only: no read: {out}");
+    let (code, out, err) = sluice(&[
+        "prologue",
+        "--debuginfo",
+        &path,
+        "kprobe/generic_perform_write(file->f_mapping->a_ops)",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("call bpf_probe_read_kernel#113") && !out.contains("read_user"),
+        "a kprobe reads kernel memory: {out}"
+    );
+}

@@ -1,0 +1,463 @@
+//! Debug info for probes whose arguments name C variables: a probed ELF file (a user binary
+//! or library, or `vmlinux`) in, one [`Site`] per probe address out, each with its prologue
+//! and the tracefs fetch-args that fetch the same values.
+//!
+//! ```text
+//! target ELF ──DebugInfo::open──► its own DWARF, else the first build-id / .gnu_debuglink
+//!                                 candidate that exists (core::dwarf::debug_file_candidates)
+//! ProbeSpec ──DebugInfo::sites──► per site (the function, every inlined instance):
+//!                                 address, tracefs target, prologue (r2..r5), fetch-args
+//! ```
+//!
+//! Arguments that name variables (`file->f_mapping->a_ops`, `bytes`) are resolved through
+//! DWARF at each site's address ([`sluice_core::dwarf::Resolver`]); the others (`%di`,
+//! `$arg2`, `$stack1`, `$retval`) come from the calling convention, as without debug info;
+//! `$err` keeps its place. Dereferences read kernel memory for kprobes and user memory for
+//! uprobes. Errors name the file, the function, and the variable and address involved.
+
+use std::path::{Path, PathBuf};
+
+use sluice_core::arch::Arch;
+use sluice_core::dwarf::{
+    debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, ProbeSite, Resolver,
+};
+use sluice_core::elf::Elf;
+use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
+use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
+use sluice_core::Insn;
+
+use crate::error::{Error, Result};
+use crate::tracefs::ProbeTarget;
+
+/// Whether `arg` needs debug info: it names a variable, or steps through members (which need
+/// the types).
+#[must_use]
+pub fn needs_debug_info(arg: &Arg<'_>) -> bool {
+    matches!(arg.base(), ArgBase::Var(_)) || !arg.steps().is_empty()
+}
+
+/// Whether any argument of `spec` needs debug info.
+#[must_use]
+pub fn spec_needs_debug_info(spec: &ProbeSpec<'_>) -> bool {
+    spec.args().exprs().iter().any(needs_debug_info)
+}
+
+/// One place to attach a probe of a spec, with everything a program there needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The function probed (for an inlined instance: the inlined function).
+    pub function: String,
+    /// The link-time address.
+    pub address: u64,
+    /// The file offset of the address, when it lies in a section with file contents.
+    pub file_offset: Option<u64>,
+    /// Whether this is an inlined instance.
+    pub inlined: bool,
+    /// Where tracefs puts the probe: the file and file offset (uprobes), or the kernel
+    /// symbol holding the address and the offset into it (kprobes).
+    pub target: ProbeTarget,
+    /// The instructions that fetch the arguments into r2..r5 (see [`sluice_core::prologue`]).
+    pub prologue: Vec<Insn>,
+    /// `NAME=FETCHARG` per fetched argument (`$err` has none), as `uprobe_events` /
+    /// `kprobe_events` take them: the kernel's own fetch of the same values.
+    pub fetch_args: Vec<String>,
+    /// The same fetch-args as `perf probe -n -v` spells them (`:x64` for unsigned values,
+    /// `@sym+off` for globals), for comparison with perf.
+    pub perf_fetch_args: Vec<String>,
+}
+
+/// A probed ELF file and the file its DWARF was found in (the same one, or a separate debug
+/// file).
+#[derive(Debug)]
+pub struct DebugInfo {
+    code_path: PathBuf,
+    code: Vec<u8>,
+    debug_path: PathBuf,
+    /// `None`: the DWARF is in `code`.
+    debug: Option<Vec<u8>>,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn usage(what: String) -> Error {
+    Error::Usage { what }
+}
+
+impl DebugInfo {
+    /// Opens `target` and finds its DWARF: in `debug` when given, else in `target` itself,
+    /// else in the first of its build-id / `.gnu_debuglink` candidates under
+    /// [`sluice_core::dwarf::DEBUG_DIR`] and beside it that exists and has `.debug_info`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when a file cannot be read; [`Error::Usage`] naming the file when it is
+    /// no ELF file or no debug info was found (with the candidates tried).
+    pub fn open(target: &Path, debug: Option<&Path>) -> Result<DebugInfo> {
+        let code = std::fs::read(target).map_err(io(target))?;
+        let elf = Elf::parse(&code)
+            .map_err(|e| usage(format!("{}: not an ELF file: {e}", target.display())))?;
+        if let Some(d) = debug {
+            let bytes = std::fs::read(d).map_err(io(d))?;
+            let delf = Elf::parse(&bytes)
+                .map_err(|e| usage(format!("{}: not an ELF file: {e}", d.display())))?;
+            DebugSections::load(&delf)
+                .map_err(|e| usage(format!("{}: no usable debug info: {e}", d.display())))?;
+            return Ok(DebugInfo {
+                code_path: target.to_path_buf(),
+                debug_path: d.to_path_buf(),
+                code,
+                debug: Some(bytes),
+            });
+        }
+        if DebugSections::load(&elf).is_ok() {
+            return Ok(DebugInfo {
+                code_path: target.to_path_buf(),
+                debug_path: target.to_path_buf(),
+                code,
+                debug: None,
+            });
+        }
+        let candidates = debug_file_candidates(&elf, &target.to_string_lossy());
+        for cand in &candidates {
+            let Ok(bytes) = std::fs::read(cand) else {
+                continue;
+            };
+            let usable = Elf::parse(&bytes)
+                .ok()
+                .is_some_and(|e| DebugSections::load(&e).is_ok());
+            if usable {
+                log::debug!("debug info of {} found in {cand}", target.display());
+                return Ok(DebugInfo {
+                    code_path: target.to_path_buf(),
+                    debug_path: PathBuf::from(cand),
+                    code,
+                    debug: Some(bytes),
+                });
+            }
+        }
+        Err(usage(format!(
+            "{}: no debug info in the file nor in any of {} candidate(s){}{}",
+            target.display(),
+            candidates.len(),
+            if candidates.is_empty() { "" } else { ": " },
+            candidates.join(", ")
+        )))
+    }
+
+    /// The probed file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.code_path
+    }
+
+    /// The file the DWARF was read from.
+    #[must_use]
+    pub fn debug_path(&self) -> &Path {
+        &self.debug_path
+    }
+
+    /// Every site of `spec`, each with its prologue for `spec`'s argument list and its
+    /// fetch-args.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] naming the file, function and (where it applies) the variable and
+    /// address: the function is not in the debug info, a variable is not visible or not
+    /// available at a site, a member chain does not fit the types, the spec has no function
+    /// or is a tracepoint, an argument cannot be passed in a register (`:string`), or the
+    /// prologue's capacity is exceeded.
+    pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
+        let file = self.code_path.display();
+        let func = spec.func().ok_or_else(|| {
+            usage(format!(
+                "{file}: the probe names no function to look up in the debug info"
+            ))
+        })?;
+        let ctx = |e: &dyn std::fmt::Display| usage(format!("{file}: {func}: {e}"));
+        let memory = Memory::of(spec.kind()).map_err(|e| ctx(&e))?;
+        let code = Elf::parse(&self.code).map_err(|e| ctx(&e))?;
+        let debug_elf = match &self.debug {
+            Some(b) => Elf::parse(b).map_err(|e| ctx(&e))?,
+            None => code,
+        };
+        let sections = DebugSections::load(&debug_elf)
+            .map_err(|e| usage(format!("{}: {func}: {e}", self.debug_path.display())))?;
+        let resolver = Resolver::new(&code, &sections).map_err(|e| ctx(&e))?;
+        let arch = resolver.arch();
+        let exprs = spec.args().exprs();
+        let dwarf_args: Vec<Arg<'_>> = exprs
+            .iter()
+            .filter(|a| needs_debug_info(a))
+            .cloned()
+            .collect();
+        let resolved = resolver
+            .resolve(func, spec.place(), &dwarf_args)
+            .map_err(|e| ctx(&describe(&e)))?;
+        let kernel_syms = match spec.target() {
+            Target::Kernel { .. } => Some(kernel_symbols(&self.code)),
+            _ => None,
+        };
+        let mut out = Vec::with_capacity(resolved.len());
+        for site in &resolved {
+            let at = |e: &dyn std::fmt::Display| {
+                usage(format!("{file}: {func} at {:#x}: {e}", site.address))
+            };
+            let target = match spec.target() {
+                Target::User { path, .. } => ProbeTarget::User {
+                    path: PathBuf::from(path),
+                    offset: site
+                        .file_offset
+                        .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
+                    func: site.function.clone(),
+                },
+                Target::Kernel { .. } => {
+                    let (sym, off) = kernel_syms
+                        .as_deref()
+                        .and_then(|s| containing_symbol(s, site.address))
+                        .ok_or_else(|| at(&"no function symbol holds the address"))?;
+                    ProbeTarget::Kernel {
+                        func: sym,
+                        offset: off,
+                    }
+                }
+                _ => return Err(at(&"not a kprobe or uprobe")),
+            };
+            let syntax = match spec.kind() {
+                ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
+                    load_bias: resolver.load_bias(site.address).unwrap_or(0),
+                },
+                _ => FetchSyntax::Kprobe,
+            };
+            let built = build_site(arch, memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
+            out.push(Site {
+                function: site.function.clone(),
+                address: site.address,
+                file_offset: site.file_offset,
+                inlined: site.inlined,
+                target,
+                prologue: built.0,
+                fetch_args: built.1,
+                perf_fetch_args: built.2,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// The core's message, plus what to do about the common cases.
+fn describe(e: &DwarfError) -> String {
+    match e {
+        DwarfError::NotAvailable { .. } => {
+            format!("{e} (optimized code: try another place, e.g. FUNC+0 or a line)")
+        }
+        other => other.to_string(),
+    }
+}
+
+type Built = (Vec<Insn>, Vec<String>, Vec<String>);
+
+/// One site's prologue and fetch-args: DWARF locations for the variables, the calling
+/// convention for the rest, `$err` where it was written.
+fn build_site(
+    arch: Arch,
+    memory: Memory,
+    spec: &ProbeSpec<'_>,
+    exprs: &[Arg<'_>],
+    site: &ProbeSite,
+    syntax: FetchSyntax,
+) -> std::result::Result<Built, String> {
+    let mut locs = ArgLocs::new(arch, memory);
+    let mut fetch_args = Vec::new();
+    let mut perf_fetch_args = Vec::new();
+    let mut resolved = site.args.iter();
+    let mut fetched = 0usize;
+    for (i, arg) in exprs.iter().enumerate() {
+        let position = i + 1;
+        if arg.is_err() {
+            locs.push_err().map_err(|e| e.to_string())?;
+            continue;
+        }
+        fetched += 1;
+        let loc = if needs_debug_info(arg) {
+            let r = resolved
+                .next()
+                .ok_or_else(|| format!("argument {position} '{arg}' was not resolved"))?;
+            if r.string {
+                return Err(format!(
+                    "argument {position} '{arg}': a string cannot be passed in a register \
+                     (drop :string to get the pointer)"
+                ));
+            }
+            fetch_args.push(r.fetch_arg(arch, syntax).map_err(|e| e.to_string())?);
+            perf_fetch_args.push(
+                r.fetch_arg(arch, FetchSyntax::Perf)
+                    .map_err(|e| e.to_string())?,
+            );
+            r.location
+                .to_arg_loc(arch, &r.name)
+                .map_err(|e| format!("argument {position} '{arg}': {e}"))?
+        } else {
+            let loc = convention_loc(arch, spec, i)
+                .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+            let text = loc.fetch_arg(fetched).to_string();
+            perf_fetch_args.push(text.clone());
+            fetch_args.push(text);
+            loc
+        };
+        locs.push(loc)
+            .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+    }
+    let mut buf = vec![Insn::default(); prologue::MAX_INSNS];
+    let n = prologue::write(&locs, &mut buf).map_err(|e| e.to_string())?;
+    buf.truncate(n);
+    Ok((buf, fetch_args, perf_fetch_args))
+}
+
+/// The location of argument `index` of `spec` by the calling convention (no debug info).
+fn convention_loc<'a>(
+    arch: Arch,
+    spec: &ProbeSpec<'a>,
+    index: usize,
+) -> sluice_core::Result<ArgLoc<'a>> {
+    let mut one = spec.args().clone();
+    if let Args::Fetch(list) = &mut one {
+        let mut k = 0usize;
+        list.retain(|_| {
+            k += 1;
+            k == index + 1
+        });
+    }
+    let locs = prologue::from_typed_args(arch, spec.kind(), &one)?;
+    let first = locs.fetched().next().cloned();
+    first.ok_or(sluice_core::Error::Usage {
+        what: "no location by the calling convention",
+        value: index as u64 + 1,
+    })
+}
+
+/// Function symbols of a kernel image: (address, size, name), sorted by address.
+fn kernel_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
+    use object::{Object as _, ObjectSymbol as _};
+    let Ok(file) = object::File::parse(data) else {
+        return Vec::new();
+    };
+    let mut syms: Vec<(u64, u64, String)> = file
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
+        .collect();
+    syms.sort_unstable();
+    syms
+}
+
+/// The function symbol holding `address` and the offset into it: the last symbol at or
+/// below it, if its size covers it (a size of 0 counts as covering).
+fn containing_symbol(syms: &[(u64, u64, String)], address: u64) -> Option<(String, u64)> {
+    let i = syms.partition_point(|s| s.0 <= address).checked_sub(1)?;
+    let (start, size, name) = syms.get(i)?;
+    let off = address - start;
+    (*size == 0 || off < *size).then(|| (name.clone(), off))
+}
+
+/// The file whose DWARF describes a probe of `spec`: the binary named by a uprobe, else
+/// `debuginfo` (a `vmlinux` with DWARF for kprobes).
+///
+/// # Errors
+/// [`Error::Usage`] for a kprobe without `debuginfo`, or a probe with no file to look in.
+pub fn target_file(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<PathBuf> {
+    match spec.target() {
+        Target::User { path, .. } => Ok(PathBuf::from(path)),
+        Target::Kernel { func } => debuginfo.map(Path::to_path_buf).ok_or_else(|| {
+            usage(format!(
+                "{func}: the arguments name variables: a kernel probe needs a vmlinux with \
+                 debug info (LoadOptions::debuginfo, --debuginfo FILE)"
+            ))
+        }),
+        Target::UserOffset { path, .. } => Err(usage(format!(
+            "{path}: a probe at a raw file offset has no function to look up in the debug info"
+        ))),
+        Target::Tracepoint { category, name } => Err(usage(format!(
+            "tracepoint {category}/{name}: its arguments are record fields, not variables"
+        ))),
+    }
+}
+
+/// Resolves `spec` in the file [`target_file`] picks: the sites, each with its prologue.
+///
+/// # Errors
+/// As [`target_file`], [`DebugInfo::open`] and [`DebugInfo::sites`].
+pub fn resolve(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Vec<Site>> {
+    let path = target_file(spec, debuginfo)?;
+    DebugInfo::open(&path, None)?.sites(spec)
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use sluice_core::probe::{parse, Section};
+
+    fn spec(s: &str) -> ProbeSpec<'_> {
+        match parse(s).unwrap() {
+            Section::Probe(p) => p,
+            Section::Title(t) => panic!("{t}"),
+        }
+    }
+
+    #[test]
+    fn which_arguments_need_debug_info() {
+        let s = spec("uprobe/bin:f(file->f_mapping, %di, $arg2, bytes, $err)");
+        let need: Vec<bool> = s.args().exprs().iter().map(needs_debug_info).collect();
+        assert_eq!(need, [true, false, false, true, false]);
+        assert!(spec_needs_debug_info(&s));
+        assert!(!spec_needs_debug_info(&spec("uprobe/bin:f(%di, $arg2)")));
+        assert!(!spec_needs_debug_info(&spec("kprobe/f(void *, int)")));
+    }
+
+    #[test]
+    fn symbol_holding_an_address() {
+        let syms = vec![
+            (0x1000, 0x20, "a".to_string()),
+            (0x1020, 0, "b".to_string()),
+            (0x2000, 0x10, "c".to_string()),
+        ];
+        assert_eq!(containing_symbol(&syms, 0x1000), Some(("a".into(), 0)));
+        assert_eq!(containing_symbol(&syms, 0x101f), Some(("a".into(), 0x1f)));
+        assert_eq!(containing_symbol(&syms, 0x1500), Some(("b".into(), 0x4e0)));
+        assert_eq!(containing_symbol(&syms, 0x2010), None);
+        assert_eq!(containing_symbol(&syms, 0xfff), None);
+    }
+
+    #[test]
+    fn kernel_probe_needs_a_file() {
+        let e = target_file(&spec("kprobe/vfs_read(file->f_pos)"), None).unwrap_err();
+        assert!(e.to_string().contains("vmlinux"), "{e}");
+        assert_eq!(
+            target_file(&spec("uprobe//bin/x:f(a)"), None).unwrap(),
+            PathBuf::from("/bin/x")
+        );
+    }
+
+    #[test]
+    fn convention_args_keep_their_position() {
+        let s = spec("uprobe/bin:f(a, $arg2, %dx)");
+        let l = convention_loc(Arch::X86_64, &s, 1).unwrap();
+        assert_eq!(l.fetch_arg(2).to_string(), "arg2=%si:u64");
+        let l = convention_loc(Arch::X86_64, &s, 2).unwrap();
+        assert_eq!(l.fetch_arg(3).to_string(), "arg3=%dx:u64");
+    }
+
+    #[test]
+    fn missing_file_is_named() {
+        let e = DebugInfo::open(Path::new("/nonexistent/sluice-x"), None).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/sluice-x"), "{e}");
+    }
+}

@@ -1,0 +1,213 @@
+//! The loader's debug-info path without a kernel: `tests/dwarf/vars.c` compiled at test time
+//! (`gcc -g -O0`), programs of `tests/bpf/dwarf_chain.o` given specs on it through
+//! [`LoadOptions::specs`]. Several sites (an inlined function) give one prologue each in
+//! [`site_prologues`]; [`prologue_for`] takes the first; kernel probes without
+//! [`LoadOptions::debuginfo`] and unknown variables are refused with the file, function,
+//! variable and address named.
+#![cfg(target_arch = "x86_64")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sluice_core::object::{Object, ObjectStorage};
+use sluice_core::prologue::PROBE_READ_KERNEL;
+use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::loader::{program_spec, prologue_for, site_prologues};
+use sluice_runtime::tracefs::ProbeTarget;
+use sluice_runtime::LoadOptions;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// vars.c built with `-O{opt}` into a folder of its own (`test` names it: tests run in
+/// parallel).
+fn build_vars(test: &str, opt: &str) -> Option<PathBuf> {
+    let dir =
+        std::env::temp_dir().join(format!("sluice-dwarf-sites-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("vars_O{opt}"));
+    let ok = Command::new("gcc")
+        .args(["-g", &format!("-O{opt}"), "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/dwarf/vars.c"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(out);
+    }
+    assert!(
+        std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+        "gcc is needed (SLUICE_REQUIRE_KERNEL=1)"
+    );
+    eprintln!("SKIPPED: gcc unavailable (install gcc)");
+    None
+}
+
+fn with_object(f: impl FnOnce(&Object<'_, '_>, usize)) {
+    let bytes = std::fs::read(repo().join("tests/bpf/dwarf_chain.o")).unwrap();
+    let mut storage = ObjectStorage::new();
+    let obj = Object::open(&bytes, &mut storage).unwrap();
+    let chain = obj
+        .programs()
+        .iter()
+        .position(|p| p.name == Some("chain"))
+        .unwrap();
+    f(&obj, chain);
+}
+
+fn opts_with(obj: &Object<'_, '_>, index: usize, spec: String) -> LoadOptions {
+    let mut o = LoadOptions::default();
+    o.specs = vec![None; obj.programs().len()];
+    o.specs[index] = Some(spec);
+    o
+}
+
+#[test]
+fn inlined_function_gives_one_prologue_per_site() {
+    let Some(bin) = build_vars("inlined_func", "0") else {
+        return;
+    };
+    with_object(|obj, i| {
+        let spec = format!("uprobe/{}:scale(x, factor, $err)", bin.display());
+        let opts = opts_with(obj, i, spec.clone());
+        let p = &obj.programs()[i];
+        assert_eq!(program_spec(p, i, &opts), spec);
+        let sites = site_prologues(p, i, &opts).unwrap();
+        assert_eq!(sites.len(), 2, "{sites:#?}");
+        assert!(sites.iter().all(|s| s.inlined && s.function == "scale"));
+        assert_ne!(sites[0].address, sites[1].address);
+        // Each site has its own locations (the inlined copies' own frame slots).
+        assert_ne!(sites[0].fetch_args, sites[1].fetch_args);
+        assert_ne!(sites[0].prologue, sites[1].prologue);
+        for s in &sites {
+            let ProbeTarget::User { path, offset, .. } = &s.target else {
+                panic!("{:?}", s.target)
+            };
+            assert_eq!(path, &bin);
+            assert_eq!(Some(*offset), s.file_offset);
+            assert!(!s.prologue.is_empty());
+        }
+        // load() takes the first site's prologue (and warns that there are 2).
+        assert_eq!(prologue_for(p, i, &opts).unwrap(), sites[0].prologue);
+    });
+}
+
+#[test]
+fn typed_and_register_args_mix_with_variables() {
+    let Some(bin) = build_vars("typed_and_re", "2") else {
+        return;
+    };
+    with_object(|obj, i| {
+        let spec = format!(
+            "uprobe/{}:process+0($err, %si, file->pos, $arg4)",
+            bin.display()
+        );
+        let sites = site_prologues(&obj.programs()[i], i, &opts_with(obj, i, spec)).unwrap();
+        assert_eq!(sites.len(), 1);
+        let s = &sites[0];
+        assert_eq!(s.fetch_args[0], "arg1=%si:u64");
+        assert!(s.fetch_args[1].starts_with("pos=+"), "{:?}", s.fetch_args);
+        assert!(s.fetch_args[1].ends_with("(%di):s64"), "{:?}", s.fetch_args);
+        assert_eq!(s.fetch_args[2], "arg3=%cx:u64");
+        assert_eq!(s.fetch_args.len(), 3, "$err fetches nothing");
+    });
+}
+
+#[test]
+fn kernel_probes_read_kernel_memory_from_the_given_file() {
+    let Some(bin) = build_vars("kernel_probe", "0") else {
+        return;
+    };
+    with_object(|obj, i| {
+        let spec = "kprobe/process+0(file->f_mapping->refs)".to_string();
+        let mut opts = opts_with(obj, i, spec);
+        let p = &obj.programs()[i];
+        let e = site_prologues(p, i, &opts).unwrap_err().to_string();
+        assert!(e.contains("debuginfo") && e.contains("chain"), "{e}");
+        opts.debuginfo = Some(bin.clone());
+        let sites = site_prologues(p, i, &opts).unwrap();
+        let s = &sites[0];
+        assert_eq!(
+            s.target,
+            ProbeTarget::Kernel {
+                func: "process".into(),
+                offset: 0
+            }
+        );
+        assert!(s
+            .prologue
+            .iter()
+            .any(|insn| insn.code == 0x85 && insn.imm == PROBE_READ_KERNEL));
+        assert_eq!(prologue_for(p, i, &opts).unwrap(), s.prologue);
+    });
+}
+
+#[test]
+fn unknown_variable_names_file_function_variable_and_address() {
+    let Some(bin) = build_vars("unknown_vari", "0") else {
+        return;
+    };
+    with_object(|obj, i| {
+        let spec = format!("uprobe/{}:process(nosuch)", bin.display());
+        let e = prologue_for(&obj.programs()[i], i, &opts_with(obj, i, spec))
+            .unwrap_err()
+            .to_string();
+        for w in [
+            "program 'chain'",
+            &bin.display().to_string(),
+            "process",
+            "'nosuch'",
+            " at 0x",
+        ] {
+            assert!(e.contains(w), "'{w}' missing from: {e}");
+        }
+    });
+}
+
+#[test]
+fn separate_debug_file_is_found_by_debuglink() {
+    let Some(bin) = build_vars("separate_deb", "0") else {
+        return;
+    };
+    let dir = bin.parent().unwrap();
+    let debug = dir.join("vars.debug");
+    let stripped = dir.join("vars.stripped");
+    let run = |args: &[&std::ffi::OsStr]| {
+        Command::new("objcopy")
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let ok = run(&[
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        debug.as_os_str(),
+    ]) && run(&[
+        "--strip-debug".as_ref(),
+        format!("--add-gnu-debuglink={}", debug.display()).as_ref(),
+        bin.as_os_str(),
+        stripped.as_os_str(),
+    ]);
+    if !ok {
+        eprintln!("SKIPPED: objcopy unavailable (binutils)");
+        return;
+    }
+    let info = DebugInfo::open(&stripped, None).unwrap();
+    assert_eq!(info.path(), stripped);
+    assert_eq!(info.debug_path().file_name(), debug.file_name());
+    let text = format!("uprobe/{}:twice(a, b)", stripped.display());
+    let Ok(sluice_core::probe::Section::Probe(p)) = sluice_core::probe::parse(&text) else {
+        panic!()
+    };
+    let from_stripped = info.sites(&p).unwrap();
+    let from_full = DebugInfo::open(&bin, None).unwrap().sites(&p).unwrap();
+    assert_eq!(from_stripped[0].fetch_args, from_full[0].fetch_args);
+    assert_eq!(from_stripped[0].address, from_full[0].address);
+}
