@@ -21,6 +21,10 @@
 //! `SLUICE_REQUIRE_KERNEL=1`), and when the kernel has no kprobe events (fails under
 //! `SLUICE_REQUIRE_KPROBES=1`, which the guest step sets). The `sluice` binary comes from
 //! `SLUICE_BIN`, else from next to this test binary's folder (cargo's `target/<profile>/`).
+//!
+//! x86_64 and aarch64 only: the guests' kernels. An i686 build of these tests would fetch
+//! registers with the i386 tables, which do not describe a 64-bit kernel's `pt_regs`.
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
