@@ -2,7 +2,7 @@
 
 use gimli::constants as dw;
 
-use super::resolve::{DieRef, Resolver};
+use super::resolve::{origin_of, DieRef, Resolver, R};
 use super::{gimli_err, Error};
 
 /// Longest chain of typedefs/qualifiers followed, and deepest nesting of anonymous members.
@@ -38,13 +38,7 @@ impl Resolver<'_> {
             {
                 return Ok(self.reference(at.unit, unit, v));
             }
-            let origin = entry
-                .attr_value(dw::DW_AT_abstract_origin)
-                .map_err(gimli_err("DW_AT_abstract_origin"))?
-                .or(entry
-                    .attr_value(dw::DW_AT_specification)
-                    .map_err(gimli_err("DW_AT_specification"))?);
-            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+            match origin_of(&entry)?.and_then(|v| self.reference(at.unit, unit, v)) {
                 Some(next) => at = next,
                 None => return Ok(None),
             }
@@ -181,17 +175,7 @@ impl Resolver<'_> {
             if e.tag() != dw::DW_TAG_subrange_type {
                 continue;
             }
-            let count = match e
-                .attr_value(dw::DW_AT_count)
-                .map_err(gimli_err("DW_AT_count"))?
-            {
-                Some(v) => v.udata_value(),
-                None => e
-                    .attr_value(dw::DW_AT_upper_bound)
-                    .map_err(gimli_err("DW_AT_upper_bound"))?
-                    .and_then(|v| v.udata_value())
-                    .and_then(|u| u.checked_add(1)),
-            };
+            let count = subrange_count(e)?;
             match count {
                 Some(c) => total = total.saturating_mul(c),
                 None => return Ok(None),
@@ -219,17 +203,7 @@ impl Resolver<'_> {
             if e.tag() != dw::DW_TAG_subrange_type {
                 continue;
             }
-            let count = match e
-                .attr_value(dw::DW_AT_count)
-                .map_err(gimli_err("DW_AT_count"))?
-            {
-                Some(v) => v.udata_value(),
-                None => e
-                    .attr_value(dw::DW_AT_upper_bound)
-                    .map_err(gimli_err("DW_AT_upper_bound"))?
-                    .and_then(|v| v.udata_value())
-                    .and_then(|u| u.checked_add(1)),
-            };
+            let count = subrange_count(e)?;
             return Ok(match (whole, count) {
                 (Some(w), Some(c)) if c > 0 => Some(w / c),
                 _ => match self.type_of(array)? {
@@ -335,4 +309,24 @@ impl Resolver<'_> {
         }
         Ok(None)
     }
+}
+
+/// The element count of a `DW_TAG_subrange_type`: its `DW_AT_count`, else
+/// `DW_AT_upper_bound + 1`; `None` when it has neither (a flexible array).
+fn subrange_count(
+    e: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>,
+) -> Result<Option<u64>, Error> {
+    Ok(
+        match e
+            .attr_value(dw::DW_AT_count)
+            .map_err(gimli_err("DW_AT_count"))?
+        {
+            Some(v) => v.udata_value(),
+            None => e
+                .attr_value(dw::DW_AT_upper_bound)
+                .map_err(gimli_err("DW_AT_upper_bound"))?
+                .and_then(|v| v.udata_value())
+                .and_then(|u| u.checked_add(1)),
+        },
+    )
 }
