@@ -159,29 +159,18 @@ impl Resolver<'_> {
         let Some(mut total) = self.size_of_elem(elem)? else {
             return Ok(None);
         };
-        let unit = self.unit(array.unit)?;
-        let mut tree = unit
-            .entries_tree(Some(array.offset))
-            .map_err(gimli_err("array type"))?;
-        let root = tree.root().map_err(gimli_err("array type"))?;
-        let mut children = root.children();
-        let mut seen = 0u32;
-        while let Some(child) = children.next().map_err(gimli_err("array subrange"))? {
-            seen = seen.saturating_add(1);
-            if seen > MAX_TYPE_HOPS {
-                break;
+        let mut known = true;
+        self.subranges(array, MAX_TYPE_HOPS, |count| match count {
+            Some(c) => {
+                total = total.saturating_mul(c);
+                true
             }
-            let e = child.entry();
-            if e.tag() != dw::DW_TAG_subrange_type {
-                continue;
+            None => {
+                known = false;
+                false
             }
-            let count = subrange_count(e)?;
-            match count {
-                Some(c) => total = total.saturating_mul(c),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(total))
+        })?;
+        Ok(known.then_some(total))
     }
 
     fn size_of_elem(&self, elem: DieRef) -> Result<Option<u64>, Error> {
@@ -192,30 +181,50 @@ impl Resolver<'_> {
     /// the later dimensions.
     pub(super) fn array_stride(&self, array: DieRef) -> Result<Option<u64>, Error> {
         let whole = self.array_size(array)?;
+        let mut first = None;
+        self.subranges(array, u32::MAX, |count| {
+            first = Some(count);
+            false
+        })?;
+        if let Some(stride) = whole
+            .zip(first.flatten())
+            .and_then(|(w, c)| w.checked_div(c))
+        {
+            return Ok(Some(stride));
+        }
+        match self.type_of(array)? {
+            Some(elem) => self.size_of(elem),
+            None => Ok(None),
+        }
+    }
+
+    /// Calls `visit` with the count of each `DW_TAG_subrange_type` child of `array` (see
+    /// [`subrange_count`]), outermost first, until it returns `false` or `max_children`
+    /// children have been looked at.
+    fn subranges(
+        &self,
+        array: DieRef,
+        max_children: u32,
+        mut visit: impl FnMut(Option<u64>) -> bool,
+    ) -> Result<(), Error> {
         let unit = self.unit(array.unit)?;
         let mut tree = unit
             .entries_tree(Some(array.offset))
             .map_err(gimli_err("array type"))?;
         let root = tree.root().map_err(gimli_err("array type"))?;
         let mut children = root.children();
+        let mut seen = 0u32;
         while let Some(child) = children.next().map_err(gimli_err("array subrange"))? {
-            let e = child.entry();
-            if e.tag() != dw::DW_TAG_subrange_type {
-                continue;
+            seen = seen.saturating_add(1);
+            if seen > max_children {
+                break;
             }
-            let count = subrange_count(e)?;
-            return Ok(match (whole, count) {
-                (Some(w), Some(c)) if c > 0 => Some(w / c),
-                _ => match self.type_of(array)? {
-                    Some(elem) => self.size_of(elem)?,
-                    None => None,
-                },
-            });
+            let e = child.entry();
+            if e.tag() == dw::DW_TAG_subrange_type && !visit(subrange_count(e)?) {
+                break;
+            }
         }
-        match self.type_of(array)? {
-            Some(elem) => self.size_of(elem),
-            None => Ok(None),
-        }
+        Ok(())
     }
 
     /// Finds member `name` of the struct/union `agg` (and inside its anonymous members):
