@@ -2,13 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
-use sluice_core::object::ObjectStorage;
-use sluice_core::{Error, Insn, Object};
-
-fn open(b: &[u8]) -> Result<Object<'_, '_>, Error> {
-    // Tests keep each object's storage for the whole run.
-    Object::open(b, Box::leak(Box::new(ObjectStorage::new())))
-}
+use common::open;
+use sluice_core::{Error, Insn};
 
 #[test]
 fn every_truncation_of_every_fixture_is_an_error() {

@@ -36,6 +36,7 @@ btf_core:
 record_demo:
 record_filter:
 record_output:
+guest_kprobes:
 dwarf_chain:
 bench_drain:
 "
