@@ -3,7 +3,7 @@
 
 mod common;
 use common::open;
-use sluice_core::{Error, Insn};
+use sluice_core::{Error, Insn, Object, ObjectStorage};
 
 #[test]
 fn every_truncation_of_every_fixture_is_an_error() {
@@ -11,8 +11,11 @@ fn every_truncation_of_every_fixture_is_an_error() {
     for path in common::fixtures() {
         let bytes = std::fs::read(&path).unwrap();
         assert!(open(&bytes).is_ok(), "{} must open", path.display());
+        // One storage for all the cuts: the helper's per-call storage would add up to GBs
+        // over tens of thousands of opens (and exhaust a 32-bit address space).
+        let mut storage = ObjectStorage::new();
         for len in 0..bytes.len() {
-            let r = open(&bytes[..len]);
+            let r = Object::open(&bytes[..len], &mut storage);
             match r {
                 Err(
                     Error::Truncated { .. } | Error::BadSection { .. } | Error::BadHeader { .. },
@@ -44,7 +47,9 @@ fn corrupted_fixtures_never_panic() {
                 let at = (rnd() % b.len() as u64) as usize;
                 b[at] ^= 1 << (rnd() % 8);
             }
-            let r = open(&b);
+            // A fresh storage per mutated buffer (on the stack, freed each round).
+            let mut storage = ObjectStorage::new();
+            let r = Object::open(&b, &mut storage);
             match r {
                 Ok(o) => {
                     opened += 1;

@@ -455,10 +455,12 @@ fn truncations_and_corruptions_never_panic() {
         state ^= state << 17;
         state
     };
+    // One storage reused by every open (a fresh one per open would add up to GBs).
+    let mut storage = ObjectStorage::new();
     for bytes in &objects {
         for len in 0..bytes.len() {
             let cut = &bytes[..len];
-            if let Ok(o) = open(cut) {
+            if let Ok(o) = Object::open(cut, &mut storage) {
                 // A cut in the trailing section table padding cannot open: the table is last.
                 panic!(
                     "truncated to {len} bytes still opened with {} programs",
@@ -472,7 +474,9 @@ fn truncations_and_corruptions_never_panic() {
                 let at = (rnd() % b.len() as u64) as usize;
                 b[at] = rnd() as u8;
             }
-            let r = open(&b);
+            // A fresh storage per mutated buffer (on the stack, freed each round).
+            let mut storage = ObjectStorage::new();
+            let r = Object::open(&b, &mut storage);
             if let Ok(o) = r {
                 let mut out = [Insn::default(); 64];
                 for p in 0..o.programs().len() {

@@ -14,11 +14,26 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 struct Counting;
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 static WATCH: AtomicBool = AtomicBool::new(false);
+/// The watched thread's id: only its allocations count (the test harness's own threads
+/// may allocate while the watched code runs).
+static WATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local!(static MARK: u8 = const { 0 });
+
+/// This thread's identity without allocating (`thread::current()` may allocate): the address
+/// of a const-initialised thread-local.
+fn thread_mark() -> u64 {
+    MARK.with(|m| m as *const u8 as u64)
+}
+
+fn on_watched_thread() -> bool {
+    WATCH.load(Ordering::Relaxed) && WATCHED.load(Ordering::Relaxed) == thread_mark()
+}
 
 // SAFETY: forwards to the system allocator unchanged; only counts calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if WATCH.load(Ordering::Relaxed) {
+        if on_watched_thread() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
@@ -29,7 +44,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if WATCH.load(Ordering::Relaxed) {
+        if on_watched_thread() {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: same contract as the caller's.
@@ -60,6 +75,7 @@ fn open_relocate_disasm_allocate_nothing() {
     let mut programs = 0;
     let mut text = Sink(0);
     ALLOCS.store(0, Ordering::SeqCst);
+    WATCHED.store(thread_mark(), Ordering::SeqCst);
     WATCH.store(true, Ordering::SeqCst);
     for bytes in &files {
         let mut storage = ObjectStorage::new();
