@@ -3,15 +3,17 @@
 //! - [`fixup`]: a copy of `.BTF` the kernel accepts (libbpf's `btf_fixup_datasec`): clang
 //!   leaves every DATASEC's size and its variables' offsets 0 in a `.o`; the sizes come
 //!   from the ELF sections of the same name, the offsets from the variables' symbols,
-//!   `.kconfig`'s from the layout of [`Object::kconfig_externs`]; variables are sorted by
-//!   offset, as the kernel requires.
+//!   `.kconfig`'s from the layout of [`Object::kconfig_externs`] (its extern VARs become
+//!   global ones, which the kernel takes); variables are sorted by offset, as the kernel
+//!   requires.
 //! - [`sanitize`]: kinds the running kernel does not know, replaced as libbpf replaces
 //!   them, after probing with a tiny BTF each ([`Features::probe`]):
 //!
 //!   | kind (kernel) | replaced by |
 //!   |---|---|
 //!   | VAR, DATASEC (5.2) | INT of 1 byte; STRUCT with one member per variable |
-//!   | FUNC, FUNC_PROTO (5.0) | TYPEDEF; ENUM with one enumerator per parameter |
+//!   | FUNC, FUNC_PROTO (5.0) | TYPEDEF; ENUM with one enumerator per parameter (unnamed
+//!   |   | parameters stay unnamed: kernels before 5.0 take that, today's would not) |
 //!   | FUNC with global linkage (5.6) | FUNC with static linkage |
 //!   | FLOAT (5.13) | STRUCT of the same size without members |
 //!   | DECL_TAG (5.16) | INT of 1 byte |
@@ -122,6 +124,12 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
         let mut vars: Vec<[u32; 3]> = Vec::new();
         for v in t.datasec_vars() {
             let name = btf.ty(v.type_id).map(|x| x.name()).unwrap_or("");
+            if is_kconfig {
+                // The kernel takes no extern VARs: libbpf makes them global allocated ones.
+                if let Some(&var_rec) = l.records.get((v.type_id as usize).wrapping_sub(1)) {
+                    wr(&mut bytes, var_rec + TYPE_HEADER_LEN, 1);
+                }
+            }
             let offset = if is_kconfig {
                 kconfig
                     .iter()

@@ -89,6 +89,12 @@ fn our_view(path: &Path, load_it: bool) -> Result<Vec<String>, Error> {
         let mut opts = LoadOptions::default();
         opts.object_name = Some(file);
         let loaded = load(&obj, &opts)?;
+        assert_eq!(
+            loaded.btf_fd().is_some(),
+            obj.btf_bytes().is_some(),
+            "{}: the kernel took the object's BTF",
+            path.display()
+        );
         for (p, lp) in obj
             .programs()
             .iter()
@@ -134,7 +140,7 @@ fn our_view(path: &Path, load_it: bool) -> Result<Vec<String>, Error> {
 }
 
 fn objects() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = ["modern.o", "btf_core.o", "btf_kinds.o"]
+    let mut v: Vec<PathBuf> = ["modern.o", "btf_core.o", "btf_kinds.o", "modern_kconfig.o"]
         .iter()
         .map(|n| common::fixture_dir().join(n))
         .collect();
