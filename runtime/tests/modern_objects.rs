@@ -14,58 +14,13 @@
 )]
 
 mod common;
+mod modern_support;
+
+use modern_support::{libbpf_view, oracle};
 
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_runtime::{load, Error, LoadOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// Builds the libbpf oracle into the target directory; `None` (with a loud message)
-/// without a C compiler or libbpf, a failure under `SLUICE_REQUIRE_KERNEL=1`.
-fn oracle() -> Option<PathBuf> {
-    // Built once per process: the tests run in parallel threads.
-    static ORACLE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    ORACLE.get_or_init(build_oracle).clone()
-}
-
-fn build_oracle() -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/modern_libbpf_view.c");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("modern_libbpf_view");
-    let st = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .arg("-lbpf")
-        .status();
-    if st.is_ok_and(|s| s.success()) {
-        return Some(out);
-    }
-    assert!(
-        !common::required(),
-        "cannot build the libbpf oracle (cc, libbpf-dev)"
-    );
-    eprintln!("SKIPPED: cannot build the libbpf oracle (need cc and libbpf-dev)");
-    None
-}
-
-fn libbpf_view(oracle: &Path, obj: &Path, load: bool) -> Vec<String> {
-    let mut c = Command::new(oracle);
-    if load {
-        c.arg("-l");
-    }
-    let out = c.arg(obj).output().unwrap();
-    assert!(
-        out.status.success(),
-        "libbpf could not {} {}: {}",
-        if load { "load" } else { "open" },
-        obj.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
 
 /// Our view, in the oracle's format: opened (instruction counts linked) and, with `load`,
 /// loaded (maps as created).
