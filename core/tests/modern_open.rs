@@ -84,7 +84,7 @@ fn modern_maps_programs_and_links_as_libbpf() {
             MapKind::Bss
         ]
     );
-    assert_eq!(o.maps()[0].btf_key_type_id != 0, true);
+    assert_ne!(o.maps()[0].btf_key_type_id, 0);
     assert_eq!(o.maps()[3].initial.len(), 16);
     assert!(o.maps()[4].initial.is_empty());
     assert_eq!(

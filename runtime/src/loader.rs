@@ -827,7 +827,8 @@ fn gunzip(bytes: &[u8], path: &std::path::Path) -> Result<Vec<u8>> {
     if flags & 4 != 0 {
         let xlen = bytes
             .get(at..at + 2)
-            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+            .and_then(|b| <[u8; 2]>::try_from(b).ok())
+            .map(|b| usize::from(u16::from_le_bytes(b)))
             .ok_or_else(|| bad("truncated gzip extra field"))?;
         at += 2 + xlen;
     }

@@ -159,7 +159,14 @@ impl<'a, 's> Object<'a, 's> {
         };
         let own = i64::from(p.offset / 8) + at as i64;
         let imm = i64::from(insn.imm);
-        let (section, index) = match self.reloc_at(p, at) {
+        // Only relocations that are not map loads can name code: without any, a map or
+        // data load is no code reference and a call is relative inside the section.
+        let others = p.reloc_count != p.map_reloc_count;
+        if is_ld && !others && insn.src != PSEUDO_FUNC {
+            return Ok(None);
+        }
+        let rel = if others { self.reloc_at(p, at) } else { None };
+        let (section, index) = match rel {
             Some((shndx, value)) => {
                 let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
                 if !exec {
@@ -201,18 +208,25 @@ impl<'a, 's> Object<'a, 's> {
 
     /// `(st_shndx, st_value)` of the symbol of `p`'s relocation at instruction `at`.
     fn reloc_at(&self, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
+        if self.parts.elf.header().class == crate::elf::Class::Elf64 {
+            self.reloc_at_raw::<true>(p, at)
+        } else {
+            self.reloc_at_raw::<false>(p, at)
+        }
+    }
+
+    /// [`Object::reloc_at`] reading the tables natively (they were validated at open).
+    fn reloc_at_raw<const WIDE: bool>(&self, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
         let parts = &self.parts;
-        let table = parts.rel_table_of(p.rel_section?);
-        let symbols = parts.symbols?;
+        let rels = parts.rel_table_of(p.rel_section?).data();
+        let syms = parts.symbols?.data();
         let offset = u64::from(p.offset) + (at * INSN_SIZE) as u64;
-        (p.rel_first..p.rel_end).find_map(|i| {
-            let rel = table.get(i)?;
-            if rel.offset != offset {
-                return None;
-            }
-            let sym = symbols.get(rel.sym)?;
-            Some((u32::from(sym.shndx), sym.value))
-        })
+        let sym = (p.rel_first..p.rel_end).find_map(|i| {
+            let (o, sym) = super::raw_rel::<WIDE>(rels, i)?;
+            (o == offset).then_some(sym)
+        })?;
+        let (shndx, value) = super::raw_sym::<WIDE>(syms, sym)?;
+        Some((u32::from(shndx), value))
     }
 
     /// The linker proper: [`Object::relocate`] for programs with calls or externs.
@@ -260,7 +274,7 @@ impl<'a, 's> Object<'a, 's> {
             let mut j = 0;
             while j < slots.len() {
                 let at = j;
-                let insn = p.insn(at).unwrap_or_default();
+                let insn = slots.get(at).copied().unwrap_or_default();
                 j += if insn.code == opcode::LD_IMM64 { 2 } else { 1 };
                 let Some(t) = self.code_target(p, at, insn)? else {
                     continue;

@@ -222,7 +222,7 @@ impl<'a> MapDef<'a> {
         }
         let obj = object_name.split('.').next().unwrap_or("");
         let real = self.name.as_bytes();
-        let sfx_len = real.len().max(7).min(BPF_OBJ_NAME_LEN - 1);
+        let sfx_len = real.len().clamp(7, BPF_OBJ_NAME_LEN - 1);
         let custom = real.get(1..).is_some_and(|r| r.contains(&b'.'));
         let pfx_len = if custom {
             0
