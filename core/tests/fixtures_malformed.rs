@@ -5,9 +5,13 @@ mod common;
 use sluice_core::object::ObjectStorage;
 use sluice_core::{Error, Insn, Object};
 
-fn open(b: &[u8]) -> Result<Object<'_, '_>, Error> {
-    // Tests keep each object's storage for the whole run.
-    Object::open(b, Box::leak(Box::new(ObjectStorage::new())))
+/// One storage reused by every open of a test (each object is dropped before the next
+/// open): leaking one per open grew past the machine's memory once storages held a BTF
+/// type index.
+type Storage<'a> = Box<ObjectStorage<'a>>;
+
+fn open<'a, 's>(b: &'a [u8], storage: &'s mut Storage<'a>) -> Result<Object<'a, 's>, Error> {
+    Object::open(b, storage)
 }
 
 #[test]
@@ -15,9 +19,14 @@ fn every_truncation_of_every_fixture_is_an_error() {
     let mut cuts = 0;
     for path in common::fixtures() {
         let bytes = std::fs::read(&path).unwrap();
-        assert!(open(&bytes).is_ok(), "{} must open", path.display());
+        let mut storage: Storage<'_> = Box::new(ObjectStorage::new());
+        assert!(
+            open(&bytes, &mut storage).is_ok(),
+            "{} must open",
+            path.display()
+        );
         for len in 0..bytes.len() {
-            let r = open(&bytes[..len]);
+            let r = open(&bytes[..len], &mut storage);
             match r {
                 Err(
                     Error::Truncated { .. } | Error::BadSection { .. } | Error::BadHeader { .. },
@@ -49,7 +58,8 @@ fn corrupted_fixtures_never_panic() {
                 let at = (rnd() % b.len() as u64) as usize;
                 b[at] ^= 1 << (rnd() % 8);
             }
-            let r = open(&b);
+            let mut storage: Storage<'_> = Box::new(ObjectStorage::new());
+            let r = open(&b, &mut storage);
             match r {
                 Ok(o) => {
                     opened += 1;
