@@ -22,9 +22,12 @@ step_static() { targets/build-static.sh; }
 step_cross() { aarch64-ci/cross-test.sh; }
 step_nostd_example() { aarch64-ci/host-packages.sh && targets/build-nostd.sh; }
 step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/smoke.sh; }
+# Kprobe record tests (runtime/tests/guest_kprobe.rs + the sluice binary) in one x86_64 and one
+# arm64 guest kernel with 2 vCPUs; the host kernel has no kprobes, so there they only skip.
+step_guest_record() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/record.sh; }
 step_lockfile() { git diff --exit-code Cargo.lock; }
 
-all=(fmt clippy test nostd i686 nostd_example static cross guest lockfile)
+all=(fmt clippy test nostd i686 nostd_example static cross guest guest_record lockfile)
 steps=("${@:-${all[@]}}")
 failed=()
 for s in "${steps[@]}"; do

@@ -12,6 +12,7 @@
 # Exit status: the binary's own status (several binaries: the first non-zero one); 125 when the guest
 # printed no exit marker (kernel panic, timeout); 2 for usage errors.
 # env: GUEST_TIMEOUT s per VM (300)   GUEST_MEM MiB (1024)   GUEST_APPEND extra kernel cmdline
+#      GUEST_SMP vCPUs (1; more run as MTTCG threads, e.g. 2 to test per-CPU rings)
 #      GUEST_LOG_DIR keep each raw serial log there        SLUICE_CACHE cache root (fetch-kernels.sh)
 #      GUEST_SHARE, GUEST_FILES, GUEST_ENV, GUEST_CWD: see mkinitramfs.sh
 # Guests boot with `nokaslr` so kernel addresses equal the vmlinux link addresses on both arches.
@@ -52,7 +53,7 @@ for bin in "${bins[@]}"; do
   log=$w/serial.log; : > "$log"
   t0=$(date +%s.%N)
   timeout "${GUEST_TIMEOUT:-300}" "${qemu[@]}" -nodefaults -no-user-config -display none -no-reboot \
-    -m "${GUEST_MEM:-1024}" -serial "file:$log" -kernel "$d/kernel" -initrd "$w/initrd.gz" \
+    -m "${GUEST_MEM:-1024}" -smp "${GUEST_SMP:-1}" -serial "file:$log" -kernel "$d/kernel" -initrd "$w/initrd.gz" \
     -append "console=$con panic=-1 quiet loglevel=1 nokaslr ${GUEST_APPEND:-}" "${share_dev[@]}" \
     </dev/null >"$w/qemu.out" 2>&1
   qrc=$?

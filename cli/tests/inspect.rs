@@ -1,28 +1,9 @@
 //! `sluice inspect` as a user runs it: the embedded demo, real fixtures, bad input.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/bpf")
-        .join(name)
-        .display()
-        .to_string()
-}
+use common::{fixture, sluice};
 
 #[test]
 fn no_arguments_shows_the_embedded_demo_with_its_listing() {

@@ -3,19 +3,9 @@
 //! Specs resolved through DWARF are in `prologue_dwarf.rs`.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
-use std::process::Command;
+mod common;
 
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
+use common::sluice;
 
 #[test]
 fn typed_spec_prints_the_listing_and_fetch_args() {

@@ -10,33 +10,11 @@
 #![cfg(target_arch = "x86_64")]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{repo, skip, sluice};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn required() -> bool {
-    std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() == Ok("1")
-}
-
-fn skip(what: &str) {
-    assert!(!required(), "{what} (SLUICE_REQUIRE_KERNEL=1)");
-    eprintln!("SKIPPED: {what}");
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// `tests/dwarf/NAME.c` built with `-O{opt}`, or `None` after saying why.
 fn build(name: &str, opt: &str) -> Option<PathBuf> {

@@ -20,8 +20,10 @@
     clippy::indexing_slicing
 )]
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use sluice_core::disasm::{validate, InsnFmt};
@@ -29,26 +31,6 @@ use sluice_core::elf::Elf;
 use sluice_core::insn::opcode::*;
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::Insn;
-
-fn fixtures() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "o") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf"),
-        &mut out,
-    );
-    out.sort();
-    out
-}
 
 fn objdump() -> &'static str {
     for tool in ["llvm-objdump-14", "llvm-objdump"] {
@@ -234,7 +216,7 @@ fn render(i: &Insn, hi: Option<&Insn>) -> Option<String> {
 #[test]
 fn decoding_agrees_with_llvm_objdump() {
     let tool = objdump();
-    let objects = fixtures();
+    let objects = common::all_fixtures();
     assert!(!objects.is_empty(), "no fixture objects under tests/bpf");
     let (mut checked, mut unknown, mut programs) = (0usize, 0usize, 0usize);
     let mut failures = Vec::new();

@@ -8,11 +8,6 @@ use sluice_core::object::ObjectStorage;
 use sluice_core::object::{MapLayout, RelocKind, PSEUDO_MAP_FD};
 use sluice_core::{Error, Insn, Object};
 
-fn open(bytes: &[u8]) -> Result<Object<'_, '_>, Error> {
-    // Tests keep each object's storage for the whole run.
-    Object::open(bytes, Box::leak(Box::new(ObjectStorage::new())))
-}
-
 #[test]
 fn legacy_object_reports_everything() {
     let bytes = legacy_object(16, 3, "kprobe/sys_write");

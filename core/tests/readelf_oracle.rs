@@ -11,15 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/readelf")
-}
-
-fn objects() -> Vec<PathBuf> {
-    let mut v = common::fixtures();
-    let be =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf/big_endian/no_version_be.o");
-    v.push(be);
-    v
+    common::repo().join("tests/golden/readelf")
 }
 
 /// Our view in the golden's format.
@@ -81,7 +73,7 @@ fn golden_of(obj: &Path) -> String {
 #[test]
 fn sections_symbols_relocations_equal_readelf_goldens() {
     let mut checked = 0;
-    for obj in objects() {
+    for obj in common::all_fixtures() {
         let bytes = std::fs::read(&obj).unwrap();
         let golden = golden_of(&obj);
         let ours = ours(&bytes);
@@ -114,7 +106,7 @@ fn goldens_are_what_readelf_prints_now() {
         eprintln!("!!! SKIPPED: readelf not installed; goldens not re-derived");
         return;
     }
-    for obj in objects() {
+    for obj in common::all_fixtures() {
         let out = Command::new("sh").arg(&script).arg(&obj).output().unwrap();
         assert!(
             out.status.success(),

@@ -155,7 +155,7 @@ fn render_sites(
 fn elf_arch(path: &Path) -> Option<Arch> {
     let bytes = std::fs::read(path).ok()?;
     let elf = sluice_core::elf::Elf::parse(&bytes).ok()?;
-    sluice_core::dwarf::arch_of_machine(elf.header().machine)
+    Arch::from_machine(elf.header().machine)
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.

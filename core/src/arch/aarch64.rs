@@ -8,6 +8,10 @@ pub const SYS_BPF: u32 = 280;
 #[doc(alias = "__NR_perf_event_open")]
 pub const SYS_PERF_EVENT_OPEN: u32 = 241;
 
+/// `e_machine` of AArch64 ELF files.
+#[doc(alias = "EM_AARCH64")]
+pub const E_MACHINE: u16 = 183;
+
 use super::{ArgPassing, Reg};
 
 /// `struct user_pt_regs` (`arch/arm64/include/uapi/asm/ptrace.h`), the first member of the
@@ -78,6 +82,9 @@ pub const RETURN_REG: &str = "x0";
 
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
+
+/// Whether fetch-args read the stack pointer as `$stack` rather than `%sp` (no: `%sp`).
+pub const SP_FETCH_IS_STACK: bool = false;
 
 /// `sizeof(void *)`.
 pub const POINTER_SIZE: u8 = 8;

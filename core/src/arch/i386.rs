@@ -8,6 +8,10 @@ pub const SYS_BPF: u32 = 357;
 #[doc(alias = "__NR_perf_event_open")]
 pub const SYS_PERF_EVENT_OPEN: u32 = 336;
 
+/// `e_machine` of i386 ELF files.
+#[doc(alias = "EM_386")]
+pub const E_MACHINE: u16 = 3;
+
 use super::{ArgPassing, Reg};
 
 /// `struct pt_regs` of a 32-bit kernel (`arch/x86/include/asm/ptrace.h`): 17 words; the
@@ -61,6 +65,11 @@ pub const RETURN_REG: &str = "ax";
 
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
+
+/// Whether fetch-args read the stack pointer as `$stack` rather than `%sp`: a 32-bit kernel
+/// saves `sp` in `pt_regs` only on a privilege change, so the tracer's `$stack` (from
+/// `kernel_stack_pointer()`) is what `perf probe` writes (its `dwarf-regs.c`).
+pub const SP_FETCH_IS_STACK: bool = true;
 
 /// `sizeof(void *)`.
 pub const POINTER_SIZE: u8 = 4;

@@ -98,6 +98,27 @@ impl fmt::Display for Reg {
     }
 }
 
+/// A register as a fetch-arg reads it: a `pt_regs` slot (`%di`), or the tracer's `$stack`
+/// where the slot does not hold the stack pointer (i386).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum FetchReg {
+    /// A `pt_regs` slot, written `%name`.
+    Reg(Reg),
+    /// The kernel stack pointer, written `$stack`.
+    Stack,
+}
+
+impl fmt::Display for FetchReg {
+    /// `%di` or `$stack`, as fetch-args write it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FetchReg::Reg(r) => fmt::Display::fmt(r, f),
+            FetchReg::Stack => f.write_str("$stack"),
+        }
+    }
+}
+
 /// How a calling convention passes the first integer arguments of a function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -134,6 +155,20 @@ const fn nth(table: &'static [&'static str], n: usize) -> Option<&'static str> {
     while let [name, tail @ ..] = rest {
         if i == n {
             return Some(*name);
+        }
+        i += 1;
+        rest = tail;
+    }
+    None
+}
+
+/// Where `name` stands in `table`, usable in `const fn`.
+const fn position(table: &'static [&'static str], name: &str) -> Option<usize> {
+    let mut rest = table;
+    let mut i = 0;
+    while let [n, tail @ ..] = rest {
+        if str_eq(n, name) {
+            return Some(i);
         }
         i += 1;
         rest = tail;
@@ -218,16 +253,56 @@ impl Arch {
         find(self.pt_regs(), name)
     }
 
-    /// The `pt_regs` slot of DWARF register `number`, if it has one.
+    /// The architecture of an ELF file's `e_machine`, if sluice knows it.
     #[must_use]
-    pub const fn dwarf_reg(self, number: u16) -> Option<Reg> {
-        let table = match self {
+    pub const fn from_machine(machine: u16) -> Option<Arch> {
+        match machine {
+            x86_64::E_MACHINE => Some(Arch::X86_64),
+            i386::E_MACHINE => Some(Arch::I386),
+            aarch64::E_MACHINE => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+
+    /// The tracefs names of the DWARF registers, by DWARF number.
+    const fn dwarf_regs(self) -> &'static [&'static str] {
+        match self {
             Arch::X86_64 => x86_64::DWARF_REGS,
             Arch::I386 => i386::DWARF_REGS,
             Arch::Aarch64 => aarch64::DWARF_REGS,
-        };
-        match nth(table, number as usize) {
+        }
+    }
+
+    /// The `pt_regs` slot of DWARF register `number`, if it has one.
+    #[must_use]
+    pub const fn dwarf_reg(self, number: u16) -> Option<Reg> {
+        match nth(self.dwarf_regs(), number as usize) {
             Some(name) => find(self.pt_regs(), name),
+            None => None,
+        }
+    }
+
+    /// How a fetch-arg reads DWARF register `number` (`%di`, `%x0`, `$stack` for the i386
+    /// stack pointer), or `None` for a register the tracer cannot read (vector, x87, flags).
+    #[must_use]
+    pub const fn dwarf_fetch_reg(self, number: u16) -> Option<FetchReg> {
+        let sp_is_stack = match self {
+            Arch::X86_64 => x86_64::SP_FETCH_IS_STACK,
+            Arch::I386 => i386::SP_FETCH_IS_STACK,
+            Arch::Aarch64 => aarch64::SP_FETCH_IS_STACK,
+        };
+        match self.dwarf_reg(number) {
+            Some(r) if sp_is_stack && str_eq(r.name, self.sp_name()) => Some(FetchReg::Stack),
+            Some(r) => Some(FetchReg::Reg(r)),
+            None => None,
+        }
+    }
+
+    /// The DWARF number of the register holding a function's return value.
+    #[must_use]
+    pub const fn return_dwarf_reg(self) -> Option<u16> {
+        match position(self.dwarf_regs(), self.return_name()) {
+            Some(n) => Some(n as u16),
             None => None,
         }
     }
@@ -249,21 +324,31 @@ impl Arch {
     /// The register holding a function's return value.
     #[must_use]
     pub const fn return_reg(self) -> Option<Reg> {
-        self.reg(match self {
+        self.reg(self.return_name())
+    }
+
+    /// The tracefs name of the return-value register.
+    const fn return_name(self) -> &'static str {
+        match self {
             Arch::X86_64 => x86_64::RETURN_REG,
             Arch::I386 => i386::RETURN_REG,
             Arch::Aarch64 => aarch64::RETURN_REG,
-        })
+        }
     }
 
     /// The stack pointer's slot.
     #[must_use]
     pub const fn sp(self) -> Option<Reg> {
-        self.reg(match self {
+        self.reg(self.sp_name())
+    }
+
+    /// The tracefs name of the stack pointer.
+    const fn sp_name(self) -> &'static str {
+        match self {
             Arch::X86_64 => x86_64::SP_REG,
             Arch::I386 => i386::SP_REG,
             Arch::Aarch64 => aarch64::SP_REG,
-        })
+        }
     }
 
     /// `sizeof(void *)`.
@@ -445,6 +530,36 @@ mod tests {
         assert_eq!(Arch::Aarch64.dwarf_reg(31).unwrap().offset, 248);
         assert_eq!(Arch::Aarch64.dwarf_reg(32), None);
         assert_eq!(Arch::Aarch64.dwarf_reg(u16::MAX), None);
+    }
+
+    #[test]
+    fn dwarf_numbers_as_fetch_args() {
+        for (arch, reg, name) in [
+            (Arch::X86_64, 5, Some("%di")),
+            (Arch::X86_64, 4, Some("%si")),
+            (Arch::X86_64, 7, Some("%sp")),
+            (Arch::X86_64, 12, Some("%r12")),
+            (Arch::X86_64, 17, None),
+            (Arch::I386, 4, Some("$stack")),
+            (Arch::I386, 1, Some("%cx")),
+            (Arch::I386, 8, Some("%ip")),
+            (Arch::Aarch64, 29, Some("%x29")),
+            (Arch::Aarch64, 31, Some("%sp")),
+            (Arch::Aarch64, 64, None),
+        ] {
+            let got = arch.dwarf_fetch_reg(reg).map(|r| std::format!("{r}"));
+            assert_eq!(got.as_deref(), name, "{arch:?} {reg}");
+        }
+        for arch in Arch::ALL {
+            // rax/eax/x0: DWARF number 0 everywhere.
+            assert_eq!(arch.return_dwarf_reg(), Some(0), "{arch}");
+            let n = arch.return_dwarf_reg().unwrap();
+            assert_eq!(arch.dwarf_reg(n), arch.return_reg(), "{arch}");
+        }
+        assert_eq!(Arch::from_machine(62), Some(Arch::X86_64));
+        assert_eq!(Arch::from_machine(3), Some(Arch::I386));
+        assert_eq!(Arch::from_machine(183), Some(Arch::Aarch64));
+        assert_eq!(Arch::from_machine(247), None);
     }
 
     #[test]

@@ -8,6 +8,10 @@ pub const SYS_BPF: u32 = 321;
 #[doc(alias = "__NR_perf_event_open")]
 pub const SYS_PERF_EVENT_OPEN: u32 = 298;
 
+/// `e_machine` of x86-64 ELF files.
+#[doc(alias = "EM_X86_64")]
+pub const E_MACHINE: u16 = 62;
+
 use super::{ArgPassing, Reg};
 
 /// `struct pt_regs` (`arch/x86/include/asm/ptrace.h`, the uapi one in
@@ -65,6 +69,9 @@ pub const RETURN_REG: &str = "ax";
 
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
+
+/// Whether fetch-args read the stack pointer as `$stack` rather than `%sp` (no: `%sp`).
+pub const SP_FETCH_IS_STACK: bool = false;
 
 /// `sizeof(void *)`.
 pub const POINTER_SIZE: u8 = 8;

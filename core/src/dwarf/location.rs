@@ -4,7 +4,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use super::regs::register_name;
 use super::Error;
 use crate::arch::Arch;
 use crate::prologue::{ArgLoc, Base};
@@ -165,7 +164,7 @@ impl ArgLocation {
     ) -> Result<String, Error> {
         let mut inner = String::new();
         let reg = |r: u16| {
-            register_name(arch, r).ok_or(Error::Unexpressible {
+            arch.dwarf_fetch_reg(r).ok_or(Error::Unexpressible {
                 what: "register the tracer cannot read",
                 value: i64::from(r),
             })
@@ -182,7 +181,7 @@ impl ArgLocation {
                         value: *offset,
                     });
                 }
-                inner.push_str(reg(*dwarf_reg)?);
+                let _ = write!(inner, "{}", reg(*dwarf_reg)?);
             }
             LocBase::FrameSlot {
                 cfa_reg,
@@ -266,6 +265,18 @@ mod tests {
     use super::*;
     use alloc::vec;
 
+    fn slot(cfa_reg: u16, cfa_offset: i64, offset: i64) -> LocBase {
+        LocBase::FrameSlot {
+            cfa_reg,
+            cfa_offset,
+            offset,
+        }
+    }
+
+    fn reg_plus(dwarf_reg: u16, offset: i64) -> LocBase {
+        LocBase::Register { dwarf_reg, offset }
+    }
+
     fn loc(base: LocBase, derefs: &[i64], size: u8, signed: bool) -> ArgLocation {
         ArgLocation {
             base,
@@ -278,10 +289,7 @@ mod tests {
 
     #[test]
     fn spelling() {
-        let reg = |r| LocBase::Register {
-            dwarf_reg: r,
-            offset: 0,
-        };
+        let reg = |r| reg_plus(r, 0);
         let cases = vec![
             (
                 loc(reg(5), &[248, 104], 8, false),
@@ -302,31 +310,13 @@ mod tests {
                 "%r12:s64",
             ),
             (
-                loc(
-                    LocBase::FrameSlot {
-                        cfa_reg: 6,
-                        cfa_offset: 16,
-                        offset: -56,
-                    },
-                    &[16],
-                    2,
-                    true,
-                ),
+                loc(slot(6, 16, -56), &[16], 2, true),
                 Arch::X86_64,
                 FetchSyntax::Perf,
                 "+16(-40(%bp)):s16",
             ),
             (
-                loc(
-                    LocBase::FrameSlot {
-                        cfa_reg: 4,
-                        cfa_offset: 4,
-                        offset: 0,
-                    },
-                    &[],
-                    4,
-                    false,
-                ),
+                loc(slot(4, 4, 0), &[], 4, false),
                 Arch::I386,
                 FetchSyntax::Kprobe,
                 "+4($stack):u32",
@@ -364,15 +354,7 @@ mod tests {
             s.fetch_arg(Arch::X86_64, FetchSyntax::Perf, true).unwrap(),
             "+0(%si):string"
         );
-        let bad = loc(
-            LocBase::Register {
-                dwarf_reg: 7,
-                offset: 8,
-            },
-            &[],
-            8,
-            false,
-        );
+        let bad = loc(reg_plus(7, 8), &[], 8, false);
         assert!(bad
             .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
             .is_err());
@@ -383,16 +365,7 @@ mod tests {
 
     #[test]
     fn prologue_input() {
-        let l = loc(
-            LocBase::FrameSlot {
-                cfa_reg: 6,
-                cfa_offset: 16,
-                offset: -56,
-            },
-            &[16],
-            2,
-            true,
-        );
+        let l = loc(slot(6, 16, -56), &[16], 2, true);
         let a = l.to_arg_loc(Arch::X86_64, "s").unwrap();
         assert_eq!(a.base(), Base::Reg(Arch::X86_64.dwarf_reg(6).unwrap()));
         assert_eq!(a.derefs(), &[-40, 16]);
@@ -403,49 +376,18 @@ mod tests {
             g.to_arg_loc(Arch::Aarch64, "g").unwrap().base(),
             Base::Addr(0x4010)
         );
-        let v = loc(
-            LocBase::Register {
-                dwarf_reg: 7,
-                offset: 8,
-            },
-            &[],
-            8,
-            false,
-        );
+        let v = loc(reg_plus(7, 8), &[], 8, false);
         assert!(v.to_arg_loc(Arch::X86_64, "v").is_err());
-        assert!(loc(
-            LocBase::Register {
-                dwarf_reg: 17,
-                offset: 0
-            },
-            &[],
-            8,
-            false
-        )
-        .to_arg_loc(Arch::X86_64, "xmm")
-        .is_err());
+        assert!(loc(reg_plus(17, 0), &[], 8, false)
+            .to_arg_loc(Arch::X86_64, "xmm")
+            .is_err());
     }
 
     #[test]
     fn frame_slot_as_register() {
-        let l = loc(
-            LocBase::FrameSlot {
-                cfa_reg: 6,
-                cfa_offset: 16,
-                offset: -56,
-            },
-            &[16],
-            2,
-            true,
-        );
+        let l = loc(slot(6, 16, -56), &[16], 2, true);
         let r = l.with_register_base();
-        assert_eq!(
-            r.base,
-            LocBase::Register {
-                dwarf_reg: 6,
-                offset: 0
-            }
-        );
+        assert_eq!(r.base, reg_plus(6, 0));
         assert_eq!(r.derefs, vec![-40, 16]);
         assert_eq!(l.reads(), 2);
         assert_eq!(r.reads(), 2);

@@ -25,7 +25,6 @@
 //! references (abstract origins, type chains, scopes) is bounded.
 
 mod location;
-mod regs;
 mod resolve;
 mod sections;
 mod types;
@@ -34,7 +33,6 @@ use alloc::string::String;
 use core::fmt;
 
 pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
-pub use regs::{arch_of_machine, register_name, return_register};
 pub use resolve::{ProbeSite, PrologueSkip, Resolver, MAX_DEPTH};
 pub use sections::{
     build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,

@@ -7,7 +7,6 @@ use gimli::constants as dw;
 use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, UnitOffset, UnwindSection};
 
 use super::location::{ArgLocation, LocBase, ResolvedArg};
-use super::regs::{arch_of_machine, return_register};
 use super::sections::{DebugSections, NAMES};
 use super::types::Kind;
 use super::{gimli_err, Error};
@@ -122,7 +121,7 @@ impl<'s> Resolver<'s> {
     /// [`Error::Dwarf`] when a unit header does not parse.
     pub fn new(code: &Elf<'s>, debug: &'s DebugSections<'_>) -> Result<Self, Error> {
         let machine = code.header().machine;
-        let arch = arch_of_machine(machine).ok_or(Error::UnknownMachine(machine))?;
+        let arch = Arch::from_machine(machine).ok_or(Error::UnknownMachine(machine))?;
         let endian = if debug.little {
             RunTimeEndian::Little
         } else {
@@ -276,16 +275,7 @@ impl<'s> Resolver<'s> {
             {
                 return Ok(Some(self.string(unit, v)?));
             }
-            let origin = match entry
-                .attr_value(dw::DW_AT_abstract_origin)
-                .map_err(gimli_err("DW_AT_abstract_origin"))?
-            {
-                Some(v) => Some(v),
-                None => entry
-                    .attr_value(dw::DW_AT_specification)
-                    .map_err(gimli_err("DW_AT_specification"))?,
-            };
-            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+            match origin_of(&entry)?.and_then(|v| self.reference(at.unit, unit, v)) {
                 Some(next) => at = next,
                 None => return Ok(None),
             }
@@ -307,16 +297,7 @@ impl<'s> Resolver<'s> {
                     v => v.udata_value(),
                 });
             }
-            let origin = match entry
-                .attr_value(dw::DW_AT_abstract_origin)
-                .map_err(gimli_err("DW_AT_abstract_origin"))?
-            {
-                Some(v) => Some(v),
-                None => entry
-                    .attr_value(dw::DW_AT_specification)
-                    .map_err(gimli_err("DW_AT_specification"))?,
-            };
-            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+            match origin_of(&entry)?.and_then(|v| self.reference(at.unit, unit, v)) {
                 Some(next) => at = next,
                 None => return Ok(None),
             }
@@ -675,7 +656,10 @@ impl<'s> Resolver<'s> {
             }
             ArgBase::Retval if place == Place::Return => {
                 let ty = self.type_of(site.die)?;
-                let reg = return_register(self.arch);
+                let reg = self.arch.return_dwarf_reg().ok_or(Error::Unexpressible {
+                    what: "return register without a DWARF number",
+                    value: 0,
+                })?;
                 ("$retval", Val::Value(Start::Reg(reg, 0), Vec::new()), ty)
             }
             _ => return Err(Error::NotAVariable(alloc::format!("{arg}"))),
@@ -1163,6 +1147,22 @@ impl<'s> Resolver<'s> {
 }
 
 /// A CFA rule as a start and reads.
+/// What a DIE copies: its `DW_AT_abstract_origin` (an inlined or out-of-line instance), else
+/// its `DW_AT_specification` (a definition of a declaration).
+pub(super) fn origin_of<'s>(
+    entry: &gimli::DebuggingInformationEntry<'_, '_, R<'s>>,
+) -> Result<Option<AttributeValue<R<'s>>>, Error> {
+    match entry
+        .attr_value(dw::DW_AT_abstract_origin)
+        .map_err(gimli_err("DW_AT_abstract_origin"))?
+    {
+        Some(v) => Ok(Some(v)),
+        None => entry
+            .attr_value(dw::DW_AT_specification)
+            .map_err(gimli_err("DW_AT_specification")),
+    }
+}
+
 fn cfa_rule<'s, S: UnwindSection<R<'s>>>(
     rule: &gimli::CfaRule<usize>,
     section: &S,

@@ -2,7 +2,7 @@
 
 use gimli::constants as dw;
 
-use super::resolve::{DieRef, Resolver};
+use super::resolve::{origin_of, DieRef, Resolver, R};
 use super::{gimli_err, Error};
 
 /// Longest chain of typedefs/qualifiers followed, and deepest nesting of anonymous members.
@@ -38,13 +38,7 @@ impl Resolver<'_> {
             {
                 return Ok(self.reference(at.unit, unit, v));
             }
-            let origin = entry
-                .attr_value(dw::DW_AT_abstract_origin)
-                .map_err(gimli_err("DW_AT_abstract_origin"))?
-                .or(entry
-                    .attr_value(dw::DW_AT_specification)
-                    .map_err(gimli_err("DW_AT_specification"))?);
-            match origin.and_then(|v| self.reference(at.unit, unit, v)) {
+            match origin_of(&entry)?.and_then(|v| self.reference(at.unit, unit, v)) {
                 Some(next) => at = next,
                 None => return Ok(None),
             }
@@ -165,39 +159,18 @@ impl Resolver<'_> {
         let Some(mut total) = self.size_of_elem(elem)? else {
             return Ok(None);
         };
-        let unit = self.unit(array.unit)?;
-        let mut tree = unit
-            .entries_tree(Some(array.offset))
-            .map_err(gimli_err("array type"))?;
-        let root = tree.root().map_err(gimli_err("array type"))?;
-        let mut children = root.children();
-        let mut seen = 0u32;
-        while let Some(child) = children.next().map_err(gimli_err("array subrange"))? {
-            seen = seen.saturating_add(1);
-            if seen > MAX_TYPE_HOPS {
-                break;
+        let mut known = true;
+        self.subranges(array, MAX_TYPE_HOPS, |count| match count {
+            Some(c) => {
+                total = total.saturating_mul(c);
+                true
             }
-            let e = child.entry();
-            if e.tag() != dw::DW_TAG_subrange_type {
-                continue;
+            None => {
+                known = false;
+                false
             }
-            let count = match e
-                .attr_value(dw::DW_AT_count)
-                .map_err(gimli_err("DW_AT_count"))?
-            {
-                Some(v) => v.udata_value(),
-                None => e
-                    .attr_value(dw::DW_AT_upper_bound)
-                    .map_err(gimli_err("DW_AT_upper_bound"))?
-                    .and_then(|v| v.udata_value())
-                    .and_then(|u| u.checked_add(1)),
-            };
-            match count {
-                Some(c) => total = total.saturating_mul(c),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(total))
+        })?;
+        Ok(known.then_some(total))
     }
 
     fn size_of_elem(&self, elem: DieRef) -> Result<Option<u64>, Error> {
@@ -208,40 +181,50 @@ impl Resolver<'_> {
     /// the later dimensions.
     pub(super) fn array_stride(&self, array: DieRef) -> Result<Option<u64>, Error> {
         let whole = self.array_size(array)?;
+        let mut first = None;
+        self.subranges(array, u32::MAX, |count| {
+            first = Some(count);
+            false
+        })?;
+        if let Some(stride) = whole
+            .zip(first.flatten())
+            .and_then(|(w, c)| w.checked_div(c))
+        {
+            return Ok(Some(stride));
+        }
+        match self.type_of(array)? {
+            Some(elem) => self.size_of(elem),
+            None => Ok(None),
+        }
+    }
+
+    /// Calls `visit` with the count of each `DW_TAG_subrange_type` child of `array` (see
+    /// [`subrange_count`]), outermost first, until it returns `false` or `max_children`
+    /// children have been looked at.
+    fn subranges(
+        &self,
+        array: DieRef,
+        max_children: u32,
+        mut visit: impl FnMut(Option<u64>) -> bool,
+    ) -> Result<(), Error> {
         let unit = self.unit(array.unit)?;
         let mut tree = unit
             .entries_tree(Some(array.offset))
             .map_err(gimli_err("array type"))?;
         let root = tree.root().map_err(gimli_err("array type"))?;
         let mut children = root.children();
+        let mut seen = 0u32;
         while let Some(child) = children.next().map_err(gimli_err("array subrange"))? {
-            let e = child.entry();
-            if e.tag() != dw::DW_TAG_subrange_type {
-                continue;
+            seen = seen.saturating_add(1);
+            if seen > max_children {
+                break;
             }
-            let count = match e
-                .attr_value(dw::DW_AT_count)
-                .map_err(gimli_err("DW_AT_count"))?
-            {
-                Some(v) => v.udata_value(),
-                None => e
-                    .attr_value(dw::DW_AT_upper_bound)
-                    .map_err(gimli_err("DW_AT_upper_bound"))?
-                    .and_then(|v| v.udata_value())
-                    .and_then(|u| u.checked_add(1)),
-            };
-            return Ok(match (whole, count) {
-                (Some(w), Some(c)) if c > 0 => Some(w / c),
-                _ => match self.type_of(array)? {
-                    Some(elem) => self.size_of(elem)?,
-                    None => None,
-                },
-            });
+            let e = child.entry();
+            if e.tag() == dw::DW_TAG_subrange_type && !visit(subrange_count(e)?) {
+                break;
+            }
         }
-        match self.type_of(array)? {
-            Some(elem) => self.size_of(elem),
-            None => Ok(None),
-        }
+        Ok(())
     }
 
     /// Finds member `name` of the struct/union `agg` (and inside its anonymous members):
@@ -335,4 +318,24 @@ impl Resolver<'_> {
         }
         Ok(None)
     }
+}
+
+/// The element count of a `DW_TAG_subrange_type`: its `DW_AT_count`, else
+/// `DW_AT_upper_bound + 1`; `None` when it has neither (a flexible array).
+fn subrange_count(
+    e: &gimli::DebuggingInformationEntry<'_, '_, R<'_>>,
+) -> Result<Option<u64>, Error> {
+    Ok(
+        match e
+            .attr_value(dw::DW_AT_count)
+            .map_err(gimli_err("DW_AT_count"))?
+        {
+            Some(v) => v.udata_value(),
+            None => e
+                .attr_value(dw::DW_AT_upper_bound)
+                .map_err(gimli_err("DW_AT_upper_bound"))?
+                .and_then(|v| v.udata_value())
+                .and_then(|u| u.checked_add(1)),
+        },
+    )
 }

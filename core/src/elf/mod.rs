@@ -265,6 +265,28 @@ impl<'a> Elf<'a> {
     }
 }
 
+/// The entries of a table of fixed-size records (symbols, relocations): the bytes, the class
+/// and byte order that lay each record out, and how many whole records there are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Entries<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) class: Class,
+    pub(crate) endian: Endian,
+    pub(crate) count: u32,
+}
+
+impl<'a> Entries<'a> {
+    /// Record `index`, `N` bytes long (the record size of `self.class`); `None` past the
+    /// table.
+    #[inline]
+    pub(crate) fn get<const N: usize>(&self, index: u32) -> Option<Fields<'a, N>> {
+        if index >= self.count {
+            return None;
+        }
+        Fields::at(self.data, index as usize * N, self.endian == Endian::Little)
+    }
+}
+
 /// Fixed-position fields of a record already cut to its full size `N`: with `N` known,
 /// every in-record read compiles to a plain load; a position past the record reads as 0
 /// (callers only use positions inside it).

@@ -1,8 +1,7 @@
 //! REL tables (`Elf32_Rel` / `Elf64_Rel`): eBPF objects use relocations without addends.
 
-use super::{Class, Elf, Fields, SymbolTable, SHT_REL};
+use super::{Class, Elf, Entries, SymbolTable, SHT_REL};
 use crate::error::{Error, Result};
-use scroll::Endian;
 
 /// One relocation entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,10 +17,7 @@ pub struct Rel {
 /// A validated REL table: entry size, count and every symbol index checked once.
 #[derive(Clone, Copy, Debug)]
 pub struct RelTable<'a> {
-    data: &'a [u8],
-    class: Class,
-    endian: Endian,
-    count: u32,
+    entries: Entries<'a>,
     /// Section index of this table.
     pub section: u32,
     /// Section the relocations apply to (`sh_info`).
@@ -55,10 +51,12 @@ impl<'a> RelTable<'a> {
         let data = elf.section_data(&sh);
         let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many relocations"))?;
         let table = RelTable {
-            data,
-            class,
-            endian: elf.endian(),
-            count,
+            entries: Entries {
+                data,
+                class,
+                endian: elf.endian(),
+                count,
+            },
             section: index,
             target: sh.info,
         };
@@ -88,10 +86,12 @@ impl<'a> RelTable<'a> {
             &[]
         };
         RelTable {
-            data,
-            class,
-            endian: elf.endian(),
-            count: (data.len() / entry_size(class)) as u32,
+            entries: Entries {
+                data,
+                class,
+                endian: elf.endian(),
+                count: (data.len() / entry_size(class)) as u32,
+            },
             section: index,
             target: sh.info,
         }
@@ -100,33 +100,28 @@ impl<'a> RelTable<'a> {
     /// The raw entries.
     #[inline]
     pub(crate) fn data(&self) -> &'a [u8] {
-        self.data
+        self.entries.data
     }
 
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> u32 {
-        self.count
+        self.entries.count
     }
 
     /// Whether the table is empty.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.entries.count == 0
     }
 
     /// Entry `index`, or `None` past the table.
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Rel> {
-        if index >= self.count {
-            return None;
-        }
-        let off = index as usize * entry_size(self.class);
-        let little = self.endian == Endian::Little;
-        Some(match self.class {
+        Some(match self.entries.class {
             Class::Elf64 => {
-                let f = Fields::<16>::at(self.data, off, little)?;
+                let f = self.entries.get::<16>(index)?;
                 let info = f.u64(8);
                 Rel {
                     offset: f.u64(0),
@@ -135,7 +130,7 @@ impl<'a> RelTable<'a> {
                 }
             }
             Class::Elf32 => {
-                let f = Fields::<8>::at(self.data, off, little)?;
+                let f = self.entries.get::<8>(index)?;
                 let info = f.u32(4);
                 Rel {
                     offset: f.u32(0).into(),
@@ -148,7 +143,7 @@ impl<'a> RelTable<'a> {
 
     /// Iterates over `(index, entry)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, Rel)> + '_ {
-        (0..self.count).filter_map(move |i| Some((i, self.get(i)?)))
+        (0..self.entries.count).filter_map(move |i| Some((i, self.get(i)?)))
     }
 }
 

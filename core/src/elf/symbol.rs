@@ -1,8 +1,7 @@
 //! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
 
-use super::{Class, Elf, Fields, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use super::{Class, Elf, Entries, StrTab, SHT_STRTAB, SHT_SYMTAB};
 use crate::error::{Error, Result, SectionRef};
-use scroll::Endian;
 
 /// Local binding.
 pub const STB_LOCAL: u8 = 0;
@@ -51,11 +50,8 @@ impl Symbol {
 /// A validated symbol table: entry size, count and every name index checked once.
 #[derive(Clone, Copy, Debug)]
 pub struct SymbolTable<'a> {
-    data: &'a [u8],
+    entries: Entries<'a>,
     strtab: StrTab<'a>,
-    class: Class,
-    endian: Endian,
-    count: u32,
     /// Section index of the table.
     pub section: u32,
 }
@@ -95,11 +91,13 @@ impl<'a> SymbolTable<'a> {
         let data = elf.section_data(&sh);
         let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many symbols"))?;
         let table = SymbolTable {
-            data,
             strtab,
-            class,
-            endian: elf.endian(),
-            count,
+            entries: Entries {
+                data,
+                class,
+                endian: elf.endian(),
+                count,
+            },
             section: index,
         };
         if !check_names {
@@ -134,7 +132,7 @@ impl<'a> SymbolTable<'a> {
     /// The raw entries.
     #[inline]
     pub(crate) fn data(&self) -> &'a [u8] {
-        self.data
+        self.entries.data
     }
 
     /// The linked string table.
@@ -146,27 +144,22 @@ impl<'a> SymbolTable<'a> {
     /// Number of symbols (including the null symbol 0).
     #[must_use]
     pub fn len(&self) -> u32 {
-        self.count
+        self.entries.count
     }
 
     /// Whether the table holds no symbol at all.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.entries.count == 0
     }
 
     /// Symbol `index`, or `None` past the table.
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Symbol> {
-        if index >= self.count {
-            return None;
-        }
-        let off = index as usize * entry_size(self.class);
-        let little = self.endian == Endian::Little;
-        Some(match self.class {
+        Some(match self.entries.class {
             Class::Elf64 => {
-                let f = Fields::<24>::at(self.data, off, little)?;
+                let f = self.entries.get::<24>(index)?;
                 Symbol {
                     name: f.u32(0),
                     info: f.u8(4),
@@ -177,7 +170,7 @@ impl<'a> SymbolTable<'a> {
                 }
             }
             Class::Elf32 => {
-                let f = Fields::<16>::at(self.data, off, little)?;
+                let f = self.entries.get::<16>(index)?;
                 Symbol {
                     name: f.u32(0),
                     value: f.u32(4).into(),
@@ -192,7 +185,7 @@ impl<'a> SymbolTable<'a> {
 
     /// Iterates over `(index, symbol)`.
     pub fn iter(&self) -> impl Iterator<Item = (u32, Symbol)> + '_ {
-        (0..self.count).filter_map(move |i| Some((i, self.get(i)?)))
+        (0..self.entries.count).filter_map(move |i| Some((i, self.get(i)?)))
     }
 
     /// The name of a symbol; `None` when it is not valid UTF-8.

@@ -367,33 +367,17 @@ impl fmt::Display for ProbeSpec<'_> {
             }
             return Ok(());
         }
-        match (self.kind, self.target) {
-            (_, Target::Tracepoint { category, name }) => {
+        let prefix = |entry, ret| if self.kind.is_return() { ret } else { entry };
+        match self.target {
+            Target::Tracepoint { category, name } => {
                 return write!(f, "tracepoint/{category}/{name}");
             }
-            (kind, Target::Kernel { func }) => {
-                let prefix = if kind.is_return() {
-                    "kretprobe"
-                } else {
-                    "kprobe"
-                };
-                write!(f, "{prefix}/{func}")?;
+            Target::Kernel { func } => write!(f, "{}/{func}", prefix("kprobe", "kretprobe"))?,
+            Target::User { path, func } => {
+                write!(f, "{}/{path}:{func}", prefix("uprobe", "uretprobe"))?;
             }
-            (kind, Target::User { path, func }) => {
-                let prefix = if kind.is_return() {
-                    "uretprobe"
-                } else {
-                    "uprobe"
-                };
-                write!(f, "{prefix}/{path}:{func}")?;
-            }
-            (kind, Target::UserOffset { path, offset }) => {
-                let prefix = if kind.is_return() {
-                    "uretprobe"
-                } else {
-                    "uprobe"
-                };
-                write!(f, "{prefix}/{path}:{offset:#x}")?;
+            Target::UserOffset { path, offset } => {
+                write!(f, "{}/{path}:{offset:#x}", prefix("uprobe", "uretprobe"))?;
             }
         }
         if let Place::Offset(off) = self.place {

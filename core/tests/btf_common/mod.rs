@@ -14,25 +14,13 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+#[path = "../common/mod.rs"]
+mod common;
+#[allow(unused_imports)] // not every BTF test uses both
+pub use common::{all_fixtures as fixtures, repo};
 
 pub fn golden_dir() -> PathBuf {
     repo().join("tests/golden/btf")
-}
-
-/// Every fixture object (`tests/bpf/*.o` and the big-endian one).
-pub fn fixtures() -> Vec<PathBuf> {
-    let dir = repo().join("tests/bpf");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "o"))
-        .collect();
-    v.sort();
-    v.push(dir.join("big_endian/no_version_be.o"));
-    v
 }
 
 pub fn fixture(name: &str) -> Vec<u8> {

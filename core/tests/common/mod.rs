@@ -8,6 +8,8 @@
     clippy::panic
 )]
 
+use sluice_core::object::ObjectStorage;
+use sluice_core::{Error, Object};
 use std::path::PathBuf;
 
 /// One section to write.
@@ -140,7 +142,7 @@ pub fn strtab(names: &[&str]) -> (Vec<u8>, Vec<u32>) {
 /// The committed fixtures `tests/bpf/*.o`, sorted. Panics when there are none: a test
 /// over no fixture would assert nothing.
 pub fn fixtures() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
+    let dir = repo().join("tests/bpf");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -149,6 +151,24 @@ pub fn fixtures() -> Vec<PathBuf> {
     v.sort();
     assert!(!v.is_empty(), "no fixtures in {}", dir.display());
     v
+}
+
+/// Every fixture object: [`fixtures`], then the big-endian one
+/// (`tests/bpf/big_endian/no_version_be.o`).
+pub fn all_fixtures() -> Vec<PathBuf> {
+    let mut v = fixtures();
+    v.push(repo().join("tests/bpf/big_endian/no_version_be.o"));
+    v
+}
+
+/// The repository's root (the workspace above `core/`).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Opens an object whose storage lives for the rest of the run (tests only).
+pub fn open(bytes: &[u8]) -> Result<Object<'_, '_>, Error> {
+    Object::open(bytes, Box::leak(Box::new(ObjectStorage::new())))
 }
 
 /// A legacy object: `maps` section with `n` maps of `def_size` bytes, a program that loads

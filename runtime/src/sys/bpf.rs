@@ -41,36 +41,20 @@ fn addr<T>(p: *const T) -> u64 {
     p as usize as u64
 }
 
-/// Number of possible CPUs (`/sys/devices/system/cpu/possible`), what the kernel's
+/// Number of possible CPUs ([`cpus::POSSIBLE`](crate::cpus::POSSIBLE)), what the kernel's
 /// `num_possible_cpus()` counts and per-CPU map values are sized by. Read once.
 ///
 /// # Errors
-/// The file cannot be read or does not parse.
+/// `ENOENT` when the file cannot be read, does not parse, or lists no CPU.
 pub fn possible_cpus() -> Result<usize, Errno> {
     static CPUS: OnceLock<Option<usize>> = OnceLock::new();
     let n = CPUS.get_or_init(|| {
-        std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        crate::cpus::possible()
             .ok()
-            .and_then(|s| parse_cpu_list(&s))
+            .map(|cpus| cpus.len())
+            .filter(|&n| n > 0)
     });
     n.ok_or(Errno::NOENT)
-}
-
-/// Counts the CPUs in a kernel CPU list such as `0-3,8,10-11` (`None` if it does not parse).
-#[must_use]
-pub fn parse_cpu_list(s: &str) -> Option<usize> {
-    let mut n = 0usize;
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
-            None => {
-                let v = part.parse::<usize>().ok()?;
-                (v, v)
-            }
-        };
-        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
-    }
-    (n > 0).then_some(n)
 }
 
 /// A map fd together with the sizes the kernel created it with, so element calls can check
@@ -410,22 +394,6 @@ pub fn btf_load(btf: &[u8], log: Option<LogRequest<'_>>) -> (Result<OwnedFd, Err
 )]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        let rows = [
-            ("0", Some(1)),
-            ("0-1\n", Some(2)),
-            ("0-3,8,10-11", Some(7)),
-            ("", None),
-            ("3-1", None),
-            ("x", None),
-            ("0-18446744073709551615", None),
-        ];
-        for (s, n) in rows {
-            assert_eq!(parse_cpu_list(s), n, "{s:?}");
-        }
-    }
 
     #[test]
     fn possible_cpus_reads_sysfs() {

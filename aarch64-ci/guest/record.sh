@@ -1,0 +1,46 @@
+#!/bin/bash
+# record.sh — the kprobe record tests inside real guest kernels: builds runtime/tests/guest_kprobe.rs
+# (one test binary) and the `sluice` binary as static musl executables for each arch, boots ONE guest
+# per arch with run.sh (GUEST_SMP vCPUs, default 2, so per-CPU attach and rings are exercised), and
+# runs the tests there with SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1 (a skip is a failure).
+# The fixture and the sluice binary go into the initramfs (/files); no 9p share is needed.
+#
+# Usage: aarch64-ci/guest/record.sh [ARCH...]     default: amd64 arm64 (fetch-kernels.sh first)
+# env:   GUEST_SMP (2), CROSS_OPT_LEVEL (1, as cross-test.sh: the same aarch64 artifacts serve both),
+#        GUEST_LOG_DIR, GUEST_TIMEOUT: see run.sh
+# Prints the guests' consoles, then per arch the test binary's `guest-figures` lines, its exit code
+# and boot→poweroff time; exits non-zero if any build or guest run failed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+arches=("$@"); [ ${#arches[@]} -gt 0 ] || arches=(amd64 arm64)
+export CARGO_PROFILE_DEV_OPT_LEVEL=${CROSS_OPT_LEVEL:-1}
+tdir=${CARGO_TARGET_DIR:-$PWD/target}
+w=$(mktemp -d "${TMPDIR:-/tmp}/guest-record.XXXXXX"); trap 'rm -rf "$w"' EXIT
+rc=0; report=()
+for arch in "${arches[@]}"; do
+  case $arch in amd64|x86_64) arch=amd64; t=x86_64-unknown-linux-musl ;;
+    arm64|aarch64) arch=arm64; t=aarch64-unknown-linux-musl ;;
+    *) echo "guest-record: unknown arch $arch" >&2; exit 2 ;; esac
+  b0=$(date +%s)
+  if ! cargo build -q --locked -p sluice --target "$t"; then
+    echo "guest-record: building sluice for $t failed" >&2; rc=1; continue
+  fi
+  # the test binary's path from cargo's JSON messages (no jq needed)
+  testbin=$(cargo test -q --locked -p sluice-runtime --test guest_kprobe --target "$t" --no-run \
+              --message-format=json | sed -n 's/.*"executable":"\([^"]*guest_kprobe-[^"]*\)".*/\1/p' | tail -1)
+  if [ -z "$testbin" ] || [ ! -x "$testbin" ]; then
+    echo "guest-record: building the guest_kprobe test for $t failed" >&2; rc=1; continue
+  fi
+  build_s=$(($(date +%s) - b0))
+  GUEST_SMP=${GUEST_SMP:-2} \
+  GUEST_FILES="tests/bpf/guest_kprobes.o $tdir/$t/debug/sluice" \
+  GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
+    aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch.log"
+  r=${PIPESTATUS[0]}; [ "$r" -eq 0 ] || rc=1
+  report+=("--- $arch ($t, build ${build_s} s, ${GUEST_SMP:-2} vCPUs): exit $r")
+  while IFS= read -r l; do report+=("  $l"); done < <(tr -d '\r' < "$w/$arch.log" |
+    grep -oE 'guest-figures .*|^test result: .*|[^ ].*boot→poweroff' | sed 's/^guest-figures [a-z0-9_]*: //')
+done
+echo "=== guest-record summary"
+printf '%s\n' "${report[@]}"
+exit $rc

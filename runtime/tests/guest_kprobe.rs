@@ -1,0 +1,660 @@
+//! Kprobe record tests for real guest kernels (x86_64 and arm64 Debian kernels under QEMU,
+//! see `aarch64-ci/guest/`; `.ci/steps.sh guest_record` runs this binary there): the host
+//! that runs the rest of the suite has no kprobes.
+//!
+//! With `tests/bpf/guest_kprobes.o`, every program accepting only the process whose tgid is
+//! at key 0 of `target_tgid`, while a busy shell loop in another process opens and reads
+//! files all the time:
+//! - a kprobe filter on `do_filp_open` keeps exactly the opens of this process, made by one
+//!   thread pinned to each online CPU, and each sample comes from the ring of that CPU;
+//! - a kretprobe on `vfs_read` sees the known sizes of the files read, both in what the
+//!   program sends with `bpf_perf_event_output` (its `$retval` comes from the generated
+//!   prologue) and in the kernel's own `$retval` fetch-arg of the same event;
+//! - typed entry arguments without debug info, `kprobe/vfs_read(void *, char *, unsigned
+//!   long, void *)`: r3 and r4 are the buffer address and count the workload passed to
+//!   `read(2)`, and r2..r5 equal what the kernel's own fetch-args (`%di %si %dx %cx` on
+//!   x86_64, `%x0 %x1 %x2 %x3` on arm64) read on a separate kprobe of the same function;
+//! - `sluice record` leaves no probe behind; a `SIGKILL`ed one does, which
+//!   `sluice probes --clean` removes.
+//!
+//! Gating: skipped loudly when not root or without `bpf()` (fails under
+//! `SLUICE_REQUIRE_KERNEL=1`), and when the kernel has no kprobe events (fails under
+//! `SLUICE_REQUIRE_KPROBES=1`, which the guest step sets). The `sluice` binary comes from
+//! `SLUICE_BIN`, else from next to this test binary's folder (cargo's `target/<profile>/`).
+//!
+//! x86_64 and aarch64 only: the guests' kernels. An i686 build of these tests would fetch
+//! registers with the i386 tables, which do not describe a 64-bit kernel's `pt_regs`.
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sluice_runtime::maps::UpdateMode;
+use sluice_runtime::ring::SampleEvent;
+use sluice_runtime::session::{Event, ObjectSource, Session, SessionOptions, SourceKind};
+use sluice_runtime::tracefs::{ProbeKind, Tracefs};
+
+/// One session at a time: the workload's counts must not see another test's opens.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const FIXTURE: &str = "guest_kprobes.o";
+/// `rejected` slots (guest_kprobes.c).
+const REJ_OPEN: u32 = 0;
+const REJ_READ_RET: u32 = 1;
+const REJ_READ_ARGS: u32 = 2;
+const REJ_READ_REGS: u32 = 3;
+const TAG_READ_RET: u32 = 0x51ce_0002;
+const TAG_READ_ARGS: u32 = 0x51ce_0003;
+/// Files each workload thread opens and reads.
+const FILES_PER_CPU: usize = 24;
+
+/// The kernel's fetch-args for the registers of vfs_read's four arguments.
+fn regs_spec() -> &'static str {
+    if cfg!(target_arch = "aarch64") {
+        "kprobe/vfs_read(%x0:u64, %x1:u64, %x2:u64, %x3:u64)"
+    } else {
+        "kprobe/vfs_read(%di:u64, %si:u64, %dx:u64, %cx:u64)"
+    }
+}
+
+/// Whether a kprobe test can run here (see the module docs); `None` after a loud skip.
+fn kprobes(test: &str) -> Option<Tracefs> {
+    if !common::kernel(test) {
+        return None;
+    }
+    let t = Tracefs::find().expect("tracefs");
+    if t.supports(ProbeKind::Kprobe) {
+        return Some(t);
+    }
+    let why = format!(
+        "no kprobe_events in {} (CONFIG_KPROBE_EVENTS)",
+        t.root().display()
+    );
+    assert!(
+        std::env::var("SLUICE_REQUIRE_KPROBES").as_deref() != Ok("1"),
+        "{test}: SLUICE_REQUIRE_KPROBES=1 but {why}"
+    );
+    eprintln!(
+        "\n*** SKIPPED kernel test {test}: {why}; run it in a guest (aarch64-ci/guest) ***\n"
+    );
+    None
+}
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn arch() -> &'static str {
+    std::env::consts::ARCH
+}
+
+/// Lines of `kprobe_events` in group `sluice`.
+fn sluice_kprobes(t: &Tracefs) -> Vec<String> {
+    std::fs::read_to_string(t.root().join("kprobe_events"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(":sluice/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Test files with distinct, known sizes.
+struct Files {
+    dir: PathBuf,
+    paths: Vec<PathBuf>,
+}
+
+impl Files {
+    fn new(tag: &str, n: usize) -> Files {
+        let dir = std::env::temp_dir().join(format!("sluice-guest-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths = (0..n)
+            .map(|i| {
+                let p = dir.join(format!("f{i:03}"));
+                std::fs::write(&p, vec![b'a' + (i % 26) as u8; Files::size(i)]).unwrap();
+                p
+            })
+            .collect();
+        Files { dir, paths }
+    }
+
+    /// Size of file `i`.
+    fn size(i: usize) -> usize {
+        100 + 37 * i
+    }
+
+    /// The count file `i` is read with: more than its size, and unique.
+    fn count(i: usize) -> usize {
+        Files::size(i) + 1000 + i
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Another process that opens and reads a file in a loop, without forking (shell builtins),
+/// for the filters to turn away.
+struct Noise(Child);
+
+impl Noise {
+    fn start() -> Noise {
+        Noise(
+            Command::new("sh")
+                .args(["-c", "while :; do read -r l < /proc/version; done"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("sh"),
+        )
+    }
+}
+
+impl Drop for Noise {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What one workload thread did.
+#[derive(Debug)]
+struct Done {
+    tid: u32,
+    /// The CPU it was pinned to (and ran on: checked).
+    cpu: u32,
+    /// Address of the buffer passed to read(2).
+    buf: u64,
+    /// (file index, bytes read).
+    reads: Vec<(usize, usize)>,
+}
+
+/// One thread pinned to each CPU of `cpus` opens, reads (once, with [`Files::count`]) and
+/// closes its share of `files`, with raw syscalls: one `openat` and one `read` per file.
+fn workload(files: &Files, cpus: &[u32]) -> Vec<Done> {
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = cpus
+            .iter()
+            .enumerate()
+            .map(|(k, &cpu)| {
+                let mine: Vec<(usize, &PathBuf)> = files
+                    .paths
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % cpus.len() == k)
+                    .collect();
+                sc.spawn(move || {
+                    let mut set = rustix::thread::CpuSet::new();
+                    set.set(cpu as usize);
+                    rustix::thread::sched_setaffinity(None, &set).unwrap();
+                    assert_eq!(rustix::thread::sched_getcpu(), cpu as usize);
+                    let mut buf = vec![0u8; 8192];
+                    let mut reads = Vec::new();
+                    for (i, p) in mine {
+                        let fd = rustix::fs::open(
+                            p.as_path(),
+                            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                            rustix::fs::Mode::empty(),
+                        )
+                        .unwrap();
+                        let n = rustix::io::read(&fd, &mut buf[..Files::count(i)]).unwrap();
+                        reads.push((i, n));
+                    }
+                    Done {
+                        tid: rustix::thread::gettid().as_raw_nonzero().get() as u32,
+                        cpu,
+                        buf: buf.as_ptr() as u64,
+                        reads,
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn session(mapped_regs: bool) -> Session {
+    let mut opts = SessionOptions::default();
+    if mapped_regs {
+        opts.events.insert("read_regs".into(), regs_spec().into());
+    }
+    let obj = ObjectSource {
+        name: FIXTURE.into(),
+        bytes: common::fixture(FIXTURE),
+    };
+    Session::start(&[obj], &opts).expect("session")
+}
+
+fn arm(s: &Session, tgid: u32) {
+    let map = s.objects()[0].map("target_tgid").expect("target_tgid map");
+    map.update(&0u32, &tgid, UpdateMode::Any).unwrap();
+}
+
+fn rejected(s: &Session, slot: u32) -> u64 {
+    let map = s.objects()[0].map("rejected").expect("rejected map");
+    map.get::<u32, u64>(&slot).unwrap().unwrap_or(0)
+}
+
+/// Keeps the filters armed until each of `slots` has turned the noise away at least once
+/// (a slow guest may not have scheduled it during the workload); meanwhile this process
+/// only makes `bpf()` and `nanosleep()` calls, which none of the probes sees.
+fn wait_for_rejections(s: &Session, slots: &[u32]) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while slots.iter().any(|&k| rejected(s, k) == 0) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Samples after disabling, keyed by program name (trace events) or `out` (the perf event
+/// array), and the lost count.
+fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
+    s.disable();
+    let mut by: BTreeMap<String, Vec<SampleEvent>> = BTreeMap::new();
+    let mut lost = 0;
+    s.drain(&mut |s, e| match e {
+        Event::Sample { source, sample } => {
+            let key = match &s.sources()[*source].kind {
+                SourceKind::Trace { program, .. } => program.clone(),
+                SourceKind::Output { .. } => "out".into(),
+            };
+            by.entry(key).or_default().push(sample.clone());
+        }
+        Event::Lost { lost: l, .. } => lost += l,
+    });
+    (by, lost)
+}
+
+fn format_of<'a>(s: &'a Session, program: &str) -> &'a sluice_runtime::tracefs::EventFormat {
+    s.sources()
+        .iter()
+        .find_map(|x| match &x.kind {
+            SourceKind::Trace { format, program: p } if p == program => Some(format),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no source for {program}: {:?}", s.sources()))
+}
+
+fn u32_at(raw: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(raw[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(raw: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(raw[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn open_filter_keeps_exactly_the_target_opens_on_every_cpu() {
+    let _g = serial();
+    let Some(t) = kprobes("open_filter_keeps_exactly_the_target_opens_on_every_cpu") else {
+        return;
+    };
+    let cpus = sluice_runtime::cpus::online().unwrap();
+    let files = Files::new("open", FILES_PER_CPU * cpus.len());
+    let noise = Noise::start();
+    let mut s = session(false);
+    assert_eq!(s.probe_names().len(), 3, "{:?}", s.probe_names());
+    assert_eq!(sluice_kprobes(&t).len(), 3, "{:?}", sluice_kprobes(&t));
+    let me = std::process::id();
+    let t0 = Instant::now();
+    arm(&s, me);
+    let done = workload(&files, &cpus);
+    let window = t0.elapsed();
+    wait_for_rejections(&s, &[REJ_OPEN]);
+    arm(&s, 0);
+    drop(noise);
+    let rej = rejected(&s, REJ_OPEN);
+    let (by, lost) = collect(&mut s);
+    let opens = by.get("open_filter").cloned().unwrap_or_default();
+    let mut per_cpu: BTreeMap<u32, usize> = BTreeMap::new();
+    for smp in &opens {
+        *per_cpu.entry(smp.cpu.unwrap()).or_default() += 1;
+    }
+    eprintln!(
+        "guest-figures {}: kprobe do_filp_open: {} opens on cpus {cpus:?} -> {} samples \
+         (per cpu {per_cpu:?}), {rej} opens of other processes rejected, lost {lost}, \
+         window {window:?}",
+        arch(),
+        files.paths.len(),
+        opens.len()
+    );
+    assert_eq!(lost, 0);
+    assert_eq!(opens.len(), files.paths.len());
+    assert!(rej > 0, "the noise process's opens must reach the filter");
+    for d in &done {
+        let mine: Vec<_> = opens.iter().filter(|x| x.tid == Some(d.tid)).collect();
+        assert_eq!(mine.len(), d.reads.len(), "samples of thread {}", d.tid);
+        for smp in mine {
+            assert_eq!(smp.pid, Some(me));
+            assert_eq!(
+                smp.cpu,
+                Some(d.cpu),
+                "sample from the ring of the thread's CPU"
+            );
+            assert_eq!(smp.period, Some(1));
+            assert!(smp.ip.is_some_and(|ip| ip != 0));
+        }
+    }
+    assert_eq!(per_cpu.len(), cpus.len(), "every CPU's ring delivered");
+    drop(s);
+    assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
+}
+
+#[test]
+fn vfs_read_return_values_and_typed_args_match_the_workload_and_the_kernel() {
+    let _g = serial();
+    let Some(t) =
+        kprobes("vfs_read_return_values_and_typed_args_match_the_workload_and_the_kernel")
+    else {
+        return;
+    };
+    let cpus = sluice_runtime::cpus::online().unwrap();
+    let files = Files::new("read", FILES_PER_CPU * cpus.len());
+    let noise = Noise::start();
+    let mut s = session(true);
+    assert!(s.skipped().is_empty(), "{:?}", s.skipped());
+    assert_eq!(s.probe_names().len(), 4, "{:?}", s.probe_names());
+    let me = std::process::id();
+    arm(&s, me);
+    let done = workload(&files, &cpus);
+    wait_for_rejections(&s, &[REJ_READ_RET, REJ_READ_ARGS, REJ_READ_REGS]);
+    arm(&s, 0);
+    drop(noise);
+    let rej = [REJ_READ_RET, REJ_READ_ARGS, REJ_READ_REGS].map(|k| rejected(&s, k));
+    let (by, lost) = collect(&mut s);
+    assert_eq!(lost, 0);
+    let n = files.paths.len();
+    let tids: Vec<u32> = done.iter().map(|d| d.tid).collect();
+    let buf_of = |tid: u32| done.iter().find(|d| d.tid == tid).unwrap().buf;
+    for d in &done {
+        for &(i, got) in &d.reads {
+            assert_eq!(got, Files::size(i), "read(2) of file {i}");
+        }
+    }
+
+    // (b) kretprobe: the program's $retval (prologue) and the kernel's, per read.
+    let rets: Vec<(u32, i64)> = by["out"]
+        .iter()
+        .filter(|o| u32_at(&o.raw, 0) == TAG_READ_RET)
+        .map(|o| (u32_at(&o.raw, 4), u64_at(&o.raw, 8) as i64))
+        .collect();
+    let fmt = format_of(&s, "read_ret");
+    let ret_field = fmt.field("arg1").expect("$retval fetch-arg in the format");
+    let kernel_rets: Vec<i64> = by["read_ret"]
+        .iter()
+        .map(|x| ret_field.read_i64(&x.raw).unwrap())
+        .collect();
+    let mut want: Vec<i64> = (0..n).map(|i| Files::size(i) as i64).collect();
+    want.sort_unstable();
+    let mut got: Vec<i64> = rets.iter().map(|r| r.1).collect();
+    got.sort_unstable();
+    let mut kgot = kernel_rets.clone();
+    kgot.sort_unstable();
+    eprintln!(
+        "guest-figures {}: kretprobe vfs_read: {n} reads -> {} outputs, {} RAW samples, \
+         sizes {}..={} equal: {}, {} reads of other processes rejected",
+        arch(),
+        rets.len(),
+        kernel_rets.len(),
+        want[0],
+        want[n - 1],
+        got == want && kgot == want,
+        rej[0]
+    );
+    assert_eq!(got, want, "program's $retval = file sizes");
+    assert_eq!(kgot, want, "kernel's $retval = file sizes");
+    assert!(rets.iter().all(|r| tids.contains(&r.0)));
+    assert!(rej[0] > 0);
+
+    // (c) typed entry arguments: r2..r5 from the prologue, against the workload and the
+    // kernel's own fetch-args on a second kprobe of vfs_read.
+    let args: Vec<[u64; 5]> = by["out"]
+        .iter()
+        .filter(|o| u32_at(&o.raw, 0) == TAG_READ_ARGS)
+        .map(|o| {
+            [
+                u64::from(u32_at(&o.raw, 4)),
+                u64_at(&o.raw, 8),
+                u64_at(&o.raw, 16),
+                u64_at(&o.raw, 24),
+                u64_at(&o.raw, 32),
+            ]
+        })
+        .collect();
+    assert_eq!(args.len(), n, "one output per read(2)");
+    let mut seen_counts = Vec::new();
+    for a in &args {
+        let [tid, file, buf, count, pos] = *a;
+        assert!(tids.contains(&(tid as u32)));
+        let i = (0..n)
+            .find(|&i| Files::count(i) as u64 == count)
+            .unwrap_or_else(|| {
+                panic!("r4 = {count:#x} is no count the workload passed (tid {tid})")
+            });
+        seen_counts.push(i);
+        assert_eq!(
+            buf,
+            buf_of(tid as u32),
+            "r3 = the buffer of read(2), file {i}"
+        );
+        assert_ne!(file, 0, "r2 = struct file *");
+        assert_ne!(pos, 0, "r5 = loff_t * (a regular file has a position)");
+    }
+    seen_counts.sort_unstable();
+    assert_eq!(seen_counts, (0..n).collect::<Vec<_>>());
+    let fmt = format_of(&s, "read_regs");
+    let fields: Vec<_> = (1..=4)
+        .map(|k| fmt.field(&format!("arg{k}")).expect("fetch-arg field"))
+        .collect();
+    let mut kernel: Vec<[u64; 5]> = by["read_regs"]
+        .iter()
+        .map(|x| {
+            let v: Vec<u64> = fields.iter().map(|f| f.read_u64(&x.raw).unwrap()).collect();
+            [u64::from(x.tid.unwrap()), v[0], v[1], v[2], v[3]]
+        })
+        .collect();
+    let mut ours = args.clone();
+    ours.sort_unstable();
+    kernel.sort_unstable();
+    let (s_buf, s_count) = if cfg!(target_arch = "aarch64") {
+        ("%x1", "%x2")
+    } else {
+        ("%si", "%dx")
+    };
+    eprintln!(
+        "guest-figures {}: kprobe vfs_read(void *, char *, unsigned long, void *): {n} reads \
+         -> {} outputs, r3 = buf and r4 = count for all; kernel fetch-args ({}) {} samples, \
+         r2..r5 = kernel's {s_buf}/{s_count}... for {} of {}; {} / {} other reads rejected",
+        arch(),
+        args.len(),
+        regs_spec(),
+        kernel.len(),
+        ours.iter().zip(&kernel).filter(|(a, b)| a == b).count(),
+        n,
+        rej[1],
+        rej[2]
+    );
+    assert_eq!(kernel.len(), n);
+    assert_eq!(ours, kernel, "prologue's r2..r5 = the kernel's fetch-args");
+    assert!(rej[1] > 0 && rej[2] > 0);
+    drop(s);
+    assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
+}
+
+/// The `sluice` binary (module docs), if there is one.
+fn sluice_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SLUICE_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join("sluice");
+    p.is_file().then_some(p)
+}
+
+/// Children of `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/stat")).is_ok_and(|st| {
+                // "pid (comm) state ppid ...": comm may hold spaces, the last ')' ends it.
+                st.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+fn run_sluice(bin: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn sluice_record_leaves_nothing_and_probes_clean_removes_a_killed_run() {
+    let _g = serial();
+    let test = "sluice_record_leaves_nothing_and_probes_clean_removes_a_killed_run";
+    let Some(t) = kprobes(test) else {
+        return;
+    };
+    let Some(bin) = sluice_bin() else {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KPROBES").as_deref() != Ok("1"),
+            "{test}: no sluice binary (set SLUICE_BIN)"
+        );
+        eprintln!("\n*** SKIPPED {test}: no sluice binary (set SLUICE_BIN) ***\n");
+        return;
+    };
+    let fixture = common::fixture_dir().join(FIXTURE);
+    let fixture = fixture.to_str().unwrap();
+    let files = Files::new("cli", 3);
+    let redirs: Vec<String> = files
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(k, p)| format!("{}<{}", k + 3, p.display()))
+        .collect();
+    let script = format!("exec {}", redirs.join(" "));
+
+    // A normal run: the shell's opens, nothing left after it.
+    let t0 = Instant::now();
+    let (code, out, err) = run_sluice(
+        &bin,
+        &["record", "-e", fixture, "--json", "--", "sh", "-c", &script],
+    );
+    let took = t0.elapsed();
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("program 'read_regs' skipped"), "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let opens: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("_do_filp_open\""))
+        .collect();
+    let pids: std::collections::BTreeSet<&str> = opens
+        .iter()
+        .filter_map(|l| l.split("\"pid\":").nth(1)?.split(',').next())
+        .collect();
+    eprintln!(
+        "guest-figures {}: sluice record -- sh -c '{script}': {} do_filp_open samples from \
+         pids {pids:?} in {took:?}; {summary}",
+        arch(),
+        opens.len()
+    );
+    assert!(summary.contains("lost 0"), "{summary}");
+    assert!(summary.contains("stopped: workload exited"), "{summary}");
+    // Events start at the workload's exec (after the exec's own open): the shell's three
+    // redirections are all the opens there are.
+    assert_eq!(opens.len(), files.paths.len(), "{out}");
+    assert_eq!(pids.len(), 1, "the workload's only: {pids:?}");
+    assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
+
+    // A killed run leaves its probes: `sluice probes` shows them dead, --clean removes them.
+    let mut child = Command::new(&bin)
+        .args(["record", "-e", fixture, "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let tag = format!(":sluice/p_{pid}_");
+    let until = Instant::now() + Duration::from_secs(60);
+    while sluice_kprobes(&t)
+        .iter()
+        .filter(|l| l.contains(&tag))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < until, "sluice never made its probes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The probes exist before the workload is released: wait for it to run `sleep`.
+    while children(pid).is_empty() {
+        assert!(Instant::now() < until, "no workload");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let workload = children(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for w in workload {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(w as i32).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+    }
+    let left = sluice_kprobes(&t);
+    assert_eq!(
+        left.len(),
+        3,
+        "a SIGKILLed run leaves its 3 kprobes: {left:?}"
+    );
+    let (code, listed, err) = run_sluice(&bin, &["probes"]);
+    assert_eq!(code, 0, "{err}");
+    let dead = listed
+        .lines()
+        .filter(|l| l.starts_with(&format!("{pid} ")) && l.contains(" dead "))
+        .count();
+    assert_eq!(dead, 3, "{listed}");
+    let (code, removed, err) = run_sluice(&bin, &["probes", "--clean"]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!(
+        "guest-figures {}: SIGKILLed sluice record left {} kprobes; sluice probes --clean: \
+         {} removed; kprobe_events now has {} sluice lines",
+        arch(),
+        left.len(),
+        removed
+            .lines()
+            .filter(|l| l.starts_with("removed "))
+            .count(),
+        sluice_kprobes(&t).len()
+    );
+    assert_eq!(
+        removed
+            .lines()
+            .filter(|l| l.starts_with("removed "))
+            .count(),
+        3,
+        "{removed}{err}"
+    );
+    assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
+}
