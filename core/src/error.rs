@@ -176,6 +176,15 @@ pub enum Error {
         /// Instruction index, relocation index or offset.
         at: u64,
     },
+    /// The object's `.BTF` / `.BTF.ext` (or a BTF-defined map, or a CO-RE relocation) is
+    /// malformed or cannot be applied.
+    Btf(crate::btf::BtfError),
+}
+
+impl From<crate::btf::BtfError> for Error {
+    fn from(e: crate::btf::BtfError) -> Self {
+        Error::Btf(e)
+    }
 }
 
 impl fmt::Display for Error {
@@ -215,6 +224,7 @@ impl fmt::Display for Error {
             Error::Unsupported { what, section, at } => {
                 write!(f, "{section}: unsupported {what} at {at}")
             }
+            Error::Btf(e) => write!(f, "BTF: {e}"),
         }
     }
 }

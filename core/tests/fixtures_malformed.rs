@@ -2,20 +2,31 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
-use common::open;
-use sluice_core::{Error, Insn, Object, ObjectStorage};
+use sluice_core::object::ObjectStorage;
+use sluice_core::{Error, Insn, Object};
+
+/// One storage reused by every open of a test (each object is dropped before the next
+/// open): leaking one per open grew past the machine's memory once storages held a BTF
+/// type index.
+type Storage<'a> = Box<ObjectStorage<'a>>;
+
+fn open<'a, 's>(b: &'a [u8], storage: &'s mut Storage<'a>) -> Result<Object<'a, 's>, Error> {
+    Object::open(b, storage)
+}
 
 #[test]
 fn every_truncation_of_every_fixture_is_an_error() {
     let mut cuts = 0;
     for path in common::fixtures() {
         let bytes = std::fs::read(&path).unwrap();
-        assert!(open(&bytes).is_ok(), "{} must open", path.display());
-        // One storage for all the cuts: the helper's per-call storage would add up to GBs
-        // over tens of thousands of opens (and exhaust a 32-bit address space).
-        let mut storage = ObjectStorage::new();
+        let mut storage: Storage<'_> = Box::new(ObjectStorage::new());
+        assert!(
+            open(&bytes, &mut storage).is_ok(),
+            "{} must open",
+            path.display()
+        );
         for len in 0..bytes.len() {
-            let r = Object::open(&bytes[..len], &mut storage);
+            let r = open(&bytes[..len], &mut storage);
             match r {
                 Err(
                     Error::Truncated { .. } | Error::BadSection { .. } | Error::BadHeader { .. },
@@ -47,9 +58,8 @@ fn corrupted_fixtures_never_panic() {
                 let at = (rnd() % b.len() as u64) as usize;
                 b[at] ^= 1 << (rnd() % 8);
             }
-            // A fresh storage per mutated buffer (on the stack, freed each round).
-            let mut storage = ObjectStorage::new();
-            let r = Object::open(&b, &mut storage);
+            let mut storage: Storage<'_> = Box::new(ObjectStorage::new());
+            let r = open(&b, &mut storage);
             match r {
                 Ok(o) => {
                     opened += 1;

@@ -3,6 +3,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod attach;
+pub mod btf;
 pub mod cpus;
 pub mod debuginfo;
 pub mod error;

@@ -7,9 +7,11 @@
 //! re-parsed: loading again after [`LoadedObject::unload`] reuses the same [`Object`].
 
 use crate::error::{Error, Result};
-use crate::maps::{Map, MapSpec};
-use crate::sys::bpf::{self as sys, LogRequest, ProgLoad};
+use crate::maps::{Map, MapExtra, MapSpec};
+use crate::sys::bpf::{self as sys, LogRequest, ProgBtf, ProgLoad};
 use rustix::io::Errno;
+use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver, Kind};
+use sluice_core::object::{KconfigExtern, KconfigKind, LinkedPart, MapKind};
 use sluice_core::object::{MapDef, Object, Program};
 use sluice_core::perf::abi::{map_type, object_name, prog_type, ProgInfoRaw, BPF_TAG_SIZE};
 use sluice_core::probe::{ProbeSpec, Section};
@@ -51,6 +53,16 @@ pub struct LoadOptions {
     /// compiled; this gives a program a uprobe path, offset or argument list known only at
     /// run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
     pub specs: Vec<Option<String>>,
+    /// The object's name, for the kernel names of its global data maps (libbpf's
+    /// `<name>.rodata`, the name cut at its first `.`): usually the file name. `None`:
+    /// the section name alone (`.rodata`).
+    pub object_name: Option<String>,
+    /// BTF to resolve CO-RE relocations against (`--btf FILE`); `None`: the running
+    /// kernel's, [`crate::btf::VMLINUX_BTF`].
+    pub target_btf: Option<PathBuf>,
+    /// Kernel configuration for `.kconfig` externs (a `.config`, plain or gzipped);
+    /// `None`: `/proc/config.gz`, else `/boot/config-$(uname -r)`.
+    pub kconfig: Option<PathBuf>,
 }
 
 impl Default for LoadOptions {
@@ -64,6 +76,9 @@ impl Default for LoadOptions {
             prologues: Vec::new(),
             debuginfo: None,
             specs: Vec::new(),
+            object_name: None,
+            target_btf: None,
+            kconfig: None,
         }
     }
 }
@@ -268,16 +283,18 @@ pub struct ProgramLoad<'a> {
     pub kern_version: u32,
 }
 
-struct Prepared {
+struct Prepared<'b> {
     bytes: Vec<[u8; 8]>,
     license: CString,
+    btf: Option<ProgBtf<'b>>,
 }
 
-fn prepare(p: &ProgramLoad<'_>) -> Prepared {
+fn prepare<'b>(p: &ProgramLoad<'_>, btf: Option<ProgBtf<'b>>) -> Prepared<'b> {
     let lic = p.license.split('\0').next().unwrap_or("");
     Prepared {
         bytes: p.insns.iter().map(|i| i.to_native_bytes()).collect(),
         license: CString::new(lic).unwrap_or_default(),
+        btf,
     }
 }
 
@@ -323,11 +340,25 @@ pub fn load_program_with_log(
     level: u32,
     log_size: usize,
 ) -> Result<(OwnedFd, Vec<u8>)> {
-    let prep = prepare(p);
+    load_program_with_log_btf(p, None, level, log_size)
+}
+
+/// [`load_program_with_log`] with the program's BTF (`func_info`, `line_info`): the
+/// verifier's log then names source lines.
+///
+/// # Errors
+/// As [`load_program_with_log`].
+pub fn load_program_with_log_btf(
+    p: &ProgramLoad<'_>,
+    btf: Option<ProgBtf<'_>>,
+    level: u32,
+    log_size: usize,
+) -> Result<(OwnedFd, Vec<u8>)> {
+    let prep = prepare(p, btf);
     load_prepared_with_log(p, &prep, level, log_size)
 }
 
-fn request<'a>(p: &ProgramLoad<'_>, prep: &'a Prepared, named: bool) -> ProgLoad<'a> {
+fn request<'a>(p: &ProgramLoad<'_>, prep: &'a Prepared<'_>, named: bool) -> ProgLoad<'a> {
     ProgLoad {
         prog_type: p.prog_type,
         insns: &prep.bytes,
@@ -336,12 +367,13 @@ fn request<'a>(p: &ProgramLoad<'_>, prep: &'a Prepared, named: bool) -> ProgLoad
         name: if named { object_name(p.name) } else { [0; 16] },
         prog_flags: 0,
         expected_attach_type: 0,
+        btf: prep.btf,
     }
 }
 
 fn load_prepared_with_log(
     p: &ProgramLoad<'_>,
-    prep: &Prepared,
+    prep: &Prepared<'_>,
     level: u32,
     log_size: usize,
 ) -> Result<(OwnedFd, Vec<u8>)> {
@@ -383,7 +415,20 @@ fn load_prepared_with_log(
 /// # Errors
 /// As [`load_program_with_log`].
 pub fn load_program(p: &ProgramLoad<'_>, log_level: u32, log_size: usize) -> Result<OwnedFd> {
-    let prep = prepare(p);
+    load_program_btf(p, None, log_level, log_size)
+}
+
+/// [`load_program`] with the program's BTF (`func_info`, `line_info`).
+///
+/// # Errors
+/// As [`load_program_with_log`].
+pub fn load_program_btf(
+    p: &ProgramLoad<'_>,
+    btf: Option<ProgBtf<'_>>,
+    log_level: u32,
+    log_size: usize,
+) -> Result<OwnedFd> {
+    let prep = prepare(p, btf);
     let (r, _) = sys::prog_load(&request(p, &prep, true), None);
     let first = match r {
         Ok(fd) => return Ok(fd),
@@ -425,6 +470,7 @@ pub struct LoadedProgram {
     spec: String,
     prog_type: u32,
     insns: Vec<Insn>,
+    ext: crate::btf::ExtInfo,
     fd: OwnedFd,
 }
 
@@ -455,10 +501,16 @@ impl LoadedProgram {
     pub fn prog_type(&self) -> u32 {
         self.prog_type
     }
-    /// The instructions handed to the kernel: prologue and relocated program.
+    /// The instructions handed to the kernel: prologue, relocated program and the
+    /// functions it calls.
     #[must_use]
     pub fn insns(&self) -> &[Insn] {
         &self.insns
+    }
+    /// The `func_info` / `line_info` records it was loaded with (empty without BTF).
+    #[must_use]
+    pub fn ext_info(&self) -> &crate::btf::ExtInfo {
+        &self.ext
     }
     /// What the kernel says about it.
     ///
@@ -495,6 +547,7 @@ pub struct LoadedObject {
     programs: Vec<LoadedProgram>,
     license: String,
     kern_version: u32,
+    btf_fd: Option<OwnedFd>,
 }
 
 impl LoadedObject {
@@ -520,6 +573,11 @@ impl LoadedObject {
             .iter()
             .find(|p| p.name == name || p.section_name == name)
     }
+    /// Fd of the object's BTF in the kernel, if it has BTF and the kernel took it.
+    #[must_use]
+    pub fn btf_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.btf_fd.as_ref().map(AsFd::as_fd)
+    }
     /// The `kern_version` programs were loaded with.
     #[must_use]
     pub fn kern_version(&self) -> u32 {
@@ -543,7 +601,12 @@ impl LoadedObject {
             license: &self.license,
             kern_version: self.kern_version,
         };
-        load_program_with_log(&req, level, DEFAULT_LOG_SIZE).map(|(_fd, log)| log)
+        let btf = self.btf_fd.as_ref().map(|fd| ProgBtf {
+            fd: fd.as_fd(),
+            func_info: &p.ext.func_info,
+            line_info: &p.ext.line_info,
+        });
+        load_program_with_log_btf(&req, btf, level, DEFAULT_LOG_SIZE).map(|(_fd, log)| log)
     }
 
     /// Id, tag and post-verifier instruction count of every program (`inspect --load`).
@@ -579,7 +642,7 @@ impl Drop for LoadedObject {
     }
 }
 
-fn map_spec(def: &MapDef<'_>) -> Result<MapSpec> {
+fn map_spec(def: &MapDef<'_>, object_name: &str) -> Result<MapSpec> {
     let mut max_entries = def.max_entries;
     if def.map_type == map_type::PERF_EVENT_ARRAY && max_entries == 0 {
         // One slot per CPU, what libbpf fills in when the object leaves it to the loader.
@@ -592,8 +655,10 @@ fn map_spec(def: &MapDef<'_>) -> Result<MapSpec> {
             .try_into()
             .unwrap_or(u32::MAX);
     }
+    let name = def.kernel_name(object_name);
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     Ok(MapSpec {
-        name: def.name.into(),
+        name: String::from_utf8_lossy(name.get(..end).unwrap_or_default()).into_owned(),
         map_type: def.map_type,
         key_size: def.key_size,
         value_size: def.value_size,
@@ -613,7 +678,34 @@ fn inner_of(def: &MapDef<'_>) -> Option<u32> {
     .flatten()
 }
 
-fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
+/// What map creation needs from the object's BTF.
+struct MapBtf<'f, 'b> {
+    fd: Option<BorrowedFd<'f>>,
+    local: Option<&'b Btf<'b>>,
+}
+
+impl MapBtf<'_, '_> {
+    /// `MapExtra` of `def`: its key/value type ids (a global data map's value is its
+    /// section's DATASEC).
+    fn extra(&self, def: &MapDef<'_>) -> MapExtra<'_> {
+        let value = if def.kind.is_internal() {
+            self.local
+                .and_then(|b| b.find(def.name, Kind::Datasec))
+                .map_or(0, |t| t.id())
+        } else {
+            def.btf_value_type_id
+        };
+        MapExtra {
+            btf_fd: self.fd,
+            btf_key_type_id: def.btf_key_type_id,
+            btf_value_type_id: value,
+            numa_node: (def.numa_node != 0).then_some(def.numa_node),
+            map_extra: def.map_extra,
+        }
+    }
+}
+
+fn create_maps(defs: &[MapDef<'_>], object_name: &str, btf: &MapBtf<'_, '_>) -> Result<Vec<Map>> {
     let mut maps: Vec<Option<Map>> = defs.iter().map(|_| None).collect();
     // Plain maps first, so every map-in-map finds its inner template created.
     for inner_pass in [false, true] {
@@ -622,8 +714,27 @@ fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
             if inner_of(def).is_some() != inner_pass {
                 continue;
             }
-            let inner = match inner_of(def) {
-                Some(j) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
+            let spec = map_spec(def, object_name)?;
+            // A BTF-defined map-in-map: its inner definition is a template created for
+            // the occasion (closed once the outer map holds its copy).
+            let btf_inner = match def.inner {
+                Some(inner) => {
+                    let a = inner.attrs;
+                    let ispec = MapSpec {
+                        name: format!("{}.inner", spec.name),
+                        map_type: a.map_type,
+                        key_size: a.key_size,
+                        value_size: a.value_size,
+                        max_entries: a.max_entries,
+                        map_flags: a.map_flags,
+                    };
+                    Some(Map::create(&ispec, None)?)
+                }
+                None => None,
+            };
+            let inner = match (inner_of(def), btf_inner.as_ref()) {
+                (_, Some(m)) => Some(m),
+                (Some(j), None) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
                     || Error::Usage {
                         what: format!(
                             "map '{}': inner map #{j} is missing or itself a map-in-map",
@@ -631,9 +742,9 @@ fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
                         ),
                     },
                 )?),
-                None => None,
+                (None, None) => None,
             };
-            let m = Map::create(&map_spec(def)?, inner)?;
+            let m = Map::create_with(&spec, inner, &btf.extra(def))?;
             if let Some(slot) = maps.get_mut(i) {
                 *slot = Some(m);
             }
@@ -642,17 +753,254 @@ fn create_maps(defs: &[MapDef<'_>]) -> Result<Vec<Map>> {
     Ok(maps.into_iter().flatten().collect())
 }
 
+/// Writes the initial values of global data maps (`.rodata`, `.data`, `.kconfig`) and
+/// freezes the read-only ones, as libbpf does.
+fn init_data_maps(defs: &[MapDef<'_>], maps: &[Map], kconfig: Option<&[u8]>) -> Result<()> {
+    for (def, map) in defs.iter().zip(maps) {
+        let initial = match def.kind {
+            MapKind::Kconfig => kconfig.unwrap_or_default(),
+            MapKind::Rodata | MapKind::Data => def.initial,
+            _ => continue,
+        };
+        let mut value = vec![0u8; def.value_size as usize];
+        let n = initial.len().min(value.len());
+        if let (Some(d), Some(s)) = (value.get_mut(..n), initial.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        map.update_bytes(&0u32.to_ne_bytes(), &value, crate::maps::UpdateMode::Any)?;
+        if matches!(def.kind, MapKind::Rodata | MapKind::Kconfig) {
+            map.freeze()?;
+        }
+    }
+    Ok(())
+}
+
+/// The running kernel's configuration: `path`, else `/proc/config.gz`, else
+/// `/boot/config-$(uname -r)`; gzip is recognised by its magic.
+///
+/// # Errors
+/// [`Error::Io`] naming every place looked at when none can be read.
+pub fn read_kernel_config(path: Option<&std::path::Path>) -> Result<String> {
+    let release = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    let candidates: Vec<PathBuf> = match path {
+        Some(p) => vec![p.to_path_buf()],
+        None => vec![
+            PathBuf::from("/proc/config.gz"),
+            PathBuf::from(format!("/boot/config-{release}")),
+        ],
+    };
+    let mut last = None;
+    for c in &candidates {
+        match std::fs::read(c) {
+            Ok(bytes) => return Ok(String::from_utf8_lossy(&gunzip(&bytes, c)?).into_owned()),
+            Err(e) => last = Some((c.clone(), e)),
+        }
+    }
+    let (p, source) = last.unwrap_or_else(|| (PathBuf::new(), std::io::ErrorKind::NotFound.into()));
+    Err(Error::Io {
+        path: format!(
+            "kernel configuration for .kconfig externs (tried {})",
+            candidates
+                .iter()
+                .map(|c| c.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ) + &format!("; last: {}", p.display()),
+        source,
+    })
+}
+
+/// `bytes` decompressed if gzip (RFC 1952), else as is.
+fn gunzip(bytes: &[u8], path: &std::path::Path) -> Result<Vec<u8>> {
+    if bytes.get(..2) != Some(&[0x1f, 0x8b][..]) {
+        return Ok(bytes.to_vec());
+    }
+    let bad = |what: &str| Error::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned()),
+    };
+    let flags = *bytes.get(3).ok_or_else(|| bad("truncated gzip header"))?;
+    let mut at = 10usize;
+    if flags & 4 != 0 {
+        let xlen = bytes
+            .get(at..at + 2)
+            .and_then(|b| <[u8; 2]>::try_from(b).ok())
+            .map(|b| usize::from(u16::from_le_bytes(b)))
+            .ok_or_else(|| bad("truncated gzip extra field"))?;
+        at += 2 + xlen;
+    }
+    for flag in [8u8, 16] {
+        if flags & flag != 0 {
+            let rest = bytes
+                .get(at..)
+                .ok_or_else(|| bad("truncated gzip header"))?;
+            at += rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| bad("unterminated gzip name"))?
+                + 1;
+        }
+    }
+    if flags & 2 != 0 {
+        at += 2;
+    }
+    let body = bytes
+        .get(at..)
+        .ok_or_else(|| bad("truncated gzip stream"))?;
+    miniz_oxide::inflate::decompress_to_vec(body).map_err(|_| bad("corrupt gzip stream"))
+}
+
+/// The `.kconfig` map's value: each extern from `config` (`CONFIG_X=y|m|n|"str"|number`)
+/// or, for `LINUX_KERNEL_VERSION`, the running kernel's version; `size` bytes.
+///
+/// # Errors
+/// [`Error::Usage`] naming the extern when a non-weak one is missing, has a value its
+/// type cannot hold, or is no Kconfig name libbpf knows.
+pub fn kconfig_value(externs: &[KconfigExtern<'_>], size: u32, config: &str) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; size as usize];
+    for e in externs {
+        let bad = |why: &str| Error::Usage {
+            what: format!("extern '{}' (.kconfig): {why}", e.name),
+        };
+        let value: Option<String> = if e.name == "LINUX_KERNEL_VERSION" {
+            running_kernel_version().map(|v| v.to_string())
+        } else if e.name == "LINUX_HAS_SYSCALL_WRAPPER" || e.name == "LINUX_HAS_BPF_COOKIE" {
+            // Every kernel sluice runs on (5.15 and later on x86_64/arm64) has both.
+            Some("y".into())
+        } else if e.name.starts_with("CONFIG_") {
+            config.lines().find_map(|l| {
+                l.strip_prefix(e.name)
+                    .and_then(|r| r.strip_prefix('='))
+                    .map(str::to_owned)
+            })
+        } else {
+            return Err(bad("not a CONFIG_ name nor one libbpf provides"));
+        };
+        let Some(value) = value else {
+            if e.weak {
+                continue;
+            }
+            return Err(bad(
+                "not set in the kernel configuration (declare it __weak to default to 0)",
+            ));
+        };
+        let at = e.offset as usize;
+        let slot = out
+            .get_mut(at..at + e.size as usize)
+            .ok_or_else(|| bad("outside the .kconfig map"))?;
+        write_kconfig(slot, e.kind, &value)
+            .map_err(|why| bad(&format!("value '{value}': {why}")))?;
+    }
+    Ok(out)
+}
+
+fn write_kconfig(
+    slot: &mut [u8],
+    kind: KconfigKind,
+    value: &str,
+) -> std::result::Result<(), &'static str> {
+    let tri = match value {
+        "y" => Some(b'y'),
+        "m" => Some(b'm'),
+        "n" => Some(b'n'),
+        _ => None,
+    };
+    match (kind, tri) {
+        (KconfigKind::Bool, Some(b'm')) => return Err("m for a bool"),
+        (KconfigKind::Bool, Some(c)) => slot.fill(u8::from(c == b'y')),
+        (KconfigKind::Tristate, Some(c)) => {
+            let v: u32 = match c {
+                b'y' => 1,
+                b'm' => 2,
+                _ => 0,
+            };
+            let b = v.to_ne_bytes();
+            let n = slot.len().min(4);
+            if let (Some(d), Some(s)) = (slot.get_mut(..n), b.get(..n)) {
+                d.copy_from_slice(s);
+            }
+        }
+        (KconfigKind::Char, Some(c)) => slot.fill(c),
+        (KconfigKind::CharArray, _) => {
+            let s = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .ok_or("not a string")?;
+            let n = s.len().min(slot.len().saturating_sub(1));
+            if let (Some(d), Some(src)) = (slot.get_mut(..n), s.as_bytes().get(..n)) {
+                d.copy_from_slice(src);
+            }
+        }
+        (KconfigKind::Int { .. } | KconfigKind::Char, None) => {
+            let signed = matches!(kind, KconfigKind::Int { signed: true });
+            let v: i128 = if let Some(h) = value.strip_prefix("0x") {
+                i128::from_str_radix(h, 16).map_err(|_| "not a number")?
+            } else {
+                value.parse::<i128>().map_err(|_| "not a number")?
+            };
+            let bits = slot.len() * 8;
+            let fits = if signed {
+                v >= -(1i128 << (bits - 1)) && v < (1i128 << (bits - 1))
+            } else {
+                v >= 0 && v < (1i128 << bits)
+            };
+            if !fits {
+                return Err("does not fit the extern's type");
+            }
+            let b = (v as u64).to_ne_bytes();
+            let n = slot.len();
+            #[cfg(target_endian = "little")]
+            let src = b.get(..n);
+            #[cfg(target_endian = "big")]
+            let src = b.get(8 - n..);
+            if let Some(src) = src {
+                slot.copy_from_slice(src);
+            }
+        }
+        _ => return Err("the extern's type cannot hold it"),
+    }
+    Ok(())
+}
+
 fn program_name<'a>(p: &Program<'a>) -> &'a str {
     p.name.unwrap_or(p.section_name)
 }
 
-/// Loads `obj`: creates every map, relocates every program against the map fds (after its
-/// prologue, if any), and loads it with the type its section implies.
+/// The CO-RE target: the BTF bytes and its type index, parsed on use.
+struct Target {
+    bytes: Vec<u8>,
+    index: Vec<u32>,
+}
+
+fn read_target(path: &std::path::Path) -> Result<Target> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let n = Btf::count_types(&bytes).map_err(|e| Error::Usage {
+        what: format!("target BTF {}: {e}", path.display()),
+    })?;
+    Ok(Target {
+        bytes,
+        index: vec![0; n as usize],
+    })
+}
+
+/// Loads `obj`: loads its BTF (fixed up, and sanitised for the running kernel), creates
+/// every map (BTF-defined ones with their key/value types, global data maps initialised,
+/// `.rodata` and `.kconfig` frozen), links every program with the functions it calls,
+/// applies its CO-RE relocations against the kernel's BTF, and loads it with its
+/// `func_info` / `line_info` and the type its section implies.
 ///
 /// # Errors
 /// The first failure, with everything created so far closed again:
-/// [`Error::Verifier`] (program name, errno, whole log), [`Error::Permission`],
-/// [`Error::Unsupported`], [`Error::Core`] for relocation problems, [`Error::Syscall`].
+/// [`Error::Verifier`] (program name, errno, whole log, plus a note for each instruction a
+/// CO-RE relocation poisoned), [`Error::Permission`], [`Error::Unsupported`],
+/// [`Error::Core`] for relocation problems, [`Error::Syscall`], [`Error::Io`] for a
+/// missing kernel configuration or target BTF.
 pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
     let kern_version = opts
         .kern_version
@@ -660,8 +1008,92 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         .or_else(running_kernel_version)
         .unwrap_or(0);
     let license = obj.license().unwrap_or("").to_owned();
-    let maps = create_maps(obj.maps())?;
+    let object_name = opts.object_name.as_deref().unwrap_or("");
+    // Kconfig externs and their values.
+    let mut slots = vec![None; sluice_core::object::MAX_EXTERNS];
+    let n = obj.kconfig_externs(&mut slots)?;
+    let kconfig: Vec<KconfigExtern<'_>> = slots.into_iter().take(n).flatten().collect();
+    let kconfig_value = match obj.maps().iter().find(|m| m.kind == MapKind::Kconfig) {
+        Some(m) => {
+            let config = read_kernel_config(opts.kconfig.as_deref())?;
+            Some(kconfig_value(&kconfig, m.value_size, &config)?)
+        }
+        None => None,
+    };
+    // The object's BTF: optional, as for libbpf (a kernel that refuses it still loads
+    // the programs, without source lines).
+    let local_types = obj
+        .btf_bytes()
+        .map_or(Ok(0), Btf::count_types)
+        .map_err(|e| Error::Core(e.into()))?;
+    let mut local_index = vec![0u32; local_types as usize];
+    let local = obj.parse_btf(&mut local_index)?;
+    let btf_fd = match crate::btf::fixup(obj, &kconfig) {
+        Ok(Some(mut bytes)) => {
+            let sanitised = crate::btf::sanitize(&mut bytes, &crate::btf::Features::probe());
+            match sanitised.and_then(|_| crate::btf::load(&bytes)) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    log::warn!("object BTF not loaded, going on without it: {e}");
+                    None
+                }
+            }
+        }
+        Ok(None) => None,
+        Err(e) => {
+            log::warn!("object BTF not usable, going on without it: {e}");
+            None
+        }
+    };
+    let ext = match (obj.btf_ext_bytes(), local.as_ref()) {
+        (Some(bytes), Some(btf)) => match BtfExt::parse(bytes, btf) {
+            Ok(ext) => Some(ext),
+            Err(e) => {
+                log::warn!("object .BTF.ext not usable: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
+    let map_btf = MapBtf {
+        fd: btf_fd.as_ref().map(AsFd::as_fd),
+        local: local.as_ref(),
+    };
+    let maps = create_maps(obj.maps(), object_name, &map_btf)?;
+    init_data_maps(obj.maps(), &maps, kconfig_value.as_deref())?;
     let map_fds: Vec<i32> = maps.iter().map(|m| m.as_fd().as_raw_fd()).collect();
+    // CO-RE: the target BTF is read only when some relocation needs it.
+    let has_core = ext
+        .as_ref()
+        .is_some_and(|e| e.core_relos().next().is_some());
+    let mut target = match has_core {
+        true => Some(read_target(
+            opts.target_btf
+                .as_deref()
+                .unwrap_or(std::path::Path::new(crate::btf::VMLINUX_BTF)),
+        )?),
+        false => None,
+    };
+    let mut scratch: Vec<u32>;
+    let target_btf = match target.as_mut() {
+        Some(t) => Some(
+            Btf::parse(&t.bytes, &mut t.index).map_err(|e| Error::Usage {
+                what: format!("target BTF: {e}"),
+            })?,
+        ),
+        None => None,
+    };
+    let cands = match target_btf {
+        Some(t) => {
+            scratch = vec![0u32; CandidateIndex::required_len(&t)];
+            Some(
+                CandidateIndex::new(t, &mut scratch).map_err(|e| Error::Usage {
+                    what: format!("target BTF: {e}"),
+                })?,
+            )
+        }
+        None => None,
+    };
     let mut programs = Vec::with_capacity(obj.programs().len());
     for (index, p) in obj.programs().iter().enumerate() {
         if p.is_subprogram() {
@@ -675,14 +1107,35 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
                 generated.as_slice()
             }
         };
-        let mut insns = vec![Insn::default(); prologue.len().saturating_add(p.insn_count())];
+        let linked = obj.linked_len(index)?;
+        let mut insns = vec![Insn::default(); prologue.len().saturating_add(linked)];
         let n = obj.relocate(index, prologue, &map_fds, &mut insns)?;
         insns.truncate(n);
+        let mut layout = vec![LinkedPart::default(); sluice_core::object::MAX_LINKED];
+        let parts = obj.link_layout(index, &mut layout)?;
+        layout.truncate(parts);
+        let name = program_name(p);
+        let mut poisoned = Vec::new();
+        if let (Some(ext), Some(local), Some(cands)) =
+            (ext.as_ref(), local.as_ref(), cands.as_ref())
+        {
+            let resolver = CoreResolver::new(local, cands);
+            poisoned =
+                crate::btf::apply_core(obj, ext, &resolver, &layout, prologue.len(), &mut insns)?;
+            for x in &poisoned {
+                log::debug!("{}: instruction {} poisoned", x.what, x.insn);
+            }
+        }
+        let info = match ext.as_ref() {
+            Some(ext) if btf_fd.is_some() => {
+                crate::btf::ext_info(obj, ext, &layout, prologue.len())
+            }
+            _ => crate::btf::ExtInfo::default(),
+        };
         let prog_type = opts
             .prog_type
             .or_else(|| section_prog_type(program_spec(p, index, opts)))
             .unwrap_or(opts.default_prog_type);
-        let name = program_name(p);
         let req = ProgramLoad {
             name,
             prog_type,
@@ -690,7 +1143,33 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
             license: &license,
             kern_version,
         };
-        let fd = load_program(&req, opts.log_level, opts.log_size)?;
+        let btf = btf_fd.as_ref().map(|fd| ProgBtf {
+            fd: fd.as_fd(),
+            func_info: &info.func_info,
+            line_info: &info.line_info,
+        });
+        let fd = match load_program_btf(&req, btf, opts.log_level, opts.log_size) {
+            Ok(fd) => fd,
+            Err(Error::Verifier {
+                program,
+                errno,
+                mut log,
+            }) if !poisoned.is_empty() => {
+                // Name what the poison stands for: the verifier only says
+                // "invalid func unknown#195896080".
+                for x in &poisoned {
+                    log.extend_from_slice(
+                        format!("\nsluice: instruction {} poisoned: {}", x.insn, x.what).as_bytes(),
+                    );
+                }
+                return Err(Error::Verifier {
+                    program,
+                    errno,
+                    log,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         log::debug!(
             "load bpf program '{}' ({}): fd = {}",
             name,
@@ -704,6 +1183,7 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
             spec: program_spec(p, index, opts).into(),
             prog_type,
             insns,
+            ext: info,
             fd,
         });
     }
@@ -718,6 +1198,7 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         programs,
         license,
         kern_version,
+        btf_fd,
     })
 }
 

@@ -103,6 +103,21 @@ pub struct MapSpec {
     pub map_flags: u32,
 }
 
+/// What a map gets besides its [`MapSpec`]: BTF and the rarer creation fields.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MapExtra<'a> {
+    /// The object's BTF.
+    pub btf_fd: Option<BorrowedFd<'a>>,
+    /// BTF type id of the key (0: none).
+    pub btf_key_type_id: u32,
+    /// BTF type id of the value (0: none).
+    pub btf_value_type_id: u32,
+    /// NUMA node to allocate on (`BPF_F_NUMA_NODE`).
+    pub numa_node: Option<u32>,
+    /// `map_extra` (bloom filter hash count ...).
+    pub map_extra: u64,
+}
+
 /// A map this process created; closed on drop.
 #[derive(Debug)]
 pub struct Map {
@@ -119,12 +134,56 @@ impl Map {
     /// [`Error::Unsupported`] for a map type this kernel does not know,
     /// [`Error::Permission`] without `CAP_BPF`, [`Error::Syscall`] otherwise.
     pub fn create(spec: &MapSpec, inner: Option<&Map>) -> Result<Map> {
+        Self::create_with(spec, inner, &MapExtra::default())
+    }
+
+    /// [`Map::create`] with what BTF-defined maps add: the object's BTF and the key and
+    /// value type ids (the kernel then checks them and `bpftool map dump` prints
+    /// structured values), `numa_node`, `map_extra`. When the kernel refuses the BTF
+    /// (map types that take none, old kernels), the map is created again without it, as
+    /// libbpf does.
+    ///
+    /// # Errors
+    /// As [`Map::create`].
+    pub fn create_with(spec: &MapSpec, inner: Option<&Map>, extra: &MapExtra<'_>) -> Result<Map> {
+        let with_btf =
+            extra.btf_fd.is_some() && (extra.btf_key_type_id != 0 || extra.btf_value_type_id != 0);
+        if with_btf {
+            match Self::create_raw(spec, inner, extra) {
+                Ok(m) => return Ok(m),
+                Err(e) => log::debug!(
+                    "map '{}': creating with BTF failed ({e}); retrying without BTF",
+                    spec.name
+                ),
+            }
+        }
+        let bare = MapExtra {
+            btf_fd: None,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            ..*extra
+        };
+        Self::create_raw(spec, inner, &bare)
+    }
+
+    fn create_raw(spec: &MapSpec, inner: Option<&Map>, extra: &MapExtra<'_>) -> Result<Map> {
+        let numa = extra.numa_node.unwrap_or(0);
         let mut attr = MapCreateAttr {
+            btf_fd: extra.btf_fd.map_or(0, |f| f.as_raw_fd_u32()),
+            btf_key_type_id: extra.btf_key_type_id,
+            btf_value_type_id: extra.btf_value_type_id,
+            numa_node: numa,
+            map_extra: extra.map_extra,
             map_type: spec.map_type,
             key_size: spec.key_size,
             value_size: spec.value_size,
             max_entries: spec.max_entries,
-            map_flags: spec.map_flags,
+            map_flags: spec.map_flags
+                | if extra.numa_node.is_some() {
+                    sluice_core::perf::abi::BPF_F_NUMA_NODE
+                } else {
+                    0
+                },
             inner_map_fd: inner.map_or(0, |m| m.fd.as_fd().as_raw_fd_u32()),
             map_name: object_name(&spec.name),
             ..MapCreateAttr::default()
@@ -152,6 +211,23 @@ impl Map {
             name: spec.name.clone(),
             fd,
             max_entries: spec.max_entries,
+        })
+    }
+
+    /// Freezes the map (`BPF_MAP_FREEZE`): user space can no longer write it; a
+    /// `.rodata` map is frozen once its initial value is in, so the verifier can treat
+    /// its contents as constants.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] before Linux 5.2; the kernel's refusal.
+    pub fn freeze(&self) -> Result<()> {
+        sys::map_freeze(self.fd.as_fd()).map_err(|errno| {
+            Error::bpf(
+                "bpf(BPF_MAP_FREEZE)",
+                &self.name,
+                errno,
+                Some(("BPF_MAP_FREEZE".into(), "5.2")),
+            )
         })
     }
 

@@ -1,7 +1,8 @@
 //! The verifier's own listing (log level 2) of every loaded fixture program equals our
 //! disassembly (`sluice_core::disasm`) of the instructions we handed it, line for line.
 //!
-//! The one allowed difference: a map load (`ld_imm64` with `BPF_PSEUDO_MAP_FD`) shows the
+//! The one allowed difference: a map load (`ld_imm64` with `BPF_PSEUDO_MAP_FD`, or
+//! `BPF_PSEUDO_MAP_VALUE` for global data) shows the
 //! fd in our listing and the kernel's map pointer in the verifier's, so only `rN = 0x` is
 //! compared there.
 #![allow(
@@ -15,6 +16,7 @@ mod common;
 
 use sluice_core::disasm::Listing;
 use sluice_core::insn::opcode::PSEUDO_MAP_FD;
+use sluice_core::object::PSEUDO_MAP_VALUE;
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_runtime::{load, LoadOptions};
 use std::collections::BTreeMap;
@@ -97,7 +99,8 @@ fn verifier_listing_equals_our_disassembly() {
                         f.index(),
                         (
                             f.to_string(),
-                            insn.is_ld_imm64() && insn.src == PSEUDO_MAP_FD,
+                            insn.is_ld_imm64()
+                                && (insn.src == PSEUDO_MAP_FD || insn.src == PSEUDO_MAP_VALUE),
                         ),
                     )
                 })

@@ -33,6 +33,8 @@ no_version:
 btf_kinds:
 btf_maps:
 btf_core:
+modern_kconfig:
+modern_badline:
 record_demo:
 record_filter:
 record_output:

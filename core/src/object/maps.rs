@@ -16,8 +16,51 @@
 //! the one reported (tc objects are where 28-byte maps are still found), and the raw
 //! words stay available through [`MapDef::words`].
 
+use crate::btf::InnerMapDef;
 use crate::error::{Error, Result, SectionRef};
+use crate::perf::abi::BPF_OBJ_NAME_LEN;
 use scroll::{Endian, Pread};
+
+/// `BPF_F_RDONLY_PROG`: programs may only read the map (`.rodata`, `.kconfig`).
+pub const BPF_F_RDONLY_PROG: u32 = 1 << 7;
+/// `BPF_F_MMAPABLE`: the array can be `mmap`ed (global data maps).
+pub const BPF_F_MMAPABLE: u32 = 1 << 10;
+/// `BPF_MAP_TYPE_ARRAY`, the type of every global data map.
+const MAP_TYPE_ARRAY: u32 = 2;
+
+/// Where a map definition comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum MapKind {
+    /// A `struct bpf_map_def` of the legacy `maps` section.
+    Legacy,
+    /// A BTF-defined map: a variable of the `.maps` section described by `.BTF`.
+    Btf,
+    /// `.rodata*`: a one-element array, frozen after its initial value is written.
+    #[doc(alias = "LIBBPF_MAP_RODATA")]
+    Rodata,
+    /// `.data*`: a one-element array holding the section's initial value.
+    #[doc(alias = "LIBBPF_MAP_DATA")]
+    Data,
+    /// `.bss*`: a one-element array, zeroed.
+    #[doc(alias = "LIBBPF_MAP_BSS")]
+    Bss,
+    /// `.kconfig`: the values of the object's `extern` Kconfig variables, filled by the
+    /// loader from the running kernel's configuration.
+    #[doc(alias = "LIBBPF_MAP_KCONFIG")]
+    Kconfig,
+}
+
+impl MapKind {
+    /// Whether the map holds global data (one array element, named after its section).
+    #[must_use]
+    pub fn is_internal(self) -> bool {
+        matches!(
+            self,
+            MapKind::Rodata | MapKind::Data | MapKind::Bss | MapKind::Kconfig
+        )
+    }
+}
 
 /// Which `bpf_map_def` layout a legacy `maps` section uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,8 +136,27 @@ pub struct MapDef<'a> {
     pub inner_idx: Option<u32>,
     /// Layout the definition was read with.
     pub layout: MapLayout,
-    /// Offset of the definition in the `maps` section.
+    /// Offset of the definition in the `maps` section (legacy), of the variable in `.maps`
+    /// (BTF); 0 for global data.
     pub offset: u32,
+    /// Where the definition comes from.
+    pub kind: MapKind,
+    /// Section header index of the `maps`, `.maps` or data section (0 for `.kconfig`).
+    pub section: u32,
+    /// `numa_node` (BTF maps; 0 otherwise).
+    pub numa_node: u32,
+    /// `map_extra` (BTF maps; 0 otherwise).
+    pub map_extra: u64,
+    /// BTF type id of the key (`__type(key, T)`), 0 when unknown.
+    pub btf_key_type_id: u32,
+    /// BTF type id of the value (`__type(value, T)`), 0 when unknown. Global data maps
+    /// take their section's DATASEC, which the loader finds by name.
+    pub btf_value_type_id: u32,
+    /// The inner map of a BTF-defined map-in-map (`__array(values, struct { ... })`).
+    pub inner: Option<InnerMapDef>,
+    /// Initial value of a global data map (`.rodata`, `.data`: the section's bytes; empty
+    /// for `.bss` and `.kconfig`, which start zeroed).
+    pub initial: &'a [u8],
     words: [u32; MAX_MAP_WORDS],
 }
 
@@ -135,8 +197,123 @@ impl<'a> MapDef<'a> {
             inner_idx: if iproute { has(8) } else { None },
             layout,
             offset,
+            kind: MapKind::Legacy,
+            section: section.index,
+            numa_node: 0,
+            map_extra: 0,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            inner: None,
+            initial: &[],
             words,
         })
+    }
+
+    /// The name the map gets in the kernel (at most 15 bytes, NUL-padded), as libbpf
+    /// names it: the map's own name for legacy and BTF maps; for global data
+    /// `<object>.rodata` (the object name cut at its first `.`, shortened so the section
+    /// name fits), or the section name alone when it has a second dot (`.rodata.str1.1`).
+    /// Bytes the kernel refuses become `_`.
+    #[must_use]
+    #[doc(alias = "internal_map_name")]
+    pub fn kernel_name(&self, object_name: &str) -> [u8; BPF_OBJ_NAME_LEN] {
+        if !self.kind.is_internal() {
+            return crate::perf::abi::object_name(self.name);
+        }
+        let obj = object_name.split('.').next().unwrap_or("");
+        let real = self.name.as_bytes();
+        let sfx_len = real.len().clamp(7, BPF_OBJ_NAME_LEN - 1);
+        let custom = real.get(1..).is_some_and(|r| r.contains(&b'.'));
+        let pfx_len = if custom {
+            0
+        } else {
+            (BPF_OBJ_NAME_LEN - sfx_len - 1).min(obj.len())
+        };
+        let mut out = [0u8; BPF_OBJ_NAME_LEN];
+        let name = obj
+            .as_bytes()
+            .iter()
+            .take(pfx_len)
+            .chain(real.iter().take(sfx_len));
+        for (dst, &b) in out.iter_mut().take(BPF_OBJ_NAME_LEN - 1).zip(name) {
+            *dst = if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+                b
+            } else {
+                b'_'
+            };
+        }
+        out
+    }
+
+    /// A BTF-defined map named `name` (its ELF symbol) at `offset` of `.maps` (section
+    /// `section`).
+    pub(crate) fn from_btf(
+        name: &'a str,
+        offset: u32,
+        section: u32,
+        d: &crate::btf::BtfMapDef<'_>,
+    ) -> Self {
+        MapDef {
+            name,
+            map_type: d.map_type,
+            key_size: d.key_size,
+            value_size: d.value_size,
+            max_entries: d.max_entries,
+            map_flags: Some(d.map_flags),
+            inner_map_idx: None,
+            id: None,
+            pinning: Some(d.pinning),
+            inner_id: None,
+            inner_idx: None,
+            layout: MapLayout::Seed16,
+            offset,
+            kind: MapKind::Btf,
+            section,
+            numa_node: d.numa_node,
+            map_extra: d.map_extra,
+            btf_key_type_id: d.key_type_id,
+            btf_value_type_id: d.value_type_id,
+            inner: d.inner,
+            initial: &[],
+            words: [0; MAX_MAP_WORDS],
+        }
+    }
+
+    /// A global data map for section `section` named `name` (`.rodata`, `.data.foo`,
+    /// `.bss` ...) of `size` bytes, initialised with `initial` (empty for `.bss`), or the
+    /// `.kconfig` map.
+    pub(crate) fn internal(
+        name: &'a str,
+        kind: MapKind,
+        section: u32,
+        size: u32,
+        initial: &'a [u8],
+    ) -> Self {
+        let read_only = matches!(kind, MapKind::Rodata | MapKind::Kconfig);
+        MapDef {
+            name,
+            map_type: MAP_TYPE_ARRAY,
+            key_size: 4,
+            value_size: size,
+            max_entries: 1,
+            map_flags: Some(if read_only { BPF_F_RDONLY_PROG } else { 0 } | BPF_F_MMAPABLE),
+            inner_map_idx: None,
+            id: None,
+            pinning: None,
+            inner_id: None,
+            inner_idx: None,
+            layout: MapLayout::Seed16,
+            offset: 0,
+            kind,
+            section,
+            numa_node: 0,
+            map_extra: 0,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            inner: None,
+            initial,
+            words: [0; MAX_MAP_WORDS],
+        }
     }
 
     /// The raw 32-bit words of the definition, in file order.
@@ -165,6 +342,14 @@ impl<'a> MapDef<'a> {
             inner_idx: None,
             layout: MapLayout::Seed16,
             offset,
+            kind: MapKind::Legacy,
+            section: 0,
+            numa_node: 0,
+            map_extra: 0,
+            btf_key_type_id: 0,
+            btf_value_type_id: 0,
+            inner: None,
+            initial: &[],
             words: [0; MAX_MAP_WORDS],
         }
     }

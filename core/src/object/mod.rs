@@ -22,13 +22,24 @@
 //! # Ok(()) }
 //! ```
 
+mod externs;
+mod link;
 mod maps;
 mod programs;
 mod relocate;
 
-pub use maps::{map_type_name, MapDef, MapLayout, MAX_MAP_WORDS};
+pub use externs::{KconfigExtern, KconfigKind, MAX_EXTERNS};
+pub use link::{LinkedPart, MAX_CALL_DEPTH, MAX_LINKED};
+pub use maps::{
+    map_type_name, MapDef, MapKind, MapLayout, BPF_F_MMAPABLE, BPF_F_RDONLY_PROG, MAX_MAP_WORDS,
+};
 pub use programs::Program;
-pub use relocate::{Reloc, RelocKind, PSEUDO_MAP_FD, R_BPF_64_32, R_BPF_64_64};
+pub use relocate::{
+    Reloc, RelocKind, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE, R_BPF_64_32,
+    R_BPF_64_64,
+};
+
+use crate::btf::Btf;
 
 use crate::elf::{
     self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, StrTab, SymbolTable, SHF_EXECINSTR,
@@ -42,17 +53,32 @@ use heapless::vec::{Vec, VecView};
 pub const DEFAULT_PROGRAMS: usize = 256;
 /// Default map capacity: the peers' `large` object has 50.
 pub const DEFAULT_MAPS: usize = 128;
+/// Default capacity of the `.BTF` type index (one `u32` per type, 64 KiB): an object
+/// built against a whole `vmlinux.h` keeps only the types it uses, a few thousand.
+pub const DEFAULT_BTF_TYPES: usize = 16 * 1024;
 
-/// The program and map tables of an [`Object`], owned by the caller: up to `P` programs
-/// and `M` maps, held inline (tens of KiB with the default capacities, a few hundred
-/// bytes for `ObjectStorage<4, 4>` on a small stack). Creating one costs nothing (the
-/// entries are not initialised); opening into it again reuses it.
+/// The program and map tables of an [`Object`], owned by the caller: up to `P` programs,
+/// `M` maps and a `.BTF` type index of `T` entries, held inline (about 100 KiB with the
+/// default capacities, a few hundred bytes for `ObjectStorage<4, 4, 0>` on a small stack).
+/// Creating one costs nothing (the entries are not initialised); opening into it again
+/// reuses it.
+///
+/// The type index is used only by objects that need their BTF to open: those with
+/// BTF-defined maps (`.maps`) or `extern` variables (`.kconfig`). `T = 0` refuses them
+/// with [`Error::Capacity`].
 #[doc(alias = "bpf_object")]
-pub struct ObjectStorage<'a, const P: usize = DEFAULT_PROGRAMS, const M: usize = DEFAULT_MAPS> {
+pub struct ObjectStorage<
+    'a,
+    const P: usize = DEFAULT_PROGRAMS,
+    const M: usize = DEFAULT_MAPS,
+    const T: usize = DEFAULT_BTF_TYPES,
+> {
     programs: Vec<Program<'a>, P>,
     maps: Vec<MapDef<'a>, M>,
     /// Scratch for the open pass: the executable sections, at most one per program.
     execs: Vec<ExecSection<'a>, P>,
+    /// The `.BTF` type index ([`Btf::parse`]), when the object needs it.
+    btf_index: Vec<u32, T>,
 }
 
 impl ObjectStorage<'_> {
@@ -63,8 +89,8 @@ impl ObjectStorage<'_> {
     }
 }
 
-impl<const P: usize, const M: usize> ObjectStorage<'_, P, M> {
-    /// Empty storage for up to `P` programs and `M` maps:
+impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> {
+    /// Empty storage for up to `P` programs, `M` maps and `T` BTF types:
     /// `ObjectStorage::<4, 4>::with_capacities()`.
     #[must_use]
     pub const fn with_capacities() -> Self {
@@ -72,6 +98,7 @@ impl<const P: usize, const M: usize> ObjectStorage<'_, P, M> {
             programs: Vec::new(),
             maps: empty(),
             execs: empty(),
+            btf_index: empty(),
         }
     }
 }
@@ -84,13 +111,15 @@ const fn empty<T, const N: usize>() -> Vec<T, N> {
     Vec::new()
 }
 
-impl<const P: usize, const M: usize> Default for ObjectStorage<'_, P, M> {
+impl<const P: usize, const M: usize, const T: usize> Default for ObjectStorage<'_, P, M, T> {
     fn default() -> Self {
         Self::with_capacities()
     }
 }
 
-impl<const P: usize, const M: usize> core::fmt::Debug for ObjectStorage<'_, P, M> {
+impl<const P: usize, const M: usize, const T: usize> core::fmt::Debug
+    for ObjectStorage<'_, P, M, T>
+{
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectStorage")
             .field("programs", &self.programs.len())
@@ -107,6 +136,8 @@ pub struct Object<'a, 's> {
     parts: Parts<'a>,
     maps: &'s [MapDef<'a>],
     programs: &'s [Program<'a>],
+    /// The `.BTF`, when opening needed it (BTF-defined maps, externs).
+    btf: Option<Btf<'s>>,
 }
 
 /// What the object knows besides its two tables.
@@ -118,7 +149,26 @@ struct Parts<'a> {
     version: Option<u32>,
     maps_section: Option<u32>,
     map_def_size: u32,
+    /// Number of legacy maps (the first entries of the map table).
     map_count: u32,
+    /// The BTF-defined maps' `.maps` section.
+    btf_maps_section: Option<u32>,
+    /// Number of symbols in `.maps` (BTF-defined maps).
+    btf_map_symbols: u32,
+    /// `.BTF` and `.BTF.ext`.
+    btf_section: Option<u32>,
+    btf_ext_section: Option<u32>,
+    /// Global data sections lie in `data_lo..data_hi`; their maps start at `first_data_map`.
+    data_lo: u32,
+    data_hi: u32,
+    first_data_map: u32,
+    /// Undefined global symbols (`extern`).
+    externs: u32,
+    /// The `.kconfig` map's index.
+    kconfig_map: Option<u32>,
+    /// The REL tables of executable sections lie in `rel_lo..rel_hi`.
+    rel_lo: u32,
+    rel_hi: u32,
 }
 
 impl<'a, 's> Object<'a, 's> {
@@ -130,23 +180,37 @@ impl<'a, 's> Object<'a, 's> {
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
-    pub fn open<const P: usize, const M: usize>(
+    pub fn open<const P: usize, const M: usize, const T: usize>(
         bytes: &'a [u8],
-        storage: &'s mut ObjectStorage<'a, P, M>,
+        storage: &'s mut ObjectStorage<'a, P, M, T>,
     ) -> Result<Self> {
         let ObjectStorage {
             programs,
             maps,
             execs,
+            btf_index,
         } = storage;
         programs.clear();
         maps.clear();
         execs.clear();
-        let parts = fill(
+        btf_index.clear();
+        let mut parts = fill(
             bytes,
             programs.as_mut_view(),
             maps.as_mut_view(),
             execs.as_mut_view(),
+        )?;
+        // BTF only when the object cannot be opened without it.
+        let btf = if parts.btf_map_symbols > 0 || parts.externs > 0 {
+            parse_btf(&parts, btf_index)?
+        } else {
+            None
+        };
+        finish(
+            &mut parts,
+            btf.as_ref(),
+            programs.as_mut_view(),
+            maps.as_mut_view(),
         )?;
         let programs: &'s Vec<Program<'a>, P> = programs;
         let maps: &'s Vec<MapDef<'a>, M> = maps;
@@ -154,7 +218,71 @@ impl<'a, 's> Object<'a, 's> {
             parts,
             maps: maps.as_slice(),
             programs: programs.as_slice(),
+            btf,
         })
+    }
+
+    /// The object's `.BTF` if opening parsed it (the object has BTF-defined maps or
+    /// `extern` variables); otherwise see [`Object::btf_bytes`] and [`Object::parse_btf`].
+    #[must_use]
+    pub fn btf(&self) -> Option<&Btf<'s>> {
+        self.btf.as_ref()
+    }
+
+    /// The raw `.BTF` section, if any.
+    #[must_use]
+    pub fn btf_bytes(&self) -> Option<&'a [u8]> {
+        self.section_bytes(self.parts.btf_section)
+    }
+
+    /// The raw `.BTF.ext` section, if any.
+    #[must_use]
+    pub fn btf_ext_bytes(&self) -> Option<&'a [u8]> {
+        self.section_bytes(self.parts.btf_ext_section)
+    }
+
+    fn section_bytes(&self, index: Option<u32>) -> Option<&'a [u8]> {
+        let sh = self.parts.elf.section(index?)?;
+        Some(self.parts.elf.section_data(&sh))
+    }
+
+    /// Parses the object's `.BTF` with `index` as its type index (at least
+    /// [`Btf::count_types`] entries): for callers that need it when opening did not
+    /// (func_info, line_info, CO-RE). `None` when the object has no `.BTF`.
+    ///
+    /// # Errors
+    /// [`Error::Btf`] for malformed BTF or an index too short.
+    pub fn parse_btf<'x>(&self, index: &'x mut [u32]) -> Result<Option<Btf<'x>>>
+    where
+        'a: 'x,
+    {
+        match self.btf_bytes() {
+            Some(bytes) => Ok(Some(Btf::parse(bytes, index)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Size of the ELF section `index` and the value of its symbol named `name` (an
+    /// `STT_OBJECT`), for BTF DATASEC fix-ups: `(section size, symbol value)`.
+    #[must_use]
+    pub fn section_size_by_name(&self, name: &str) -> Option<u64> {
+        let elf = &self.parts.elf;
+        (1..elf.header().shnum).find_map(|i| {
+            let sh = elf.section(i)?;
+            (elf.section_name_bytes(&sh) == name.as_bytes()).then_some(sh.size)
+        })
+    }
+
+    /// The value (`st_value`) of the first `STT_OBJECT` symbol named `name` defined in a
+    /// section: where a variable of a DATASEC lies in its section.
+    #[must_use]
+    pub fn variable_offset(&self, name: &str) -> Option<u64> {
+        let symbols = self.parts.symbols?;
+        let found = symbols.iter().find_map(|(_, sym)| {
+            (sym.kind() == elf::STT_OBJECT && sym.shndx != 0 && symbols.name(&sym) == Some(name))
+                .then_some(sym.value)
+        });
+        found
     }
 
     /// The `license` section's string, if present.
@@ -249,6 +377,17 @@ fn fill<'a>(
         maps_section: None,
         map_def_size: 0,
         map_count: 0,
+        btf_maps_section: None,
+        btf_map_symbols: 0,
+        btf_section: None,
+        btf_ext_section: None,
+        data_lo: u32::MAX,
+        data_hi: 0,
+        first_data_map: 0,
+        externs: 0,
+        kconfig_map: None,
+        rel_lo: 0,
+        rel_hi: 0,
     };
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
@@ -276,20 +415,160 @@ fn fill<'a>(
     if !programs.is_sorted_by_key(|p| (p.section_index, p.offset)) {
         programs.sort_unstable_by_key(|p| (p.section_index, p.offset));
     }
+    parts.rel_lo = scan.rel_lo;
+    parts.rel_hi = scan.rel_hi;
+    Ok(parts)
+}
+
+/// Parses `.BTF` into the storage's type index.
+fn parse_btf<'a: 's, 's, const T: usize>(
+    parts: &Parts<'a>,
+    index: &'s mut Vec<u32, T>,
+) -> Result<Option<Btf<'s>>> {
+    let Some(section) = parts.btf_section else {
+        if parts.btf_map_symbols > 0 {
+            return Err(Error::BadSection {
+                section: parts.elf.section_ref(parts.btf_maps_section.unwrap_or(0)),
+                what: "BTF-defined maps (.maps) without a .BTF section to describe them",
+            });
+        }
+        // Externs without BTF: relocations against them are refused one by one.
+        return Ok(None);
+    };
+    let sh = parts.elf.section(section).unwrap_or_default();
+    let data: &'a [u8] = parts.elf.section_data(&sh);
+    let count = Btf::count_types(data)? as usize;
+    index
+        .resize(count, 0)
+        .map_err(|_| capacity("BTF types (ObjectStorage T)", T))?;
+    Ok(Some(Btf::parse(data, index.as_mut_slice())?))
+}
+
+/// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
+/// maps, global data maps, the `.kconfig` map, then every relocation of every program.
+fn finish<'a>(
+    parts: &mut Parts<'a>,
+    btf: Option<&Btf<'_>>,
+    programs: &mut VecView<Program<'a>>,
+    maps: &mut VecView<MapDef<'a>>,
+) -> Result<()> {
+    let elf = parts.elf;
+    if let (Some(btf), Some(section)) = (btf, parts.btf_maps_section) {
+        if parts.btf_map_symbols > 0 {
+            btf_map_defs(parts, btf, section, maps)?;
+        }
+    }
+    parts.first_data_map = maps.len() as u32;
+    let map_cap = maps.capacity();
+    for index in parts.data_lo..parts.data_hi {
+        let Some(sh) = elf.section(index) else {
+            continue;
+        };
+        let Some(kind) = data_kind(&elf, &sh) else {
+            continue;
+        };
+        // libbpf skips empty sections: no map, and nothing can refer to them.
+        if sh.size == 0 {
+            continue;
+        }
+        let size = u32::try_from(sh.size).map_err(|_| Error::BadSection {
+            section: elf.section_ref(index),
+            what: "global data section larger than 4 GiB",
+        })?;
+        let initial = if kind == MapKind::Bss {
+            &[][..]
+        } else {
+            elf.section_data(&sh)
+        };
+        let name = elf.section_name(&sh);
+        maps.push(MapDef::internal(name, kind, index, size, initial))
+            .map_err(|_| capacity("maps", map_cap))?;
+    }
+    if let Some(btf) = btf {
+        if parts.externs > 0 {
+            if let Some(size) = externs::kconfig_size(btf)? {
+                parts.kconfig_map = Some(maps.len() as u32);
+                maps.push(MapDef::internal(".kconfig", MapKind::Kconfig, 0, size, &[]))
+                    .map_err(|_| capacity("maps", map_cap))?;
+            }
+        }
+    }
+    let wide = elf.header().class == Class::Elf64;
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
-    for index in scan.rel_lo..scan.rel_hi {
+    for index in parts.rel_lo..parts.rel_hi {
         let Some(sh) = elf.section(index) else {
             continue;
         };
         if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
             if wide {
-                collect_relocations::<true>(&parts, programs, index)?;
+                collect_relocations::<true>(parts, programs, maps, index)?;
             } else {
-                collect_relocations::<false>(&parts, programs, index)?;
+                collect_relocations::<false>(parts, programs, maps, index)?;
             }
         }
     }
-    Ok(parts)
+    Ok(())
+}
+
+/// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,
+/// `.rodata.*`, `.data`, `.data.*` (PROGBITS), `.bss`, `.bss.*` (NOBITS).
+fn data_kind(elf: &Elf<'_>, sh: &elf::SectionHeader) -> Option<MapKind> {
+    let name = elf.section_name_bytes(sh);
+    let is = |base: &[u8]| {
+        name.strip_prefix(base)
+            .is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'.'))
+    };
+    if sh.is_exec() {
+        return None;
+    }
+    match sh.sh_type {
+        SHT_PROGBITS if is(b".rodata") => Some(MapKind::Rodata),
+        SHT_PROGBITS if is(b".data") => Some(MapKind::Data),
+        SHT_NOBITS if is(b".bss") => Some(MapKind::Bss),
+        _ => None,
+    }
+}
+
+/// Fills the BTF-defined maps: the placeholders pushed for the symbols of `.maps` (after
+/// the legacy maps) are put in the order of the `.maps` DATASEC's variables (libbpf's
+/// order) and read from their BTF definitions.
+fn btf_map_defs<'a>(
+    parts: &Parts<'a>,
+    btf: &Btf<'_>,
+    section: u32,
+    maps: &mut VecView<MapDef<'a>>,
+) -> Result<()> {
+    let at = || parts.elf.section_ref(section);
+    let first = parts.map_count as usize;
+    let datasec = btf
+        .find(".maps", crate::btf::Kind::Datasec)
+        .ok_or_else(|| Error::BadSection {
+            section: at(),
+            what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
+        })?;
+    let mut filled = first;
+    for def in crate::btf::btf_maps(btf, datasec.id())? {
+        let def = def?;
+        let rest = maps.get_mut(filled..).unwrap_or_default();
+        let Some(found) = rest.iter().position(|m| m.name == def.name) else {
+            return Err(Error::BadSection {
+                section: at(),
+                what: "a .maps variable in .BTF has no symbol in .maps",
+            });
+        };
+        rest.swap(0, found);
+        if let Some(m) = maps.get_mut(filled) {
+            *m = MapDef::from_btf(m.name, m.offset, section, &def);
+        }
+        filled += 1;
+    }
+    if filled != maps.len() {
+        return Err(Error::BadSection {
+            section: at(),
+            what: "a symbol of .maps has no variable in the .maps DATASEC",
+        });
+    }
+    Ok(())
 }
 
 /// What the pass over the section headers found besides programs and named sections.
@@ -424,6 +703,13 @@ fn scan_sections<'a, const N: usize>(
                 symtab = index;
                 continue;
             }
+            SHT_NOBITS => {
+                if names.tab.tail(sh.name).starts_with(b".bss") {
+                    parts.data_lo = parts.data_lo.min(index);
+                    parts.data_hi = index + 1;
+                }
+                continue;
+            }
             _ => continue,
         }
         let data = || {
@@ -489,6 +775,27 @@ fn scan_sections<'a, const N: usize>(
                 parts.version = Some(u32::from_ne_bytes(data));
             }
             Some(b'm') if tail().starts_with(b"maps\0") => parts.maps_section = Some(index),
+            Some(b'.') => {
+                let t = tail();
+                match t.get(1).copied() {
+                    Some(b'm') if t.starts_with(b".maps\0") => {
+                        parts.btf_maps_section = Some(index);
+                    }
+                    Some(b'B') if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
+                    Some(b'B') if t.starts_with(b".BTF.ext\0") => {
+                        parts.btf_ext_section = Some(index);
+                    }
+                    Some(b'r') if t.starts_with(b".rodata") => {
+                        parts.data_lo = parts.data_lo.min(index);
+                        parts.data_hi = index + 1;
+                    }
+                    Some(b'd') if t.starts_with(b".data") => {
+                        parts.data_lo = parts.data_lo.min(index);
+                        parts.data_hi = index + 1;
+                    }
+                    _ => {}
+                }
+            }
             _ => {}
         }
     }
@@ -521,8 +828,6 @@ fn push_program<'a>(
         rel_first: 0,
         rel_end: 0,
         maps_needed: 0,
-        maps_needed_before_other: 0,
-        first_other: 0,
     };
     let cap = programs.capacity();
     programs
@@ -565,6 +870,9 @@ fn collect_symbols<'a, const N: usize>(
         &mut own_names
     };
     let maps_section = parts.maps_section.and_then(|s| u16::try_from(s).ok());
+    let btf_maps_section = parts.btf_maps_section.and_then(|s| u16::try_from(s).ok());
+    let mut btf_maps = 0u32;
+    let mut externs = 0u32;
     let map_cap = maps.capacity();
     for (i, e) in (0u32..).zip(symbols.data().chunks_exact(N)) {
         let Ok(e) = <&[u8; N]>::try_from(e) else {
@@ -585,10 +893,16 @@ fn collect_symbols<'a, const N: usize>(
             (e.get(12).copied().unwrap_or(0), ne_u16(e, 14))
         };
         let kind = info & 0xf;
-        if kind == STT_SECTION || shndx == 0 {
+        if kind == STT_SECTION {
             continue;
         }
-        let is_map = Some(shndx) == maps_section;
+        if shndx == 0 {
+            // An undefined global: an `extern` (Kconfig variable, ksym, kfunc).
+            externs += u32::from(name_index != 0 && info >> 4 != elf::STB_LOCAL);
+            continue;
+        }
+        let is_btf_map = Some(shndx) == btf_maps_section;
+        let is_map = Some(shndx) == maps_section || is_btf_map;
         if !is_map && kind != elf::STT_FUNC {
             continue;
         }
@@ -610,8 +924,12 @@ fn collect_symbols<'a, const N: usize>(
                 what: "map symbol offset too large",
             })?;
             // Fields are read once every symbol is known and the layout can be computed.
-            maps.push(MapDef::placeholder(name, offset))
-                .map_err(|_| capacity("maps", map_cap))?;
+            let mut m = MapDef::placeholder(name, offset);
+            if is_btf_map {
+                m.kind = MapKind::Btf;
+                btf_maps += 1;
+            }
+            maps.push(m).map_err(|_| capacity("maps", map_cap))?;
         } else {
             let Ok(x) = execs.binary_search_by_key(&u32::from(shndx), |e| e.index) else {
                 continue;
@@ -640,18 +958,23 @@ fn collect_symbols<'a, const N: usize>(
             push_program(programs, little, &e, Some(name), start as u32, code)?;
         }
     }
-    if let Some(section) = parts.maps_section {
-        read_map_defs(parts, maps, section)?;
+    if btf_maps > 0 && maps.len() as u32 != btf_maps {
+        // Legacy maps first (by offset, as read_map_defs wants them), then the BTF ones.
+        maps.sort_unstable_by_key(|m| (m.kind != MapKind::Legacy, m.offset));
     }
-    parts.map_count = maps.len() as u32;
+    let legacy = maps.len() - btf_maps as usize;
+    if let Some(section) = parts.maps_section {
+        if let Some(legacy) = maps.get_mut(..legacy) {
+            read_map_defs(parts, legacy, section)?;
+        }
+    }
+    parts.map_count = legacy as u32;
+    parts.btf_map_symbols = btf_maps;
+    parts.externs = externs;
     Ok(())
 }
 
-fn read_map_defs(
-    parts: &mut Parts<'_>,
-    maps: &mut VecView<MapDef<'_>>,
-    section: u32,
-) -> Result<()> {
+fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -> Result<()> {
     let elf = parts.elf;
     if maps.is_empty() {
         return Ok(());
@@ -694,6 +1017,7 @@ fn read_map_defs(
 fn collect_relocations<const WIDE: bool>(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
+    maps: &[MapDef<'_>],
     index: u32,
 ) -> Result<()> {
     let elf = &parts.elf;
@@ -715,7 +1039,6 @@ fn collect_relocations<const WIDE: bool>(
     })?;
     let table = elf.rel_table_header(index, &symbols)?;
     let (rels, syms) = (table.data(), symbols.data());
-    let maps_section = parts.maps_section;
     // Entries usually come in offset order: try the program of the previous entry first.
     let mut cur = 0usize;
     for i in 0..table.len() {
@@ -766,38 +1089,29 @@ fn collect_relocations<const WIDE: bool>(
         }
         let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
         let shndx = u32::from(shndx);
-        let map = if shndx != 0 && Some(shndx) == maps_section {
-            let code = prog.code.get(rel_off as usize).copied().unwrap_or(0);
-            if code != opcode::LD_IMM64 {
-                return Err(bad("map relocation on an instruction that is not ld_imm64"));
+        let map = match parts.map_target(maps, shndx, value) {
+            MapTarget::None => None,
+            MapTarget::Bad(what) => return Err(bad(what)),
+            MapTarget::Map(map) | MapTarget::Value(map) => {
+                let code = prog.code.get(rel_off as usize).copied().unwrap_or(0);
+                if code != opcode::LD_IMM64 {
+                    return Err(bad("map relocation on an instruction that is not ld_imm64"));
+                }
+                if insn_index + 1 >= count {
+                    return Err(bad("ld_imm64 is missing its second slot"));
+                }
+                Some(map)
             }
-            if insn_index + 1 >= count {
-                return Err(bad("ld_imm64 is missing its second slot"));
-            }
-            let map = parts
-                .map_index_at(value)
-                .ok_or_else(|| bad("map index out of range"))?;
-            Some(map)
-        } else {
-            None
         };
         if prog.rel_section.is_none() {
             prog.rel_section = Some(index);
             prog.rel_first = i;
         }
         prog.rel_end = i + 1;
-        let before_other = prog.map_reloc_count == prog.reloc_count;
         prog.reloc_count += 1;
-        match map {
-            Some(map) => {
-                prog.map_reloc_count += 1;
-                prog.maps_needed = prog.maps_needed.max(map + 1);
-                if before_other {
-                    prog.maps_needed_before_other = prog.maps_needed;
-                }
-            }
-            None if before_other => prog.first_other = i,
-            None => {}
+        if let Some(map) = map {
+            prog.map_reloc_count += 1;
+            prog.maps_needed = prog.maps_needed.max(map + 1);
         }
     }
     Ok(())
@@ -827,7 +1141,55 @@ fn raw_sym<const WIDE: bool>(syms: &[u8], i: u32) -> Option<(u16, u64)> {
     }
 }
 
+/// What a relocation against a symbol of a section loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MapTarget {
+    /// Not a map (code, extern, another section).
+    None,
+    /// A map's fd (`BPF_PSEUDO_MAP_FD`): legacy or BTF-defined map.
+    Map(u32),
+    /// An address inside a global data map's value (`BPF_PSEUDO_MAP_VALUE`).
+    Value(u32),
+    /// A map section, but no map there.
+    Bad(&'static str),
+}
+
 impl<'a> Parts<'a> {
+    /// What a relocation against a symbol of section `shndx` whose value is `value` loads.
+    #[inline]
+    pub(crate) fn map_target(&self, maps: &[MapDef<'_>], shndx: u32, value: u64) -> MapTarget {
+        if shndx == 0 {
+            return MapTarget::None;
+        }
+        if Some(shndx) == self.maps_section {
+            return match self.map_index_at(value) {
+                Some(m) => MapTarget::Map(m),
+                None => MapTarget::Bad("map index out of range"),
+            };
+        }
+        if Some(shndx) == self.btf_maps_section {
+            let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
+            let found = maps
+                .get(lo..hi)
+                .and_then(|m| m.iter().position(|m| u64::from(m.offset) == value));
+            return match found {
+                Some(i) => MapTarget::Map((lo + i) as u32),
+                None => MapTarget::Bad("no BTF-defined map at this offset of .maps"),
+            };
+        }
+        if shndx >= self.data_lo && shndx < self.data_hi {
+            let lo = self.first_data_map as usize;
+            let found = maps.get(lo..).and_then(|m| {
+                m.iter()
+                    .position(|m| m.section == shndx && m.kind.is_internal())
+            });
+            if let Some(i) = found {
+                return MapTarget::Value((lo + i) as u32);
+            }
+        }
+        MapTarget::None
+    }
+
     /// The index of the map whose definition starts at `offset` of the `maps` section.
     #[inline]
     fn map_index_at(&self, offset: u64) -> Option<u32> {

@@ -27,13 +27,6 @@ pub struct Program<'a> {
     pub(crate) rel_end: u32,
     /// One more than the highest map index its map relocations load (0: none).
     pub(crate) maps_needed: u32,
-    /// The same over the map relocations before `first_other` in table order.
-    pub(crate) maps_needed_before_other: u32,
-    /// Table index of its first relocation that is not a map load (meaningful when
-    /// `map_reloc_count != reloc_count`): the one [`Object::relocate`] reports.
-    ///
-    /// [`Object::relocate`]: super::Object::relocate
-    pub(crate) first_other: u32,
 }
 
 impl<'a> Program<'a> {

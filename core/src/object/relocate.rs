@@ -1,7 +1,7 @@
 //! Relocations: classified and validated at open, re-read from the REL table when a
 //! program is written out.
 
-use super::{Object, Parts, Program};
+use super::{MapDef, MapTarget, Object, Parts, Program};
 use crate::elf::{Class, Rel, Symbol, SHT_NOBITS, SHT_PROGBITS};
 use crate::error::{Error, Result, SectionRef};
 use crate::insn::{opcode, Insn};
@@ -9,6 +9,16 @@ use crate::insn::{opcode, Insn};
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 #[doc(alias = "BPF_PSEUDO_MAP_FD")]
 pub const PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of an `ld_imm64` whose immediate is a map fd and whose second slot's
+/// immediate an offset into the map's (only) value: global data.
+#[doc(alias = "BPF_PSEUDO_MAP_VALUE")]
+pub const PSEUDO_MAP_VALUE: u8 = 2;
+/// `src_reg` of a `call` to a BPF function (bpf-to-bpf call); the immediate is relative.
+#[doc(alias = "BPF_PSEUDO_CALL")]
+pub const PSEUDO_CALL: u8 = 1;
+/// `src_reg` of an `ld_imm64` loading the address of a BPF function (callbacks).
+#[doc(alias = "BPF_PSEUDO_FUNC")]
+pub const PSEUDO_FUNC: u8 = 4;
 
 /// `R_BPF_64_64`: 64-bit immediate of `ld_imm64`.
 pub const R_BPF_64_64: u32 = 1;
@@ -19,7 +29,7 @@ pub const R_BPF_64_32: u32 = 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RelocKind {
-    /// A map of the legacy `maps` section, by index in [`Object::maps`].
+    /// A map (legacy `maps` section or BTF-defined `.maps`), by index in [`Object::maps`].
     Map {
         /// Map index.
         map: u32,
@@ -55,6 +65,8 @@ pub struct Reloc {
     pub r_type: u32,
     /// Symbol index.
     pub sym: u32,
+    /// The symbol's value (`st_value`): offset of the variable or function in its section.
+    pub sym_value: u64,
     /// What it refers to.
     pub kind: RelocKind,
 }
@@ -65,6 +77,7 @@ impl<'a> Parts<'a> {
     #[inline]
     pub(super) fn classify(
         &self,
+        maps: &[MapDef<'_>],
         p: &Program<'_>,
         index: u32,
         rel: Rel,
@@ -90,27 +103,30 @@ impl<'a> Parts<'a> {
         }
         let insn = p.insn(insn_index as usize).unwrap_or_default();
         let shndx = u32::from(sym.shndx);
-        let kind = if shndx == 0 {
-            RelocKind::Extern
-        } else if Some(shndx) == self.maps_section {
-            if insn.code != opcode::LD_IMM64 {
-                return Err(bad("map relocation on an instruction that is not ld_imm64"));
+        let kind = match self.map_target(maps, shndx, sym.value) {
+            MapTarget::None if shndx == 0 => RelocKind::Extern,
+            MapTarget::None => self.non_map_kind(shndx),
+            MapTarget::Bad(what) => return Err(bad(what)),
+            MapTarget::Map(map) | MapTarget::Value(map) => {
+                if insn.code != opcode::LD_IMM64 {
+                    return Err(bad("map relocation on an instruction that is not ld_imm64"));
+                }
+                if insn_index + 1 >= count {
+                    return Err(bad("ld_imm64 is missing its second slot"));
+                }
+                if Some(shndx) == self.maps_section || Some(shndx) == self.btf_maps_section {
+                    RelocKind::Map { map }
+                } else {
+                    RelocKind::Data { section: shndx }
+                }
             }
-            if insn_index + 1 >= count {
-                return Err(bad("ld_imm64 is missing its second slot"));
-            }
-            let map = self
-                .map_index_at(sym.value)
-                .ok_or_else(|| bad("map index out of range"))?;
-            RelocKind::Map { map }
-        } else {
-            self.non_map_kind(shndx)
         };
         Ok(Reloc {
             index,
             insn: insn_index as u32,
             r_type: rel.r_type,
             sym: rel.sym,
+            sym_value: sym.value,
             kind,
         })
     }
@@ -146,6 +162,7 @@ impl<'a, 's> Object<'a, 's> {
     /// from the REL table. They were validated at open, so none is skipped.
     pub fn relocations(&self, prog: usize) -> impl Iterator<Item = Reloc> + use<'a, 's> {
         let parts = self.parts;
+        let maps = self.maps;
         let p = self.programs.get(prog).copied();
         let (table, first, end) = match p {
             Some(Program {
@@ -165,18 +182,31 @@ impl<'a, 's> Object<'a, 's> {
                 return None; // another program of the same section
             }
             let sym = symbols.get(rel.sym)?;
-            parts.classify(&p, i, rel, &sym).ok()
+            parts.classify(maps, &p, i, rel, &sym).ok()
         })
     }
 
-    /// Writes `prologue` and then program `prog`'s instructions into `out`, with every map
-    /// load patched to `src_reg = BPF_PSEUDO_MAP_FD`, `imm = map_fds[map]`. Relocation
-    /// indices shift by `prologue.len()`. Returns the number of instructions written.
+    /// Writes `prologue`, program `prog`'s instructions and those of every subprogram it
+    /// calls (transitively, each once, in libbpf's order: depth first, appended at the
+    /// end) into `out`, linked for the kernel:
+    ///
+    /// - map loads: `src_reg = BPF_PSEUDO_MAP_FD`, `imm = map_fds[map]`;
+    /// - global data (`.rodata`, `.data`, `.bss`) and `.kconfig` externs:
+    ///   `src_reg = BPF_PSEUDO_MAP_VALUE`, `imm = map_fds[map]`, the second slot's `imm` =
+    ///   the symbol's value plus the instruction's original `imm`;
+    /// - bpf-to-bpf calls and function addresses: `imm = target - (insn + 1)`.
+    ///
+    /// `map_fds` is indexed like [`Object::maps`]. Relocation indices shift by
+    /// `prologue.len()`; [`Object::linked_len`] says how long the result is and
+    /// [`Object::link_layout`] where each subprogram went. Returns the number of
+    /// instructions written.
     ///
     /// # Errors
     /// [`Error::Usage`] for a program index past the object, a map without an fd in
-    /// `map_fds`; [`Error::Capacity`] when `out` is too small; [`Error::Unsupported`] for
-    /// relocations of kinds this version does not link yet (calls, global data, externs).
+    /// `map_fds`; [`Error::Capacity`] when `out` is too small or the program calls more
+    /// than [`super::MAX_LINKED`] functions; [`Error::Unsupported`] for relocations of
+    /// kinds this version does not link (kfuncs, ksyms, other sections);
+    /// [`Error::BadReloc`] for a call whose target is no function of the object.
     pub fn relocate(
         &self,
         prog: usize,
@@ -188,32 +218,27 @@ impl<'a, 's> Object<'a, 's> {
             what: "no such program",
             value: prog as u64,
         })?;
+        if p.map_reloc_count != p.reloc_count {
+            // Calls or externs: the linker proper.
+            return self.link_into(prog, prologue, map_fds, out);
+        }
         let total = prologue.len() + p.insn_count();
         let limit = out.len() as u32;
         let dst = out.get_mut(..total).ok_or(Error::Capacity {
             what: "instructions in the output buffer",
             limit,
         })?;
-        // Problems first, in table order, without writing the program out. Open noted
-        // what a program needs: most calls decide on two comparisons.
-        if p.map_reloc_count != p.reloc_count {
-            // Some relocation is of a kind not linked yet: it is the first problem unless
-            // a map load before it has no fd.
-            if p.maps_needed_before_other as usize <= map_fds.len() {
-                return Err(self.first_other(p));
-            }
-            for r in self.relocations(prog) {
-                self.link_map(p, r, map_fds, None)?;
-            }
-        }
         if p.maps_needed as usize > map_fds.len() {
             for r in self.relocations(prog) {
-                self.link_map(p, r, map_fds, None)?;
+                self.link_map(r, map_fds, None)?;
             }
         }
         let (head, body) = dst.split_at_mut(prologue.len());
         head.copy_from_slice(prologue);
         let little = p.little;
+        // A call inside the program's own section needs no relocation: noticed while
+        // copying, without a branch per instruction.
+        let mut calls = false;
         for (slot, c) in body
             .iter_mut()
             .zip(p.code.chunks_exact(crate::insn::INSN_SIZE))
@@ -221,6 +246,10 @@ impl<'a, 's> Object<'a, 's> {
             let mut b = [0u8; crate::insn::INSN_SIZE];
             b.copy_from_slice(c);
             *slot = Insn::from_bytes(b, little);
+            calls |= (slot.code == opcode::JMP | opcode::CALL) & (slot.src == PSEUDO_CALL);
+        }
+        if calls {
+            return self.link_into(prog, prologue, map_fds, out);
         }
         if p.map_reloc_count != 0 {
             if self.parts.elf.header().class == Class::Elf64 {
@@ -240,7 +269,6 @@ impl<'a, 's> Object<'a, 's> {
             return;
         };
         let (rels, syms) = (parts.rel_table_of(rel).data(), symbols.data());
-        let maps_section = parts.maps_section;
         let start = u64::from(p.offset);
         let end = start + p.code.len() as u64;
         for i in p.rel_first..p.rel_end {
@@ -253,118 +281,82 @@ impl<'a, 's> Object<'a, 's> {
             let Some((shndx, value)) = super::raw_sym::<WIDE>(syms, sym) else {
                 continue;
             };
-            if shndx == 0 || Some(u32::from(shndx)) != maps_section {
-                continue;
-            }
-            let Some(&fd) = parts
-                .map_index_at(value)
-                .and_then(|m| map_fds.get(m as usize))
-            else {
-                continue;
-            };
             let at = ((offset - start) / 8) as usize;
-            if let Some(slot) = body.get_mut(at) {
-                slot.src = PSEUDO_MAP_FD;
-                slot.imm = fd;
-            }
-            if let Some(next) = body.get_mut(at + 1) {
-                next.imm = 0;
+            match parts.map_target(self.maps, u32::from(shndx), value) {
+                MapTarget::Map(m) => {
+                    if let Some(&fd) = map_fds.get(m as usize) {
+                        patch_ld(body, at, PSEUDO_MAP_FD, fd, None);
+                    }
+                }
+                MapTarget::Value(m) => {
+                    if let Some(&fd) = map_fds.get(m as usize) {
+                        patch_ld(body, at, PSEUDO_MAP_VALUE, fd, Some(value));
+                    }
+                }
+                MapTarget::None | MapTarget::Bad(_) => {}
             }
         }
     }
 
-    /// The error for `p`'s first relocation that is not a map load (validated at open),
-    /// read natively from the tables: the answer `relocate` gives most programs of an
-    /// object with calls or global data, so it is kept cheap.
-    fn first_other(&self, p: &Program<'_>) -> Error {
-        let parts = &self.parts;
-        let wide = parts.elf.header().class == Class::Elf64;
-        let read = |rels: &[u8], syms: &[u8]| {
-            let (offset, sym) = if wide {
-                super::raw_rel::<true>(rels, p.first_other)?
-            } else {
-                super::raw_rel::<false>(rels, p.first_other)?
-            };
-            let (shndx, _) = if wide {
-                super::raw_sym::<true>(syms, sym)?
-            } else {
-                super::raw_sym::<false>(syms, sym)?
-            };
-            Some((offset, u32::from(shndx)))
-        };
-        let found = p
-            .rel_section
-            .zip(parts.symbols)
-            .and_then(|(rel, symbols)| read(parts.rel_table_of(rel).data(), symbols.data()));
-        let (what, at) = match found {
-            Some((offset, shndx)) => {
-                let kind = if shndx == 0 {
-                    RelocKind::Extern
-                } else {
-                    parts.non_map_kind(shndx)
-                };
-                (
-                    unsupported_what(kind),
-                    offset.saturating_sub(u64::from(p.offset)) / 8,
-                )
-            }
-            // Unreachable for an object that opened; still an error, not a panic.
-            None => ("relocation against a non-map section", 0),
-        };
-        Error::Unsupported {
-            what,
-            section: SectionRef::new(p.section_index, p.section_name),
-            at,
-        }
-    }
-
-    /// Checks one relocation and, given the output, patches its map load.
-    fn link_map(
+    /// Checks one relocation and, given the output, patches its map load or global data
+    /// address. Calls are linked elsewhere; externs of `.kconfig` are patched by the
+    /// caller, which knows their offsets.
+    pub(super) fn link_map(
         &self,
-        p: &Program<'_>,
         r: Reloc,
         map_fds: &[i32],
         body: Option<&mut [Insn]>,
     ) -> Result<()> {
-        match r.kind {
-            RelocKind::Map { map } => {
-                let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
-                    what: "no fd given for map",
-                    value: map.into(),
-                })?;
-                let at = r.insn as usize;
-                if let Some(body) = body {
-                    if let Some(slot) = body.get_mut(at) {
-                        slot.src = PSEUDO_MAP_FD;
-                        slot.imm = fd;
-                    }
-                    if let Some(next) = body.get_mut(at + 1) {
-                        next.imm = 0;
-                    }
+        let (map, value) = match r.kind {
+            RelocKind::Map { map } => (map, None),
+            RelocKind::Data { section } => {
+                match self.parts.map_target(self.maps, section, r.sym_value) {
+                    MapTarget::Value(map) => (map, Some(r.sym_value)),
+                    _ => return Ok(()),
                 }
-                Ok(())
             }
-            kind => Err(self.unsupported(unsupported_what(kind), p, r)),
+            _ => return Ok(()),
+        };
+        let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
+            what: "no fd given for map",
+            value: map.into(),
+        })?;
+        if let Some(body) = body {
+            let src = if value.is_some() {
+                PSEUDO_MAP_VALUE
+            } else {
+                PSEUDO_MAP_FD
+            };
+            patch_ld(body, r.insn as usize, src, fd, value);
         }
+        Ok(())
     }
 
-    fn unsupported(&self, what: &'static str, p: &Program<'_>, r: Reloc) -> Error {
+    pub(super) fn unsupported(&self, what: &'static str, p: &Program<'_>, insn: u64) -> Error {
         // The program's section name is its section's: no lookup.
         Error::Unsupported {
             what,
             section: SectionRef::new(p.section_index, p.section_name),
-            at: r.insn.into(),
+            at: insn,
         }
     }
 }
 
-/// What [`Error::Unsupported`] says for a relocation of a kind not linked yet.
-fn unsupported_what(kind: RelocKind) -> &'static str {
-    match kind {
-        RelocKind::Code { .. } => "bpf-to-bpf call relocation",
-        RelocKind::Data { .. } => "global data relocation",
-        RelocKind::Extern => "relocation against an extern symbol",
-        RelocKind::Other { .. } | RelocKind::Map { .. } => "relocation against a non-map section",
+/// Patches the `ld_imm64` at `at`: `src_reg`, `imm = fd`, and the second slot's `imm`:
+/// `value` plus the original first `imm` (global data), or 0 (a map fd).
+#[inline]
+pub(super) fn patch_ld(body: &mut [Insn], at: usize, src: u8, fd: i32, value: Option<u64>) {
+    let mut orig = 0;
+    if let Some(slot) = body.get_mut(at) {
+        orig = slot.imm;
+        slot.src = src;
+        slot.imm = fd;
+    }
+    if let Some(next) = body.get_mut(at + 1) {
+        next.imm = match value {
+            Some(v) => (v as i64).wrapping_add(i64::from(orig)) as i32,
+            None => 0,
+        };
     }
 }
 
@@ -374,31 +366,15 @@ mod tests {
     use super::*;
     use crate::object::ObjectStorage;
 
-    /// What `relocate` answered before it kept per-program notes from open: every
-    /// relocation in table order, the first problem reported, then the patched copy.
+    /// The linker proper, which walks every relocation in table order and every
+    /// instruction: what the fast path of `relocate` must agree with.
     fn reference(
         o: &Object<'_, '_>,
         prog: usize,
         map_fds: &[i32],
         out: &mut [Insn],
     ) -> Result<usize> {
-        let p = &o.programs()[prog];
-        let n = p.insn_count();
-        let limit = out.len() as u32;
-        let body = out.get_mut(..n).ok_or(Error::Capacity {
-            what: "instructions in the output buffer",
-            limit,
-        })?;
-        for r in o.relocations(prog) {
-            o.link_map(p, r, map_fds, None)?;
-        }
-        for (slot, insn) in body.iter_mut().zip(p.insns()) {
-            *slot = insn;
-        }
-        for r in o.relocations(prog) {
-            o.link_map(p, r, map_fds, Some(body))?;
-        }
-        Ok(n)
+        o.link_into(prog, &[], map_fds, out)
     }
 
     /// Every program of every fixture (calls, global data, BTF maps, legacy maps),

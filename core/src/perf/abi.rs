@@ -39,6 +39,8 @@ pub mod cmd {
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     /// `BPF_BTF_LOAD` (Linux 4.18).
     pub const BTF_LOAD: u32 = 18;
+    /// `BPF_MAP_FREEZE` (Linux 5.2): user space may no longer write the map.
+    pub const MAP_FREEZE: u32 = 22;
 }
 
 /// `enum bpf_map_type` values (unknown values are passed through untouched).

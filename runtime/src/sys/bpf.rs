@@ -213,6 +213,20 @@ pub struct ProgLoad<'a> {
     pub prog_flags: u32,
     /// `enum bpf_attach_type`, for the types that need it at load time.
     pub expected_attach_type: u32,
+    /// The program's BTF with its `bpf_func_info` / `bpf_line_info` records (instruction
+    /// indices of the linked program), so verifier messages name source lines.
+    pub btf: Option<ProgBtf<'a>>,
+}
+
+/// BTF of a program: the object's BTF fd and the records placing its functions and lines.
+#[derive(Clone, Copy, Debug)]
+pub struct ProgBtf<'a> {
+    /// Fd of the object's BTF (`BPF_BTF_LOAD`).
+    pub fd: BorrowedFd<'a>,
+    /// `struct bpf_func_info { insn_off, type_id }`, sorted by instruction.
+    pub func_info: &'a [[u32; 2]],
+    /// `struct bpf_line_info { insn_off, file_name_off, line_off, line_col }`, sorted.
+    pub line_info: &'a [[u32; 4]],
 }
 
 /// A verifier log request: the buffer and the level (1, 2, or with 4 for stats).
@@ -249,7 +263,38 @@ pub fn prog_load(req: &ProgLoad<'_>, log: Option<LogRequest<'_>>) -> (Result<Own
         },
         None => (0, 0, 0),
     };
+    let (btf_fd, func_info, func_info_cnt, line_info, line_info_cnt) = match req.btf {
+        Some(b) => match (
+            u32::try_from(b.func_info.len()),
+            u32::try_from(b.line_info.len()),
+        ) {
+            (Ok(f), Ok(l)) => (
+                b.fd.as_raw_fd() as u32,
+                if f == 0 {
+                    0
+                } else {
+                    addr(b.func_info.as_ptr())
+                },
+                f,
+                if l == 0 {
+                    0
+                } else {
+                    addr(b.line_info.as_ptr())
+                },
+                l,
+            ),
+            _ => return (Err(Errno::INVAL), 0),
+        },
+        None => (0, 0, 0, 0, 0),
+    };
     let mut a = ProgLoadAttr {
+        prog_btf_fd: btf_fd,
+        func_info_rec_size: if func_info_cnt == 0 { 0 } else { 8 },
+        func_info,
+        func_info_cnt,
+        line_info_rec_size: if line_info_cnt == 0 { 0 } else { 16 },
+        line_info,
+        line_info_cnt,
         prog_type: req.prog_type,
         insn_cnt,
         insns: addr(req.insns.as_ptr()),
@@ -264,8 +309,10 @@ pub fn prog_load(req: &ProgLoad<'_>, log: Option<LogRequest<'_>>) -> (Result<Own
         ..ProgLoadAttr::default()
     };
     // SAFETY: insns points at insn_cnt live 8-byte instructions, license at a live
-    // NUL-terminated string, log_buf (if any) at a live exclusive buffer of log_size bytes;
-    // the verifier reads/writes only those (kernel/bpf/syscall.c bpf_prog_load,
+    // NUL-terminated string, log_buf (if any) at a live exclusive buffer of log_size bytes,
+    // func_info / line_info (if any) at func_info_cnt records of 8 bytes / line_info_cnt
+    // records of 16 bytes borrowed for the call; the kernel reads/writes only those
+    // (kernel/bpf/syscall.c bpf_prog_load, kernel/bpf/verifier.c check_btf_info,
     // kernel/bpf/log.c bpf_vlog_init). No other address field is set.
     let r = unsafe { sys_bpf(cmd::PROG_LOAD, &mut a) }.and_then(owned_fd);
     (r, a.log_true_size)
@@ -291,6 +338,21 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfoRaw, Errno> {
     // bpf_prog_get_info_by_fd copies at most info_len bytes out).
     unsafe { sys_bpf(cmd::OBJ_GET_INFO_BY_FD, &mut a) }?;
     Ok(info)
+}
+
+/// Freezes a map (`BPF_MAP_FREEZE`, Linux 5.2): user space can no longer write it, and
+/// the verifier treats a read-only-for-programs map's contents as constants.
+///
+/// # Errors
+/// The kernel's errno (`EBUSY` when the map is mmapped writable, `EINVAL` before 5.2).
+#[doc(alias = "BPF_MAP_FREEZE")]
+pub fn map_freeze(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    let mut a = MapElemAttr {
+        map_fd: fd.as_raw_fd() as u32,
+        ..MapElemAttr::default()
+    };
+    // SAFETY: MAP_FREEZE reads only map_fd (kernel/bpf/syscall.c map_freeze); no addresses.
+    unsafe { sys_bpf(cmd::MAP_FREEZE, &mut a) }.map(drop)
 }
 
 /// Loads raw BTF (`BPF_BTF_LOAD`, Linux 4.18); returns the result and `btf_log_true_size`.

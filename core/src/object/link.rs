@@ -1,0 +1,351 @@
+//! bpf-to-bpf calls: the functions a program calls, appended after it (libbpf's
+//! `bpf_object__reloc_code`).
+//!
+//! A program's calls (`call` with `src_reg = BPF_PSEUDO_CALL`, `R_BPF_64_32`) and function
+//! addresses (`ld_imm64` against a function, `BPF_PSEUDO_FUNC`) name functions of the
+//! object, usually `.text` subprograms. The kernel wants one instruction array: the
+//! program first, then each function it reaches, once, with every call immediate relative
+//! (`imm = target - (call + 1)`). The order is libbpf's: instructions in order, and at the
+//! first call to a function not placed yet, that function is appended and walked before
+//! the caller goes on (depth first), so our instruction counts and layouts are libbpf's.
+//!
+//! Scratch is fixed-capacity and on the stack: the placed functions ([`MAX_LINKED`]
+//! entries of 8 bytes) and the walk's stack ([`MAX_CALL_DEPTH`] frames); no heap.
+
+use super::relocate::{patch_ld, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_VALUE};
+use super::{externs, Object, Program, RelocKind};
+use crate::error::{Error, Result};
+use crate::insn::{opcode, Insn, INSN_SIZE};
+
+/// Most functions (the program included) one linked program may hold.
+pub const MAX_LINKED: usize = 256;
+/// Deepest chain of first calls the layout walk follows (the kernel allows 8 frames).
+pub const MAX_CALL_DEPTH: usize = 64;
+
+/// One function of a linked program: which program of the object, and where its first
+/// instruction lies in the linked instructions (prologue not counted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LinkedPart {
+    /// Index in [`Object::programs`].
+    pub program: usize,
+    /// Index of its first instruction in the linked program.
+    pub start: usize,
+}
+
+type Placed = heapless::Vec<LinkedPart, MAX_LINKED>;
+
+/// A code reference found at an instruction: the program it lands in and the instruction
+/// index inside that program.
+#[derive(Clone, Copy)]
+struct Target {
+    program: usize,
+    offset: usize,
+}
+
+impl<'a, 's> Object<'a, 's> {
+    /// Number of instructions of program `prog` linked with every function it calls
+    /// (prologue not counted): what [`Object::relocate`] writes after the prologue.
+    ///
+    /// # Errors
+    /// As [`Object::link_layout`].
+    pub fn linked_len(&self, prog: usize) -> Result<usize> {
+        let mut placed = Placed::new();
+        self.layout(prog, &mut placed)
+    }
+
+    /// Where [`Object::relocate`] puts program `prog` and each function it calls: writes
+    /// one [`LinkedPart`] per function into `parts` (the program first, at 0) and returns
+    /// how many. The runtime uses it to place each function's `func_info`, `line_info`
+    /// and CO-RE relocations.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for no such program; [`Error::Capacity`] when `parts` is too
+    /// short or the program reaches more than [`MAX_LINKED`] functions;
+    /// [`Error::BadReloc`] for a call whose target is no function of the object.
+    pub fn link_layout(&self, prog: usize, parts: &mut [LinkedPart]) -> Result<usize> {
+        let mut placed = Placed::new();
+        self.layout(prog, &mut placed)?;
+        let limit = parts.len() as u32;
+        let out = parts.get_mut(..placed.len()).ok_or(Error::Capacity {
+            what: "linked functions in the output buffer",
+            limit,
+        })?;
+        out.copy_from_slice(&placed);
+        Ok(placed.len())
+    }
+
+    /// The depth-first walk: fills `placed`, returns the linked length.
+    fn layout(&self, prog: usize, placed: &mut Placed) -> Result<usize> {
+        let p = self.programs.get(prog).ok_or(Error::Usage {
+            what: "no such program",
+            value: prog as u64,
+        })?;
+        placed.clear();
+        let full = |what| Error::Capacity {
+            what,
+            limit: MAX_LINKED as u32,
+        };
+        placed
+            .push(LinkedPart {
+                program: prog,
+                start: 0,
+            })
+            .map_err(|_| full("functions linked into one program"))?;
+        let mut total = p.insn_count();
+        // (index in `placed`, next instruction to look at)
+        let mut stack: heapless::Vec<(usize, usize), MAX_CALL_DEPTH> = heapless::Vec::new();
+        let _ = stack.push((0, 0));
+        while let Some(&(part, mut j)) = stack.last() {
+            let Some(cur) = placed.get(part).map(|x| x.program) else {
+                break;
+            };
+            let Some(cp) = self.programs.get(cur) else {
+                break;
+            };
+            let n = cp.insn_count();
+            let mut descend = None;
+            while j < n {
+                let at = j;
+                let insn = cp.insn(at).unwrap_or_default();
+                j += if insn.code == opcode::LD_IMM64 { 2 } else { 1 };
+                let Some(t) = self.code_target(cp, at, insn)? else {
+                    continue;
+                };
+                if placed.iter().any(|x| x.program == t.program) {
+                    continue;
+                }
+                let tp = self.programs.get(t.program).map_or(0, Program::insn_count);
+                placed
+                    .push(LinkedPart {
+                        program: t.program,
+                        start: total,
+                    })
+                    .map_err(|_| full("functions linked into one program"))?;
+                total += tp;
+                descend = Some(placed.len() - 1);
+                break;
+            }
+            if let Some(top) = stack.last_mut() {
+                top.1 = j;
+            }
+            match descend {
+                Some(d) => stack.push((d, 0)).map_err(|_| Error::Capacity {
+                    what: "nested first calls (call depth)",
+                    limit: MAX_CALL_DEPTH as u32,
+                })?,
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// The function instruction `at` of `p` (`insn`) refers to, if it is a call of a BPF
+    /// function or loads a function's address.
+    fn code_target(&self, p: &Program<'_>, at: usize, insn: Insn) -> Result<Option<Target>> {
+        let is_call = insn.code == opcode::JMP | opcode::CALL && insn.src == PSEUDO_CALL;
+        let is_ld = insn.code == opcode::LD_IMM64;
+        if !is_call && !is_ld {
+            return Ok(None);
+        }
+        let parts = &self.parts;
+        let bad = |what| Error::BadReloc {
+            section: parts.elf.section_ref(p.section_index),
+            index: 0,
+            insn: (u64::from(p.offset) / 8) + at as u64,
+            what,
+        };
+        let own = i64::from(p.offset / 8) + at as i64;
+        let imm = i64::from(insn.imm);
+        // Only relocations that are not map loads can name code: without any, a map or
+        // data load is no code reference and a call is relative inside the section.
+        let others = p.reloc_count != p.map_reloc_count;
+        if is_ld && !others && insn.src != PSEUDO_FUNC {
+            return Ok(None);
+        }
+        let rel = if others { self.reloc_at(p, at) } else { None };
+        let (section, index) = match rel {
+            Some((shndx, value)) => {
+                let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
+                if !exec {
+                    if is_call {
+                        return Err(bad("bpf-to-bpf call against a symbol that is not code"));
+                    }
+                    return Ok(None); // a map or global data load
+                }
+                let index = if is_call {
+                    (value / 8) as i64 + imm + 1
+                } else {
+                    (value as i64 + imm) / 8
+                };
+                (shndx, index)
+            }
+            // Inside the program's own section: relative, no relocation.
+            None if is_call || insn.src == PSEUDO_FUNC => (p.section_index, own + imm + 1),
+            None => return Ok(None),
+        };
+        let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
+        let byte = index * INSN_SIZE as u64;
+        let programs = self.programs;
+        let lo =
+            programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte));
+        let t = lo
+            .checked_sub(1)
+            .filter(|&t| {
+                programs.get(t).is_some_and(|q| {
+                    q.section_index == section && byte < u64::from(q.offset) + q.code.len() as u64
+                })
+            })
+            .ok_or_else(|| bad("call target is no function of the object"))?;
+        let q = programs.get(t).map_or(0, |q| u64::from(q.offset));
+        Ok(Some(Target {
+            program: t,
+            offset: ((byte - q) / INSN_SIZE as u64) as usize,
+        }))
+    }
+
+    /// `(st_shndx, st_value)` of the symbol of `p`'s relocation at instruction `at`.
+    fn reloc_at(&self, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
+        if self.parts.elf.header().class == crate::elf::Class::Elf64 {
+            self.reloc_at_raw::<true>(p, at)
+        } else {
+            self.reloc_at_raw::<false>(p, at)
+        }
+    }
+
+    /// [`Object::reloc_at`] reading the tables natively (they were validated at open).
+    fn reloc_at_raw<const WIDE: bool>(&self, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
+        let parts = &self.parts;
+        let rels = parts.rel_table_of(p.rel_section?).data();
+        let syms = parts.symbols?.data();
+        let offset = u64::from(p.offset) + (at * INSN_SIZE) as u64;
+        let sym = (p.rel_first..p.rel_end).find_map(|i| {
+            let (o, sym) = super::raw_rel::<WIDE>(rels, i)?;
+            (o == offset).then_some(sym)
+        })?;
+        let (shndx, value) = super::raw_sym::<WIDE>(syms, sym)?;
+        Some((u32::from(shndx), value))
+    }
+
+    /// The linker proper: [`Object::relocate`] for programs with calls or externs.
+    pub(super) fn link_into(
+        &self,
+        prog: usize,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Result<usize> {
+        let mut placed = Placed::new();
+        let len = self.layout(prog, &mut placed)?;
+        let total = prologue.len() + len;
+        let limit = out.len() as u32;
+        let dst = out.get_mut(..total).ok_or(Error::Capacity {
+            what: "instructions in the output buffer",
+            limit,
+        })?;
+        let (head, body) = dst.split_at_mut(prologue.len());
+        head.copy_from_slice(prologue);
+        for part in &placed {
+            let Some(p) = self.programs.get(part.program) else {
+                continue;
+            };
+            let Some(slots) = body.get_mut(part.start..part.start + p.insn_count()) else {
+                continue;
+            };
+            for (slot, insn) in slots.iter_mut().zip(p.insns()) {
+                *slot = insn;
+            }
+            for r in self.relocations(part.program) {
+                match r.kind {
+                    RelocKind::Map { .. } | RelocKind::Data { .. } => {
+                        self.link_map(r, map_fds, Some(slots))?;
+                    }
+                    RelocKind::Code { .. } => {} // below, with the calls inside a section
+                    RelocKind::Extern => self.link_extern(p, r, map_fds, slots)?,
+                    RelocKind::Other { .. } => return Err(self.unsupported(
+                        "relocation against a section that is neither code, maps nor global data",
+                        p,
+                        r.insn.into(),
+                    )),
+                }
+            }
+            let mut j = 0;
+            while j < slots.len() {
+                let at = j;
+                let insn = slots.get(at).copied().unwrap_or_default();
+                j += if insn.code == opcode::LD_IMM64 { 2 } else { 1 };
+                let Some(t) = self.code_target(p, at, insn)? else {
+                    continue;
+                };
+                let start = placed
+                    .iter()
+                    .find(|x| x.program == t.program)
+                    .map_or(0, |x| x.start);
+                let rel = (start + t.offset) as i64 - (part.start + at + 1) as i64;
+                if let Some(slot) = slots.get_mut(at) {
+                    slot.imm = rel as i32;
+                    if insn.code == opcode::LD_IMM64 {
+                        slot.src = PSEUDO_FUNC;
+                    }
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// An `ld_imm64` of an `extern` variable: a `.kconfig` value becomes the address of
+    /// its slot in the `.kconfig` map; anything else (ksyms, kfuncs) is refused.
+    fn link_extern(
+        &self,
+        p: &Program<'_>,
+        r: super::Reloc,
+        map_fds: &[i32],
+        slots: &mut [Insn],
+    ) -> Result<()> {
+        let name = self
+            .parts
+            .symbols
+            .and_then(|s| s.get(r.sym).and_then(|sym| s.name(&sym)));
+        let found = match (self.btf.as_ref(), name, self.parts.kconfig_map) {
+            (Some(btf), Some(name), Some(map)) => {
+                externs::kconfig_extern(btf, name)?.map(|e| (map, e.offset))
+            }
+            _ => None,
+        };
+        let Some((map, offset)) = found else {
+            let is_call = slots
+                .get(r.insn as usize)
+                .is_some_and(|i| i.code == opcode::JMP | opcode::CALL);
+            return Err(self.unsupported(
+                if is_call {
+                    "call of an extern function (kfunc)"
+                } else {
+                    "extern variable outside .kconfig (ksym)"
+                },
+                p,
+                r.insn.into(),
+            ));
+        };
+        if slots.get(r.insn as usize).map(|i| i.code) != Some(opcode::LD_IMM64) {
+            return Err(self.unsupported(
+                "use of a .kconfig extern by an instruction that is not ld_imm64",
+                p,
+                r.insn.into(),
+            ));
+        }
+        let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
+            what: "no fd given for map",
+            value: map.into(),
+        })?;
+        patch_ld(
+            slots,
+            r.insn as usize,
+            PSEUDO_MAP_VALUE,
+            fd,
+            Some(offset.into()),
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! Real objects no one here wrote, as Debian ships them (libxdp, xdp-tools, the BPF
+//! objects inside libbpf-tools' executables), pinned in `tests/real/objects.sha256` and
+//! fetched by `tests/real/fetch.sh` into a cache outside the repository.
+//!
+//! `SLUICE_REAL_OBJS=DIR` (the cache) enables the test; without it, it says so loudly.
+//! Every object must open or be refused with an error (never a panic); every object whose
+//! programs are all kprobes, tracepoints or perf events ("tracing") must load into this
+//! host's kernel whenever libbpf loads it (the oracle of `modern_support`); when libbpf
+//! cannot either (CO-RE against fields this kernel dropped, ...), ours must be refused
+//! too, with the verifier naming why. The counts are printed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+mod modern_support;
+
+use sluice_core::object::{Object, ObjectStorage};
+use sluice_core::perf::abi::prog_type;
+use sluice_runtime::loader::section_prog_type;
+use sluice_runtime::{load, LoadOptions};
+use std::path::{Path, PathBuf};
+
+fn pinned() -> Vec<String> {
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/real/objects.sha256");
+    std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn real_objects_open_and_tracing_ones_load() {
+    let Some(dir) = std::env::var_os("SLUICE_REAL_OBJS").map(PathBuf::from) else {
+        eprintln!(
+            "SKIPPED: SLUICE_REAL_OBJS is not set (run tests/real/fetch.sh and point it at \
+             the cache it prints)"
+        );
+        return;
+    };
+    let kernel = common::kernel("real_objects_open_and_tracing_ones_load");
+    let oracle = modern_support::oracle();
+    let (mut opened, mut refused, mut tracing, mut loaded, mut both_refuse) = (0, 0, 0, 0, 0);
+    let names = pinned();
+    for name in &names {
+        let path = dir.join(name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut storage = Box::new(ObjectStorage::new());
+        let obj = match Object::open(&bytes, &mut storage) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("{name}: refused at open: {e}");
+                refused += 1;
+                continue;
+            }
+        };
+        opened += 1;
+        // Every program links (its length is known up front) or says why not.
+        for (i, p) in obj.programs().iter().enumerate() {
+            if let Err(e) = obj.linked_len(i) {
+                eprintln!("{name}: {}: {e}", p.section_name);
+            }
+        }
+        let is_tracing = obj.programs().iter().any(|p| !p.is_subprogram())
+            && obj
+                .programs()
+                .iter()
+                .filter(|p| !p.is_subprogram())
+                .all(|p| {
+                    matches!(
+                        section_prog_type(p.section_name),
+                        Some(prog_type::KPROBE | prog_type::TRACEPOINT | prog_type::PERF_EVENT)
+                    )
+                });
+        if !is_tracing {
+            continue;
+        }
+        tracing += 1;
+        if !kernel {
+            continue;
+        }
+        let mut opts = LoadOptions::default();
+        opts.object_name = Some(name.rsplit('/').next().unwrap().to_owned());
+        let libbpf = oracle
+            .as_deref()
+            .is_none_or(|o| modern_support::libbpf_loads(o, &path));
+        match load(&obj, &opts) {
+            Ok(l) => {
+                assert!(libbpf, "{name}: loads with sluice but not with libbpf");
+                loaded += 1;
+                eprintln!(
+                    "{name}: loaded {} program(s), {} map(s)",
+                    l.programs().len(),
+                    l.maps().len()
+                );
+            }
+            Err(e) if !libbpf => {
+                both_refuse += 1;
+                eprintln!("{name}: refused by this kernel, as libbpf's load is: {e}");
+            }
+            Err(e) => panic!("{name}: tracing object does not load: {e}\n{}", {
+                e.verifier_log()
+                    .map(|l| String::from_utf8_lossy(l).into_owned())
+                    .unwrap_or_default()
+            }),
+        }
+    }
+    eprintln!(
+        "real objects: {} pinned, {opened} opened, {refused} refused with an error, \
+         {tracing} tracing, {loaded} loaded, {both_refuse} refused by this kernel as \
+         libbpf's load is",
+        names.len()
+    );
+    assert_eq!(opened + refused, names.len());
+}
