@@ -311,6 +311,28 @@ impl fmt::Debug for Session {
     }
 }
 
+/// `NAME=FETCHARG` strings with repeated names made distinct (`v`, `v_2`, ...): tracefs
+/// refuses an event whose arguments share a name, and a spec may fetch one variable twice.
+#[must_use]
+pub fn unique_arg_names(args: &[String]) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    args.iter()
+        .map(|a| {
+            let Some((name, fetch)) = a.split_once('=') else {
+                return a.clone();
+            };
+            let mut unique = name.to_owned();
+            let mut n = 1;
+            while seen.contains(&unique) {
+                n += 1;
+                unique = format!("{name}_{n}");
+            }
+            seen.push(unique.clone());
+            format!("{unique}={fetch}")
+        })
+        .collect()
+}
+
 /// The tracefs fetch-args a spec's arguments translate to: registers, `$retval`, `$stack`,
 /// `$stackN`, `$argN`, `$comm` without steps. Others (C variables, member steps) need debug
 /// info and a prologue: they are left to the program and logged.
@@ -438,7 +460,20 @@ impl Session {
             object: src.name.clone(),
             source,
         })?;
-        let loaded = load(&obj, &opts.load).map_err(|source| Error::Load {
+        // `--event PROG=SPEC` replaces a section name for the loader too, so the prologue
+        // (and, with debug info, its probe site) is computed from the spec that is attached.
+        let mut load_opts = opts.load.clone();
+        for (i, p) in obj.programs().iter().enumerate() {
+            if let Some(spec) = p.name.and_then(|n| opts.events.get(n)) {
+                if load_opts.specs.len() <= i {
+                    load_opts.specs.resize(i + 1, None);
+                }
+                if let Some(slot) = load_opts.specs.get_mut(i) {
+                    *slot = Some(spec.clone());
+                }
+            }
+        }
+        let loaded = load(&obj, &load_opts).map_err(|source| Error::Load {
             object: src.name.clone(),
             source,
         })?;
@@ -562,11 +597,37 @@ impl Session {
                             return Err(spec_err("tracepoint target in a probe".into()))
                         }
                     };
-                    let req = ProbeRequest {
+                    let mut req = ProbeRequest {
                         kind,
                         target,
                         args: fetch_args(&spec),
                     };
+                    if crate::debuginfo::spec_needs_debug_info(&spec) {
+                        // The loader built this program's prologue for the first DWARF site
+                        // (`FUNC` alone is after the function's prologue, as perf places it):
+                        // the probe must sit exactly there, with the kernel's own fetch of the
+                        // same values alongside.
+                        let program = obj
+                            .programs()
+                            .get(prog.index())
+                            .ok_or_else(|| spec_err("program not in the object".into()))?;
+                        let sites =
+                            crate::loader::site_prologues(program, prog.index(), &load_opts)
+                                .map_err(|e| spec_err(e.to_string()))?;
+                        let site = sites.first().ok_or_else(|| {
+                            spec_err("no probe site found in the debug info".into())
+                        })?;
+                        if sites.len() > 1 {
+                            log::warn!(
+                                "'{spec}' has {} sites (inlined instances); recording the first, {} at {:#x}",
+                                sites.len(),
+                                site.function,
+                                site.address
+                            );
+                        }
+                        req.target = site.target.clone();
+                        req.args = unique_arg_names(&site.fetch_args).join(" ");
+                    }
                     let guard = tracefs
                         .add_probe_in(spec.group_or_default(), &req)
                         .map_err(tracefs_err)?;
