@@ -535,7 +535,9 @@ impl<'a, 's> Object<'a, 's> {
                     patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value));
                 }
                 MapTarget::Bad(_) => {} // refused at open
-                MapTarget::None if shndx == 0 => self.link_extern(p, sym, at as u32, map_fds, slots)?,
+                MapTarget::None if shndx == 0 => {
+                    self.link_extern(p, sym, at as u32, map_fds, slots)?
+                }
                 MapTarget::None => {
                     if let RelocKind::Other { .. } = parts.non_map_kind(shndx) {
                         return Err(self.unsupported(

@@ -1178,10 +1178,7 @@ impl<'a> Parts<'a> {
             let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
             let btf_maps = maps.get(lo..hi);
             let found = if self.btf_maps_sorted {
-                btf_maps.and_then(|m| {
-                    m.binary_search_by(|m| u64::from(m.offset).cmp(&value))
-                        .ok()
-                })
+                btf_maps.and_then(|m| m.binary_search_by(|m| u64::from(m.offset).cmp(&value)).ok())
             } else {
                 btf_maps.and_then(|m| m.iter().position(|m| u64::from(m.offset) == value))
             };
