@@ -12,8 +12,8 @@
 //! Scratch is fixed-capacity and on the stack: the placed functions ([`MAX_LINKED`]
 //! entries of 8 bytes) and the walk's stack ([`MAX_CALL_DEPTH`] frames); no heap.
 
-use super::relocate::{patch_ld, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_VALUE};
-use super::{externs, Object, Program, RelocKind};
+use super::relocate::{patch_ld, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
+use super::{externs, MapTarget, Object, Program, RelocKind};
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 
@@ -35,6 +35,22 @@ pub struct LinkedPart {
 
 type Placed = heapless::Vec<LinkedPart, MAX_LINKED>;
 
+/// Where a walk writes a linked program: the instructions after the prologue.
+struct Sink<'o> {
+    body: &'o mut [Insn],
+    map_fds: &'o [i32],
+    /// Every function placed so far fits in `body`.
+    fits: bool,
+}
+
+/// What a walk found: the linked length, whether it fit the sink, the first error of a
+/// function's relocations.
+struct Walk {
+    len: usize,
+    fits: bool,
+    late: Option<Error>,
+}
+
 /// A code reference found at an instruction: the program it lands in and the instruction
 /// index inside that program.
 #[derive(Clone, Copy)]
@@ -51,7 +67,7 @@ impl<'a, 's> Object<'a, 's> {
     /// As [`Object::link_layout`].
     pub fn linked_len(&self, prog: usize) -> Result<usize> {
         let mut placed = Placed::new();
-        self.layout(prog, &mut placed)
+        self.walk(prog, &mut placed, None).map(|w| w.len)
     }
 
     /// Where [`Object::relocate`] puts program `prog` and each function it calls: writes
@@ -65,7 +81,7 @@ impl<'a, 's> Object<'a, 's> {
     /// [`Error::BadReloc`] for a call whose target is no function of the object.
     pub fn link_layout(&self, prog: usize, parts: &mut [LinkedPart]) -> Result<usize> {
         let mut placed = Placed::new();
-        self.layout(prog, &mut placed)?;
+        self.walk(prog, &mut placed, None)?;
         let limit = parts.len() as u32;
         let out = parts.get_mut(..placed.len()).ok_or(Error::Capacity {
             what: "linked functions in the output buffer",
@@ -76,6 +92,7 @@ impl<'a, 's> Object<'a, 's> {
     }
 
     /// The depth-first walk: fills `placed`, returns the linked length.
+    #[cfg(test)]
     fn layout(&self, prog: usize, placed: &mut Placed) -> Result<usize> {
         let p = self.programs.get(prog).ok_or(Error::Usage {
             what: "no such program",
@@ -229,8 +246,10 @@ impl<'a, 's> Object<'a, 's> {
         Some((u32::from(shndx), value))
     }
 
-    /// The linker proper: [`Object::relocate`] for programs with calls or externs.
-    pub(super) fn link_into(
+    /// The two-pass linker this module started with (layout, then each function copied
+    /// and patched): the reference the single-pass [`Object::link_into`] must agree with.
+    #[cfg(test)]
+    pub(super) fn link_into_reference(
         &self,
         prog: usize,
         prologue: &[Insn],
@@ -263,7 +282,7 @@ impl<'a, 's> Object<'a, 's> {
                         self.link_map(r, map_fds, Some(slots))?;
                     }
                     RelocKind::Code { .. } => {} // below, with the calls inside a section
-                    RelocKind::Extern => self.link_extern(p, r, map_fds, slots)?,
+                    RelocKind::Extern => self.link_extern(p, r.sym, r.insn, map_fds, slots)?,
                     RelocKind::Other { .. } => return Err(self.unsupported(
                         "relocation against a section that is neither code, maps nor global data",
                         p,
@@ -295,19 +314,258 @@ impl<'a, 's> Object<'a, 's> {
         Ok(total)
     }
 
+    /// The linker proper: [`Object::relocate`] for programs with calls or externs. One
+    /// depth-first walk places each function, copies and patches it, and links each call
+    /// as it meets it; errors come in the order of a layout first, then the output's
+    /// capacity, then the relocations function by function.
+    pub(super) fn link_into(
+        &self,
+        prog: usize,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Result<usize> {
+        let limit = out.len() as u32;
+        let (head, body) = if out.len() >= prologue.len() {
+            let (h, b) = out.split_at_mut(prologue.len());
+            (Some(h), b)
+        } else {
+            (None, &mut [][..])
+        };
+        let mut placed = Placed::new();
+        let w = self.walk(
+            prog,
+            &mut placed,
+            Some(Sink {
+                body,
+                map_fds,
+                fits: head.is_some(),
+            }),
+        )?;
+        let total = prologue.len() + w.len;
+        match head {
+            Some(head) if w.fits => head.copy_from_slice(prologue),
+            _ => {
+                return Err(Error::Capacity {
+                    what: "instructions in the output buffer",
+                    limit,
+                })
+            }
+        }
+        match w.late {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+
+    /// The single walk behind [`Object::link_into`], [`Object::linked_len`] and
+    /// [`Object::link_layout`]: places functions in libbpf's order into `placed` and, given
+    /// a sink, writes and links them.
+    fn walk(&self, prog: usize, placed: &mut Placed, mut sink: Option<Sink<'_>>) -> Result<Walk> {
+        let p = self.programs.get(prog).ok_or(Error::Usage {
+            what: "no such program",
+            value: prog as u64,
+        })?;
+        placed.clear();
+        let full = |what| Error::Capacity {
+            what,
+            limit: MAX_LINKED as u32,
+        };
+        placed
+            .push(LinkedPart {
+                program: prog,
+                start: 0,
+            })
+            .map_err(|_| full("functions linked into one program"))?;
+        let mut late = None;
+        if let Some(s) = sink.as_mut() {
+            self.emit(p, 0, s, &mut late);
+        }
+        let mut total = p.insn_count();
+        // (index in `placed`, next instruction to look at)
+        let mut stack: heapless::Vec<(usize, usize), MAX_CALL_DEPTH> = heapless::Vec::new();
+        let _ = stack.push((0, 0));
+        while let Some(&(part, mut j)) = stack.last() {
+            let Some(&LinkedPart {
+                program: cur,
+                start: cur_start,
+            }) = placed.get(part)
+            else {
+                break;
+            };
+            let Some(cp) = self.programs.get(cur) else {
+                break;
+            };
+            let code = cp.code;
+            let mut descend = None;
+            while let Some(&c) = code.get(j * INSN_SIZE) {
+                let at = j;
+                if c != opcode::LD_IMM64 && c != opcode::JMP | opcode::CALL {
+                    j += 1;
+                    continue;
+                }
+                j += if c == opcode::LD_IMM64 { 2 } else { 1 };
+                let insn = cp.insn(at).unwrap_or_default();
+                let Some(t) = self.code_target(cp, at, insn)? else {
+                    continue;
+                };
+                let start = match placed.iter().find(|x| x.program == t.program) {
+                    Some(x) => x.start,
+                    None => {
+                        let Some(tp) = self.programs.get(t.program) else {
+                            continue;
+                        };
+                        placed
+                            .push(LinkedPart {
+                                program: t.program,
+                                start: total,
+                            })
+                            .map_err(|_| full("functions linked into one program"))?;
+                        if let Some(s) = sink.as_mut() {
+                            self.emit(tp, total, s, &mut late);
+                        }
+                        descend = Some(placed.len() - 1);
+                        let start = total;
+                        total += tp.insn_count();
+                        start
+                    }
+                };
+                if let Some(s) = sink.as_mut().filter(|s| s.fits) {
+                    let rel = (start + t.offset) as i64 - (cur_start + at + 1) as i64;
+                    if let Some(slot) = s.body.get_mut(cur_start + at) {
+                        slot.imm = rel as i32;
+                        if c == opcode::LD_IMM64 {
+                            slot.src = PSEUDO_FUNC;
+                        }
+                    }
+                }
+                if descend.is_some() {
+                    break;
+                }
+            }
+            if let Some(top) = stack.last_mut() {
+                top.1 = j;
+            }
+            match descend {
+                Some(d) => stack.push((d, 0)).map_err(|_| Error::Capacity {
+                    what: "nested first calls (call depth)",
+                    limit: MAX_CALL_DEPTH as u32,
+                })?,
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+        Ok(Walk {
+            len: total,
+            fits: sink.is_none_or(|s| s.fits),
+            late,
+        })
+    }
+
+    /// Copies function `p` to `start` of the sink's body and patches its map, global
+    /// data and `.kconfig` loads; keeps the first error in `late`. Once a function does
+    /// not fit, nothing more is written.
+    fn emit(&self, p: &Program<'_>, start: usize, s: &mut Sink<'_>, late: &mut Option<Error>) {
+        if !s.fits {
+            return;
+        }
+        let Some(slots) = s.body.get_mut(start..start + p.insn_count()) else {
+            s.fits = false;
+            return;
+        };
+        let little = p.little;
+        for (slot, c) in slots.iter_mut().zip(p.code.chunks_exact(INSN_SIZE)) {
+            let mut b = [0u8; INSN_SIZE];
+            b.copy_from_slice(c);
+            *slot = Insn::from_bytes(b, little);
+        }
+        if p.reloc_count == 0 {
+            return;
+        }
+        let r = if self.parts.elf.header().class == crate::elf::Class::Elf64 {
+            self.patch_relocs::<true>(p, s.map_fds, slots)
+        } else {
+            self.patch_relocs::<false>(p, s.map_fds, slots)
+        };
+        if let Err(e) = r {
+            late.get_or_insert(e);
+        }
+    }
+
+    /// The relocations of `p` in table order (validated at open): map and global data
+    /// loads patched, `.kconfig` externs linked, code left to the walk, anything else
+    /// refused.
+    fn patch_relocs<const WIDE: bool>(
+        &self,
+        p: &Program<'_>,
+        map_fds: &[i32],
+        slots: &mut [Insn],
+    ) -> Result<()> {
+        let parts = &self.parts;
+        let (Some(rel), Some(symbols)) = (p.rel_section, parts.symbols) else {
+            return Ok(());
+        };
+        let (rels, syms) = (parts.rel_table_of(rel).data(), symbols.data());
+        let start = u64::from(p.offset);
+        let end = start + p.code.len() as u64;
+        let no_fd = |map: u32| Error::Usage {
+            what: "no fd given for map",
+            value: map.into(),
+        };
+        for i in p.rel_first..p.rel_end {
+            let Some((offset, sym)) = super::raw_rel::<WIDE>(rels, i) else {
+                continue;
+            };
+            if offset < start || offset >= end {
+                continue; // another program of the same section
+            }
+            let Some((shndx, value)) = super::raw_sym::<WIDE>(syms, sym) else {
+                continue;
+            };
+            let shndx = u32::from(shndx);
+            let at = ((offset - start) / 8) as usize;
+            match parts.map_target(self.maps, shndx, value) {
+                MapTarget::Map(m) => {
+                    let fd = *map_fds.get(m as usize).ok_or_else(|| no_fd(m))?;
+                    patch_ld(slots, at, PSEUDO_MAP_FD, fd, None);
+                }
+                MapTarget::Value(m) => {
+                    let fd = *map_fds.get(m as usize).ok_or_else(|| no_fd(m))?;
+                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value));
+                }
+                MapTarget::Bad(_) => {} // refused at open
+                MapTarget::None if shndx == 0 => {
+                    self.link_extern(p, sym, at as u32, map_fds, slots)?
+                }
+                MapTarget::None => {
+                    if let RelocKind::Other { .. } = parts.non_map_kind(shndx) {
+                        return Err(self.unsupported(
+                            "relocation against a section that is neither code, maps nor global data",
+                            p,
+                            at as u64,
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// An `ld_imm64` of an `extern` variable: a `.kconfig` value becomes the address of
     /// its slot in the `.kconfig` map; anything else (ksyms, kfuncs) is refused.
     fn link_extern(
         &self,
         p: &Program<'_>,
-        r: super::Reloc,
+        sym: u32,
+        insn: u32,
         map_fds: &[i32],
         slots: &mut [Insn],
     ) -> Result<()> {
         let name = self
             .parts
             .symbols
-            .and_then(|s| s.get(r.sym).and_then(|sym| s.name(&sym)));
+            .and_then(|s| s.get(sym).and_then(|sym| s.name(&sym)));
         let found = match (self.btf.as_ref(), name, self.parts.kconfig_map) {
             (Some(btf), Some(name), Some(map)) => {
                 externs::kconfig_extern(btf, name)?.map(|e| (map, e.offset))
@@ -316,7 +574,7 @@ impl<'a, 's> Object<'a, 's> {
         };
         let Some((map, offset)) = found else {
             let is_call = slots
-                .get(r.insn as usize)
+                .get(insn as usize)
                 .is_some_and(|i| i.code == opcode::JMP | opcode::CALL);
             return Err(self.unsupported(
                 if is_call {
@@ -325,14 +583,14 @@ impl<'a, 's> Object<'a, 's> {
                     "extern variable outside .kconfig (ksym)"
                 },
                 p,
-                r.insn.into(),
+                insn.into(),
             ));
         };
-        if slots.get(r.insn as usize).map(|i| i.code) != Some(opcode::LD_IMM64) {
+        if slots.get(insn as usize).map(|i| i.code) != Some(opcode::LD_IMM64) {
             return Err(self.unsupported(
                 "use of a .kconfig extern by an instruction that is not ld_imm64",
                 p,
-                r.insn.into(),
+                insn.into(),
             ));
         }
         let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
@@ -341,7 +599,7 @@ impl<'a, 's> Object<'a, 's> {
         })?;
         patch_ld(
             slots,
-            r.insn as usize,
+            insn as usize,
             PSEUDO_MAP_VALUE,
             fd,
             Some(offset.into()),

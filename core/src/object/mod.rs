@@ -155,6 +155,9 @@ struct Parts<'a> {
     btf_maps_section: Option<u32>,
     /// Number of symbols in `.maps` (BTF-defined maps).
     btf_map_symbols: u32,
+    /// The BTF-defined maps are in increasing `.maps` offset order (the usual case): a
+    /// relocation finds its map by binary search.
+    btf_maps_sorted: bool,
     /// `.BTF` and `.BTF.ext`.
     btf_section: Option<u32>,
     btf_ext_section: Option<u32>,
@@ -379,6 +382,7 @@ fn fill<'a>(
         map_count: 0,
         btf_maps_section: None,
         btf_map_symbols: 0,
+        btf_maps_sorted: false,
         btf_section: None,
         btf_ext_section: None,
         data_lo: u32::MAX,
@@ -459,6 +463,9 @@ fn finish<'a>(
         }
     }
     parts.first_data_map = maps.len() as u32;
+    parts.btf_maps_sorted = maps
+        .get(parts.map_count as usize..)
+        .is_some_and(|m| m.is_sorted_by(|a, b| a.offset < b.offset));
     let map_cap = maps.capacity();
     for index in parts.data_lo..parts.data_hi {
         let Some(sh) = elf.section(index) else {
@@ -1169,9 +1176,12 @@ impl<'a> Parts<'a> {
         }
         if Some(shndx) == self.btf_maps_section {
             let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
-            let found = maps
-                .get(lo..hi)
-                .and_then(|m| m.iter().position(|m| u64::from(m.offset) == value));
+            let btf_maps = maps.get(lo..hi);
+            let found = if self.btf_maps_sorted {
+                btf_maps.and_then(|m| m.binary_search_by(|m| u64::from(m.offset).cmp(&value)).ok())
+            } else {
+                btf_maps.and_then(|m| m.iter().position(|m| u64::from(m.offset) == value))
+            };
             return match found {
                 Some(i) => MapTarget::Map((lo + i) as u32),
                 None => MapTarget::Bad("no BTF-defined map at this offset of .maps"),

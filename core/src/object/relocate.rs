@@ -136,7 +136,7 @@ impl Parts<'_> {
     /// The kind of a relocation against a symbol of section `shndx` (not 0, not the
     /// `maps` section).
     #[inline]
-    fn non_map_kind(&self, shndx: u32) -> RelocKind {
+    pub(super) fn non_map_kind(&self, shndx: u32) -> RelocKind {
         match self.elf.section(shndx) {
             Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
             Some(sh) if sh.sh_type == SHT_PROGBITS || sh.sh_type == SHT_NOBITS => {
@@ -374,7 +374,7 @@ mod tests {
         map_fds: &[i32],
         out: &mut [Insn],
     ) -> Result<usize> {
-        o.link_into(prog, &[], map_fds, out)
+        o.link_into_reference(prog, &[], map_fds, out)
     }
 
     /// Every program of every fixture (calls, global data, BTF maps, legacy maps),
