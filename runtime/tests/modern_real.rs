@@ -117,4 +117,5 @@ fn real_objects_open_and_tracing_ones_load() {
         names.len()
     );
     assert_eq!(opened + refused, names.len());
+    assert_eq!(refused, 0, "every real object opens");
 }

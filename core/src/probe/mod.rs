@@ -516,6 +516,12 @@ impl<'a> ArgSink<'a> for ArgCount {
     }
 }
 
+/// Whether a non-empty `uprobe/` body names no binary (no `:` before any argument list):
+/// libbpf reads such a section as a manually attached uprobe.
+fn is_manual_uprobe(body: &[u8]) -> bool {
+    !body.is_empty() && !body.iter().take_while(|&&b| b != b'(').any(|&b| b == b':')
+}
+
 /// [`parse`] with the arguments going to `args`: `None` for a title.
 fn parse_with<'a>(
     section: &'a str,
@@ -528,6 +534,14 @@ fn parse_with<'a>(
         let head = match prefix {
             b"kprobe" => Some(kernel(section, start, false, args)?),
             b"kretprobe" => Some(kernel(section, start, true, args)?),
+            // libbpf accepts `uprobe/FUNC` with no binary (bcc's libbpf-tools ship
+            // `uretprobe/readline`): a program attached by hand, not auto-attachable, so a
+            // title here rather than an error.
+            b"uprobe" | b"uretprobe"
+                if is_manual_uprobe(bytes.get(start..).unwrap_or_default()) =>
+            {
+                None
+            }
             b"uprobe" => Some(user(section, start, false, args)?),
             b"uretprobe" => Some(user(section, start, true, args)?),
             b"tracepoint" | b"tp" => Some(tracepoint(section, start)?),
