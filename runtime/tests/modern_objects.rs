@@ -16,83 +16,9 @@
 mod common;
 mod modern_support;
 
-use modern_support::{libbpf_view, oracle};
+use modern_support::{libbpf_view, oracle, our_view};
 
-use sluice_core::object::{Object, ObjectStorage};
-use sluice_runtime::{load, Error, LoadOptions};
 use std::path::{Path, PathBuf};
-
-/// Our view, in the oracle's format: opened (instruction counts linked) and, with `load`,
-/// loaded (maps as created).
-fn our_view(path: &Path, load_it: bool) -> Result<Vec<String>, Error> {
-    let bytes = std::fs::read(path).unwrap();
-    let mut storage = Box::new(ObjectStorage::new());
-    let obj = Object::open(&bytes, &mut storage)?;
-    let file = path.file_name().unwrap().to_string_lossy().into_owned();
-    let mut lines = Vec::new();
-    for (i, p) in obj.programs().iter().enumerate() {
-        if !p.is_subprogram() {
-            lines.push(format!(
-                "prog {} {} {}",
-                p.name.unwrap_or(""),
-                p.section_name,
-                obj.linked_len(i)?
-            ));
-        }
-    }
-    if load_it {
-        let mut opts = LoadOptions::default();
-        opts.object_name = Some(file);
-        let loaded = load(&obj, &opts)?;
-        assert_eq!(
-            loaded.btf_fd().is_some(),
-            obj.btf_bytes().is_some(),
-            "{}: the kernel took the object's BTF",
-            path.display()
-        );
-        for (p, lp) in obj
-            .programs()
-            .iter()
-            .filter(|p| !p.is_subprogram())
-            .zip(loaded.programs())
-        {
-            assert_eq!(
-                lp.insns().len(),
-                obj.linked_len(lp.index())?,
-                "{}",
-                p.section_name
-            );
-        }
-        for (m, def) in loaded.maps().iter().zip(obj.maps()) {
-            lines.push(format!(
-                "map {} {} {} {} {} {} {}",
-                m.name(),
-                m.map_type(),
-                m.key_size(),
-                m.value_size(),
-                m.max_entries(),
-                def.map_flags.unwrap_or(0),
-                def.numa_node
-            ));
-        }
-    } else {
-        for m in obj.maps() {
-            let n = m.kernel_name(&file);
-            let end = n.iter().position(|&b| b == 0).unwrap_or(n.len());
-            lines.push(format!(
-                "map {} {} {} {} {} {} {}",
-                String::from_utf8_lossy(&n[..end]),
-                m.map_type,
-                m.key_size,
-                m.value_size,
-                m.max_entries,
-                m.map_flags.unwrap_or(0),
-                m.numa_node
-            ));
-        }
-    }
-    Ok(lines)
-}
 
 fn objects() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = ["modern.o", "btf_core.o", "btf_kinds.o", "modern_kconfig.o"]

@@ -46,6 +46,7 @@ fn real_objects_open_and_tracing_ones_load() {
     let kernel = common::kernel("real_objects_open_and_tracing_ones_load");
     let oracle = modern_support::oracle();
     let (mut opened, mut refused, mut tracing, mut loaded, mut both_refuse) = (0, 0, 0, 0, 0);
+    let (mut compared_open, mut compared_load) = (0, 0);
     let names = pinned();
     for name in &names {
         let path = dir.join(name);
@@ -60,6 +61,26 @@ fn real_objects_open_and_tracing_ones_load() {
             }
         };
         opened += 1;
+        // Where libbpf opens it too, the maps it would create equal ours (its instruction
+        // counts before load are the functions alone, so programs are compared after load).
+        if let Some(o) = oracle.as_deref() {
+            if let Some(theirs) = modern_support::libbpf_view_if_accepted(o, &path, false) {
+                let ours = modern_support::our_view(&path, false)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                let pick = |v: &[String]| -> Vec<String> {
+                    v.iter()
+                        .filter(|l| l.starts_with("map "))
+                        .cloned()
+                        .collect()
+                };
+                assert_eq!(
+                    pick(&ours),
+                    pick(&theirs),
+                    "{name}: maps as libbpf opens them"
+                );
+                compared_open += 1;
+            }
+        }
         // Every program links (its length is known up front) or says why not.
         for (i, p) in obj.programs().iter().enumerate() {
             if let Err(e) = obj.linked_len(i) {
@@ -93,11 +114,16 @@ fn real_objects_open_and_tracing_ones_load() {
             Ok(l) => {
                 assert!(libbpf, "{name}: loads with sluice but not with libbpf");
                 loaded += 1;
-                eprintln!(
-                    "{name}: loaded {} program(s), {} map(s)",
-                    l.programs().len(),
-                    l.maps().len()
-                );
+                drop(l);
+                // Both load it: programs (linked instruction counts) and maps as created
+                // equal libbpf's.
+                if let Some(o) = oracle.as_deref() {
+                    let theirs = modern_support::libbpf_view(o, &path, true);
+                    let ours = modern_support::our_view(&path, true)
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    assert_eq!(ours, theirs, "{name}: loaded view");
+                    compared_load += 1;
+                }
             }
             Err(e) if !libbpf => {
                 both_refuse += 1;
@@ -113,7 +139,8 @@ fn real_objects_open_and_tracing_ones_load() {
     eprintln!(
         "real objects: {} pinned, {opened} opened, {refused} refused with an error, \
          {tracing} tracing, {loaded} loaded, {both_refuse} refused by this kernel as \
-         libbpf's load is",
+         libbpf's load is; maps equal libbpf's for {compared_open} opened, programs and maps \
+         equal libbpf's for {compared_load} loaded",
         names.len()
     );
     assert_eq!(opened + refused, names.len());

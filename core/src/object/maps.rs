@@ -296,7 +296,7 @@ impl<'a> MapDef<'a> {
             key_size: 4,
             value_size: size,
             max_entries: 1,
-            map_flags: Some(if read_only { BPF_F_RDONLY_PROG } else { 0 } | BPF_F_MMAPABLE),
+            map_flags: Some(if read_only { BPF_F_RDONLY_PROG } else { 0 }),
             inner_map_idx: None,
             id: None,
             pinning: None,
@@ -314,6 +314,12 @@ impl<'a> MapDef<'a> {
             initial,
             words: [0; MAX_MAP_WORDS],
         }
+    }
+
+    /// Adds or removes `BPF_F_MMAPABLE` (global data maps: see the open phase's rule).
+    pub(crate) fn set_mmapable(&mut self, on: bool) {
+        let flags = self.map_flags.unwrap_or(0) & !BPF_F_MMAPABLE;
+        self.map_flags = Some(if on { flags | BPF_F_MMAPABLE } else { flags });
     }
 
     /// The raw 32-bit words of the definition, in file order.

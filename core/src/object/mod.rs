@@ -203,9 +203,13 @@ impl<'a, 's> Object<'a, 's> {
             maps.as_mut_view(),
             execs.as_mut_view(),
         )?;
-        // BTF only when the object cannot be opened without it.
+        // BTF when the object cannot be opened without it (BTF-defined maps, externs), and
+        // for global data, whose maps are mmap-able depending on their DATASEC: there a BTF
+        // that does not parse is as if absent (no mmap-able maps), as libbpf treats it.
         let btf = if parts.btf_map_symbols > 0 || parts.externs > 0 {
             parse_btf(&parts, btf_index)?
+        } else if parts.data_lo < parts.data_hi {
+            parse_btf(&parts, btf_index).ok().flatten()
         } else {
             None
         };
@@ -448,6 +452,24 @@ fn parse_btf<'a: 's, 's, const T: usize>(
     Ok(Some(Btf::parse(data, index.as_mut_slice())?))
 }
 
+/// libbpf's rule for a global data map: `BPF_F_MMAPABLE` when its DATASEC holds at least one
+/// variable that is not `static` (a section of static variables only, or one without a
+/// DATASEC such as `.rodata.str1.1`, is not mmap-able).
+fn mmapable(btf: &Btf<'_>, section: &str) -> bool {
+    btf.find(section, crate::btf::Kind::Datasec)
+        .is_some_and(|sec| {
+            sec.datasec_vars().into_iter().any(|v| {
+                btf.ty(v.type_id)
+                    .and_then(|t| {
+                        (t.kind() == crate::btf::Kind::Var)
+                            .then(|| t.linkage())
+                            .flatten()
+                    })
+                    .is_some_and(|l| l != crate::btf::LINKAGE_STATIC)
+            })
+        })
+}
+
 /// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
 /// maps, global data maps, the `.kconfig` map, then every relocation of every program.
 fn finish<'a>(
@@ -488,15 +510,17 @@ fn finish<'a>(
             elf.section_data(&sh)
         };
         let name = elf.section_name(&sh);
-        maps.push(MapDef::internal(name, kind, index, size, initial))
-            .map_err(|_| capacity("maps", map_cap))?;
+        let mut def = MapDef::internal(name, kind, index, size, initial);
+        def.set_mmapable(btf.is_some_and(|b| mmapable(b, name)));
+        maps.push(def).map_err(|_| capacity("maps", map_cap))?;
     }
     if let Some(btf) = btf {
         if parts.externs > 0 {
             if let Some(size) = externs::kconfig_size(btf)? {
                 parts.kconfig_map = Some(maps.len() as u32);
-                maps.push(MapDef::internal(".kconfig", MapKind::Kconfig, 0, size, &[]))
-                    .map_err(|_| capacity("maps", map_cap))?;
+                let mut def = MapDef::internal(".kconfig", MapKind::Kconfig, 0, size, &[]);
+                def.set_mmapable(mmapable(btf, ".kconfig"));
+                maps.push(def).map_err(|_| capacity("maps", map_cap))?;
             }
         }
     }
