@@ -418,7 +418,20 @@ impl Session {
             s.add_object(src, opts, scope, &tracefs, &cpus)?;
         }
         // Rings, then enable: output events first so no program writes into nothing.
-        for (gi, group) in s.groups.iter().enumerate() {
+        // Rings are drained in the order they are pushed: trace rings first, bpf-output
+        // rings last. A program writes its output before the kernel writes the probe's
+        // sample, so once a sample has been read its output is already in its ring and
+        // lands in the same batch (the text output pairs the two).
+        let mut order: Vec<usize> = (0..s.groups.len()).collect();
+        order.sort_by_key(|&gi| {
+            s.sources
+                .get(gi)
+                .is_some_and(|x| matches!(x.kind, SourceKind::Output { .. }))
+        });
+        for gi in order {
+            let Some(group) = s.groups.get(gi) else {
+                continue;
+            };
             for e in group.events() {
                 let ring = PerfRing::map(&e.fd, opts.ring.data_pages, group.format(), Some(e.cpu))
                     .map_err(Error::Ring)?;
