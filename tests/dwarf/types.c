@@ -7,7 +7,7 @@
  *   small(signed char, unsigned char, short, unsigned short)
  *   wide(int, unsigned, long, unsigned long)
  *   chain(struct outer *)           o->in->c (char), o->in->us, o->in->l
- *   block(int n)                    a local `sq` of a lexical block, the global g_total
+ *   block(int n)                    the global g_total, and `sq`, a local of a lexical block
  * and prints one line per call, "NAME v1 v2 ...", the values as the probe sees them
  * (signed in decimal, unsigned in decimal). Values are negative or above the signed range
  * of their type, so a wrong width or sign shows. */
@@ -89,7 +89,7 @@ int main(int argc, char **argv)
         wide(si, ui, sl, ul);
         printf("chain %d %u %ld\n", in.c, in.us, in.l);
         chain(&o);
-        printf("block %d %ld\n", i + 1, g_total);
+        printf("block %d %ld %ld\n", i + 1, g_total, (long)(i + 1) * (i + 1) * -3);
         block(i + 1);
     }
     return 0;
