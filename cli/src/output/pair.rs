@@ -255,9 +255,12 @@ mod tests {
         got
     }
 
+    /// (source, tid, time) in, items out.
+    type Case<'a> = (&'a [(usize, u32, u64)], &'a [&'a str]);
+
     #[test]
     fn pairing_rule() {
-        let cases: &[(&[(usize, u32, u64)], &[&str])] = &[
+        let cases: &[Case<'_>] = &[
             // output then its sample: one pair
             (&[(0, 1, 10), (1, 1, 12)], &["0@10+1@12"]),
             // another thread between them does not break the pair
