@@ -3,11 +3,10 @@
 //! An eBPF object is compiled into the image (`include_bytes!`), opened with small capacities
 //! (`ObjectStorage<4, 4>`: the whole object state lives on the stack), and every program is relocated
 //! into a fixed `[Insn; N]` buffer with made-up map fds, exactly as a loader would before
-//! `BPF_PROG_LOAD`. The results go to the host through Arm semihosting, and the exit code says
-//! whether every check held (0) or not (1), so `cargo run` under QEMU is a test.
-//!
-//! Not yet: argument-fetching prologues. When `sluice_core::prologue` exists, the empty
-//! `PROLOGUE` below becomes a generated one (and the output buffer grows by its length).
+//! `BPF_PROG_LOAD`, behind an argument-fetching prologue generated for this arch from a typed
+//! spec (`kprobe/vfs_read(void *, char *, unsigned long)`: x0..x2 of arm64's `pt_regs` into
+//! r2..r4) in a fixed buffer. The results go to the host through Arm semihosting, and the exit
+//! code says whether every check held (0) or not (1), so `cargo run` under QEMU is a test.
 #![no_std]
 #![no_main]
 
@@ -16,6 +15,7 @@ mod semihosting;
 use core::fmt::Write;
 use core::panic::PanicInfo;
 
+use sluice_core::arch::Arch;
 use sluice_core::object::PSEUDO_MAP_FD;
 use sluice_core::{Insn, Object, ObjectStorage};
 
@@ -29,14 +29,17 @@ static OBJECT: &[u8] = include_bytes!("../../../tests/bpf/legacy_maps.o");
 /// Capacities chosen for this object: at most 4 programs and 4 maps.
 type SmallStorage<'a> = ObjectStorage<'a, 4, 4>;
 
-/// Instructions per relocated program (the largest program here has 44).
+/// Instructions per relocated program (the largest program here has 44, the prologue 5).
 const MAX_INSNS: usize = 64;
+
+/// The typed entry arguments the prologue fetches, from the calling convention (no DWARF).
+const SPEC: &str = "kprobe/vfs_read(void *, char *, unsigned long)";
+
+/// Room for the generated prologue.
+const PROLOGUE_CAP: usize = 16;
 
 /// Stand-ins for the map fds `BPF_MAP_CREATE` would return, one per map.
 const MAP_FDS: [i32; 4] = [10, 11, 12, 13];
-
-/// Prepended to each program; empty until the prologue generator lands in `sluice-core`.
-const PROLOGUE: &[Insn] = &[];
 
 #[cfg(feature = "defmt")]
 mod log;
@@ -45,6 +48,7 @@ mod log;
 enum Failure {
     Open(sluice_core::Error),
     Relocate(usize, sluice_core::Error),
+    Prologue(sluice_core::Error),
     Check(&'static str),
 }
 
@@ -67,11 +71,43 @@ fn run(out: &mut Handle) -> Result<usize, Failure> {
         obj.maps().len()
     );
 
+    // The prologue: parse the spec, lay out its arguments by arm64's calling convention,
+    // emit the instructions into a fixed buffer.
+    let Ok(sluice_core::probe::Section::Probe(spec)) = sluice_core::probe::parse(SPEC) else {
+        return Err(Failure::Check("the typed spec does not parse"));
+    };
+    let locs = sluice_core::prologue::from_typed_args(Arch::Aarch64, spec.kind(), spec.args())
+        .map_err(Failure::Prologue)?;
+    let mut pbuf = [Insn::default(); PROLOGUE_CAP];
+    let plen = sluice_core::prologue::write(&locs, &mut pbuf).map_err(Failure::Prologue)?;
+    let prologue = pbuf
+        .get(..plen)
+        .ok_or(Failure::Check("prologue overran its buffer"))?;
+    // r6 = ctx first, x0..x2 (pt_regs offsets 0, 8, 16) into r2..r4, r1 = ctx last.
+    let loads: [(u8, i16); 3] = [(2, 0), (3, 8), (4, 16)];
+    let fetched = loads.iter().all(|&(dst, off)| {
+        prologue
+            .iter()
+            .any(|i| i.code == 0x79 && i.dst == dst && i.src == 6 && i.off == off)
+    });
+    let framed = prologue
+        .first()
+        .is_some_and(|i| i.code == 0xbf && i.dst == 6 && i.src == 1)
+        && prologue
+            .last()
+            .is_some_and(|i| i.code == 0xbf && i.dst == 1 && i.src == 6);
+    if !fetched || !framed {
+        return Err(Failure::Check("prologue does not fetch x0..x2 into r2..r4"));
+    }
+    let _ = writeln!(out, "sluice-nostd: prologue for `{SPEC}`: {plen} insns");
+    #[cfg(feature = "defmt")]
+    defmt::info!("prologue: {=usize} insns", plen);
+
     let mut buf = [Insn::default(); MAX_INSNS];
     let mut patched_total = 0;
     for (i, prog) in obj.programs().iter().enumerate() {
         let n = obj
-            .relocate(i, PROLOGUE, &MAP_FDS, &mut buf)
+            .relocate(i, prologue, &MAP_FDS, &mut buf)
             .map_err(|e| Failure::Relocate(i, e))?;
         let written = buf
             .get(..n)
@@ -92,7 +128,12 @@ fn run(out: &mut Handle) -> Result<usize, Failure> {
                 "a map relocation was not patched with its fd",
             ));
         }
-        if n != PROLOGUE.len() + prog.insn_count() {
+        if buf.get(..plen) != Some(prologue) {
+            return Err(Failure::Check(
+                "the program does not start with the prologue",
+            ));
+        }
+        if n != plen + prog.insn_count() {
             return Err(Failure::Check(
                 "relocated length differs from the program's",
             ));
@@ -129,6 +170,10 @@ extern "C" fn main() -> ! {
         }
         Err(Failure::Open(e)) => {
             let _ = writeln!(out, "sluice-nostd: open failed: {e}");
+            1
+        }
+        Err(Failure::Prologue(e)) => {
+            let _ = writeln!(out, "sluice-nostd: prologue failed: {e}");
             1
         }
         Err(Failure::Relocate(i, e)) => {
