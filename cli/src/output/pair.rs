@@ -10,7 +10,9 @@
 //! - O's map and T's event come from the same object;
 //! - same thread id;
 //! - T comes after O with no other sample of that thread in between;
-//! - `0 <= T.time - O.time <= WINDOW_NS` (1 ms; a hit takes microseconds).
+//! - `0 <= T.time - O.time <= WINDOW_NS` (1 ms; a hit takes microseconds);
+//! - O's payload reads as words (below) and does not start with printable text (a path or
+//!   a name keeps its own `str=` line).
 //!
 //! An output that may still pair is held back until its thread's next sample, or until a
 //! sample more than [`WINDOW_NS`] younger arrives, or the end of the run: then it prints
@@ -144,7 +146,8 @@ impl Pairer {
                 if let Some(out) = earlier {
                     emit(Item::One(out));
                 }
-                if matches!(role, Role::Output(_)) && sample.tid.is_some() {
+                if matches!(role, Role::Output(_)) && sample.tid.is_some() && pairable(&sample.raw)
+                {
                     if self.held.len() >= MAX_HELD && !self.held.is_empty() {
                         emit(Item::One(self.held.remove(0)));
                     }
@@ -162,6 +165,11 @@ impl Pairer {
             emit(Item::One(h));
         }
     }
+}
+
+/// Whether an output payload may be paired: whole words, not text (module docs).
+fn pairable(raw: &[u8]) -> bool {
+    words(raw, &[]).is_some() && super::payload_text(raw).is_none()
 }
 
 /// The payload as words typed by `fields` (module docs), or `None` when it is not whole
@@ -228,6 +236,7 @@ mod tests {
         SampleEvent {
             tid: Some(tid),
             time: Some(time),
+            raw: vec![1; 8],
             ..SampleEvent::default()
         }
     }
@@ -316,9 +325,12 @@ mod tests {
             ]
         );
         assert_eq!(words(b"abc\0", &fields), None);
-        assert_eq!(words(&[0; 9][..], &fields).unwrap(), vec![Value::UInt(0)]);
+        assert_eq!(words(&[0; 9][..], &fields).unwrap(), vec![Value::Int(0)]);
         let mut bad = raw.clone();
         bad.push(1);
         assert_eq!(words(&bad, &fields), None);
+        assert!(pairable(&raw));
+        assert!(!pairable(b"/etc/passwd\0\0\0\0\0"));
+        assert!(!pairable(b"abc"));
     }
 }
