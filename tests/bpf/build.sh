@@ -40,6 +40,7 @@ record_filter:
 record_output:
 guest_kprobes:
 dwarf_chain:
+dwarf_types:
 bench_drain:
 "
 

@@ -5,6 +5,13 @@
 //! thread, with `inherit`), print every sample that passed (on stdout or into `-o FILE`),
 //! and a summary on stderr: samples per event, lost records per CPU, probes removed.
 //!
+//! A program that sends a bpf-output record and returns 1 (so the probe's own sample is
+//! recorded too) gets both printed on one line, its payload's words beside the kernel's
+//! fetch-args: `... sluice:p_1_f: ip=.. __probe_ip=.. a=-3 b=250 | bpf(out): -3 250`; in
+//! JSON `{"type":"pair","sample":{..},"output":{..,"words":[-3,250]}}`. The pairing rule
+//! (same object, same thread, output first, nothing of that thread between, at most 1 ms
+//! apart) is in [`crate::output::pair`].
+//!
 //! `SIGINT`, `SIGTERM` and `SIGHUP` end a recording the same way: events disabled, rings
 //! drained, probes removed, summary printed, exit status 0 (the recording is complete; a
 //! workload we started is sent the same signal). A process followed with `-p` is never
@@ -16,6 +23,7 @@ use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
+use crate::output::pair::{Item, Pairer};
 use crate::output::{self, json, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
@@ -258,21 +266,27 @@ fn record(args: Args) -> Result<(), Failure> {
         Some(f) => Box::new(f),
         None => Box::new(stdout.lock()),
     };
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, sink_to);
-    let mut write_error: Option<std::io::Error> = None;
+    let mut lines = Lines {
+        out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
+        error: None,
+        count: 0,
+    };
     let mut comms = Comms::default();
-    let mut lines = 0u64;
     let json_mode = args.json;
-    let mut sink = |s: &Session, e: &Event| {
-        if let Some(line) = format_event(s, e, json_mode, &mut comms) {
-            if let Err(e) = writeln!(out, "{line}") {
-                write_error.get_or_insert(e);
+    // A program's output and its probe's sample of one hit print together (output::pair).
+    let mut pairer = Pairer::new(session.sources());
+    let mut sink = |s: &Session, e: &Event| match e {
+        Event::Lost { source, cpu, lost } => {
+            if let Some(line) = format_lost(s, *source, *cpu, *lost, json_mode) {
+                lines.put(&line);
             }
-            lines += 1;
-            // Readers (a terminal, a pipe, `tail -f FILE`) see lines as they come.
-            if lines % 64 == 0 {
-                let _ = out.flush();
-            }
+        }
+        Event::Sample { source, sample } => {
+            pairer.push(*source, sample.clone(), &mut |item| {
+                if let Some(line) = format_item(s, &item, json_mode, &mut comms) {
+                    lines.put(&line);
+                }
+            });
         }
     };
     let ctl = RunControl {
@@ -284,10 +298,16 @@ fn record(args: Args) -> Result<(), Failure> {
     let stop = session
         .run(ctl, &mut sink)
         .map_err(|e| session_failure(&e))?;
-    if let Err(e) = out.flush() {
+    pairer.flush(&mut |item| {
+        if let Some(line) = format_item(&session, &item, json_mode, &mut comms) {
+            lines.put(&line);
+        }
+    });
+    let mut write_error = lines.error.take();
+    if let Err(e) = lines.out.flush() {
         write_error.get_or_insert(e);
     }
-    drop(out);
+    drop(lines);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
     // Release everything (events, then probes, then programs) before reporting.
@@ -342,56 +362,107 @@ fn record(args: Args) -> Result<(), Failure> {
     }
 }
 
-fn format_event(s: &Session, e: &Event, json_mode: bool, comms: &mut Comms) -> Option<String> {
-    match e {
-        Event::Lost { source, cpu, lost } => {
-            let name = s.sources().get(*source).map_or("?", |x| x.name.as_str());
-            if json_mode {
-                Some(json::lost_line(name, *cpu, *lost))
+/// The output lines and the first write error.
+struct Lines {
+    out: std::io::BufWriter<Box<dyn std::io::Write>>,
+    error: Option<std::io::Error>,
+    count: u64,
+}
+
+impl Lines {
+    fn put(&mut self, line: &str) {
+        if let Err(e) = writeln!(self.out, "{line}") {
+            self.error.get_or_insert(e);
+        }
+        self.count += 1;
+        // Readers (a terminal, a pipe, `tail -f FILE`) see lines as they come.
+        if self.count % 64 == 0 {
+            let _ = self.out.flush();
+        }
+    }
+}
+
+fn format_lost(
+    s: &Session,
+    source: usize,
+    cpu: Option<u32>,
+    lost: u64,
+    json_mode: bool,
+) -> Option<String> {
+    let name = s.sources().get(source).map_or("?", |x| x.name.as_str());
+    if json_mode {
+        Some(json::lost_line(name, cpu, lost))
+    } else {
+        eprintln!(
+            "sluice: LOST {lost} records of {name} on CPU {}",
+            cpu.map_or_else(|| "?".into(), |c| c.to_string())
+        );
+        None
+    }
+}
+
+fn format_item(s: &Session, item: &Item, json_mode: bool, comms: &mut Comms) -> Option<String> {
+    match item {
+        Item::One((source, sample)) => format_sample(s, *source, sample, json_mode, comms),
+        Item::Pair { output, trace } => {
+            let (SourceKind::Trace { format, .. }, SourceKind::Output { map }) = (
+                &s.sources().get(trace.0)?.kind,
+                &s.sources().get(output.0)?.kind,
+            ) else {
+                return None;
+            };
+            let fields = output::decode(format, &trace.1.raw);
+            let t = format_sample(s, trace.0, &trace.1, json_mode, comms)?;
+            Some(if json_mode {
+                let o = format_sample(s, output.0, &output.1, json_mode, comms)?;
+                json::pair_line(&t, &o, &output.1.raw, &fields)
             } else {
-                eprintln!(
-                    "sluice: LOST {lost} records of {name} on CPU {}",
-                    cpu.map_or_else(|| "?".into(), |c| c.to_string())
+                text::pair_line(&t, map, &output.1.raw, &fields)
+            })
+        }
+    }
+}
+
+fn format_sample(
+    s: &Session,
+    source: usize,
+    sample: &sluice_runtime::ring::SampleEvent,
+    json_mode: bool,
+    comms: &mut Comms,
+) -> Option<String> {
+    let src = s.sources().get(source)?;
+    let comm = comms.get(sample.pid, sample.tid);
+    match &src.kind {
+        SourceKind::Trace { format, .. } => {
+            let fields = output::decode(format, &sample.raw);
+            Some(if json_mode {
+                let h = head(&comm, sample, &src.name);
+                json::trace_line(&h, sample.ip, &fields)
+            } else {
+                let h = text::head(
+                    &comm,
+                    sample.pid,
+                    sample.tid,
+                    sample.cpu,
+                    sample.time,
+                    &src.name,
                 );
-                None
-            }
+                text::trace_line(&h, sample.ip, &fields)
+            })
         }
-        Event::Sample { source, sample } => {
-            let src = s.sources().get(*source)?;
-            let comm = comms.get(sample.pid, sample.tid);
-            match &src.kind {
-                SourceKind::Trace { format, .. } => {
-                    let fields = output::decode(format, &sample.raw);
-                    Some(if json_mode {
-                        let h = head(&comm, sample, &src.name);
-                        json::trace_line(&h, sample.ip, &fields)
-                    } else {
-                        let h = text::head(
-                            &comm,
-                            sample.pid,
-                            sample.tid,
-                            sample.cpu,
-                            sample.time,
-                            &src.name,
-                        );
-                        text::trace_line(&h, sample.ip, &fields)
-                    })
-                }
-                SourceKind::Output { map } => Some(if json_mode {
-                    json::output_line(&head(&comm, sample, &src.name), map, &sample.raw)
-                } else {
-                    let h = text::head(
-                        &comm,
-                        sample.pid,
-                        sample.tid,
-                        sample.cpu,
-                        sample.time,
-                        &src.name,
-                    );
-                    text::output_line(&h, map, &sample.raw)
-                }),
-            }
-        }
+        SourceKind::Output { map } => Some(if json_mode {
+            json::output_line(&head(&comm, sample, &src.name), map, &sample.raw)
+        } else {
+            let h = text::head(
+                &comm,
+                sample.pid,
+                sample.tid,
+                sample.cpu,
+                sample.time,
+                &src.name,
+            );
+            text::output_line(&h, map, &sample.raw)
+        }),
     }
 }
 

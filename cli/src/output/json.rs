@@ -115,6 +115,20 @@ pub fn output_line(h: &Head<'_>, map: &str, raw: &[u8]) -> String {
     s
 }
 
+/// A bpf-output and the trace sample of the same hit ([`super::pair`]):
+/// `{"type":"pair","sample":TRACE,"output":OUTPUT}`, the two lines as [`trace_line`] and
+/// [`output_line`] make them, the output with `"words"`: its payload typed by the
+/// sample's fields ([`super::pair::words`]; `null` when it is not whole words).
+pub fn pair_line(trace: &str, output: &str, raw: &[u8], fields: &[(String, Value)]) -> String {
+    let mut words = String::new();
+    match super::pair::words(raw, fields) {
+        Some(w) => value(&mut words, &Value::List(w)),
+        None => words.push_str("null"),
+    }
+    let output = output.strip_suffix('}').unwrap_or(output);
+    format!("{{\"type\":\"pair\",\"sample\":{trace},\"output\":{output},\"words\":{words}}}}}")
+}
+
 /// A LOST record.
 pub fn lost_line(event: &str, cpu: Option<u32>, lost: u64) -> String {
     format!(
@@ -147,6 +161,15 @@ mod tests {
         assert_eq!(
             trace_line(&h, None, &[("x".into(), Value::List(vec![Value::Int(-1), Value::Missing]))]),
             "{\"type\":\"sample\",\"event\":\"a:b\",\"comm\":\"cat\",\"pid\":1,\"tid\":2,\"cpu\":0,\"time\":5,\"fields\":{\"x\":[-1,null]}}"
+        );
+        assert_eq!(
+            pair_line(
+                "{\"t\":1}",
+                "{\"o\":2}",
+                &5u64.to_ne_bytes(),
+                &[("a".into(), Value::Int(5))]
+            ),
+            "{\"type\":\"pair\",\"sample\":{\"t\":1},\"output\":{\"o\":2,\"words\":[5]}}"
         );
         assert_eq!(
             lost_line("e", Some(3), 9),

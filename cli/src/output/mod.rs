@@ -1,8 +1,10 @@
 //! Turning session events into lines: `perf script`-like text ([`text`]) or JSON lines
-//! ([`json`]). RAW data is decoded by the event's tracefs `format`; nothing in a sample is
+//! ([`json`]); a program's bpf-output and its probe's sample of the same hit side by side
+//! ([`pair`]). RAW data is decoded by the event's tracefs `format`; nothing in a sample is
 //! trusted (a field that does not fit prints as `?`).
 
 pub mod json;
+pub mod pair;
 pub mod text;
 
 use std::collections::HashMap;

@@ -83,6 +83,25 @@ pub fn output_line(head: &str, map: &str, raw: &[u8]) -> String {
     s
 }
 
+/// A bpf-output and the trace sample of the same hit ([`super::pair`]): the trace line,
+/// then ` | bpf(MAP): w0 w1 ...`, the payload's words typed by the sample's fields
+/// ([`super::pair::words`]), or ` | bpf(MAP): data=HEX` when it is not whole words.
+pub fn pair_line(trace: &str, map: &str, raw: &[u8], fields: &[(String, Value)]) -> String {
+    let mut s = format!("{trace} | bpf({map}):");
+    match super::pair::words(raw, fields) {
+        Some(words) => {
+            for w in &words {
+                s.push(' ');
+                value(&mut s, w);
+            }
+        }
+        None => {
+            let _ = write!(s, " data={}", hex(raw));
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -111,6 +130,19 @@ mod tests {
             ],
         );
         assert_eq!(l, "h: dfd=-100 f=0x10");
+        assert_eq!(
+            pair_line(
+                "h: a=-3 b=250",
+                "out",
+                &[(-3i64).to_ne_bytes(), 250u64.to_ne_bytes()].concat(),
+                &[("a".into(), Value::Int(-3)), ("b".into(), Value::UInt(250))]
+            ),
+            "h: a=-3 b=250 | bpf(out): -3 250"
+        );
+        assert_eq!(
+            pair_line("h:", "out", b"ab\0", &[]),
+            "h: | bpf(out): data=616200"
+        );
         assert_eq!(
             output_line("h:", "m", b"ab\0"),
             "h: map=m size=3 data=616200 str=\"ab\""

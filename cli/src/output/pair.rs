@@ -1,0 +1,336 @@
+//! Side by side: the bpf-output record a program sent and the probe sample of the same hit.
+//!
+//! A program attached to a trace event that calls `bpf_perf_event_output` and returns 1
+//! makes two records per hit: first its output (written while it runs), then the event's
+//! own sample (submitted by the kernel after the program accepted it). The record output
+//! prints them together.
+//!
+//! # The pairing rule
+//! A bpf-output sample O and a trace sample T are one hit when all hold:
+//! - O's map and T's event come from the same object;
+//! - same thread id;
+//! - T comes after O with no other sample of that thread in between;
+//! - `0 <= T.time - O.time <= WINDOW_NS` (1 ms; a hit takes microseconds);
+//! - O's payload reads as words (below) and does not start with printable text (a path or
+//!   a name keeps its own `str=` line).
+//!
+//! An output that may still pair is held back until its thread's next sample, or until a
+//! sample more than [`WINDOW_NS`] younger arrives, or the end of the run: then it prints
+//! alone, as it would without pairing. Outputs of an object without trace events, and
+//! trace samples of an object without outputs, are never held.
+//!
+//! # Reading the payload
+//! The bpf part is printed as 64-bit words (host byte order) when the payload is whole
+//! words (perf pads RAW data to 8 bytes with the 4-byte size: the padding must be zero):
+//! word `i` is printed like the sample's `i`-th field (signed, unsigned or hex; the
+//! kernel's own `__probe_ip` left out), words past the fields as unsigned. A program that
+//! sends its prologue's r2..r5 in order so prints the same text as the kernel's fetch-args.
+//! Any other payload prints as `data=HEX`.
+
+use sluice_runtime::ring::SampleEvent;
+use sluice_runtime::session::{Source, SourceKind};
+
+use super::Value;
+
+/// Longest time from a program's output to its event's sample, in ns.
+pub const WINDOW_NS: u64 = 1_000_000;
+
+/// Most outputs held at once (one per thread in flight); past it the oldest prints alone.
+pub const MAX_HELD: usize = 4096;
+
+/// What a source can take part in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// A bpf-output of object `n` (which has trace events).
+    Output(usize),
+    /// A trace event of object `n` (which has outputs).
+    Trace(usize),
+    /// Never paired.
+    Plain,
+}
+
+/// A sample and the index of its source in [`Session::sources`](sluice_runtime::session::Session::sources).
+pub type Sourced = (usize, SampleEvent);
+
+/// What to print, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A sample on its own.
+    One(Sourced),
+    /// An output and the trace sample of the same hit.
+    Pair {
+        /// The bpf-output sample.
+        output: Sourced,
+        /// The trace sample.
+        trace: Sourced,
+    },
+}
+
+/// Pairs outputs with trace samples by the rule of the module docs.
+#[derive(Debug)]
+pub struct Pairer {
+    roles: Vec<Role>,
+    held: Vec<Sourced>,
+}
+
+impl Pairer {
+    /// A pairer for the sources of a session.
+    pub fn new(sources: &[Source]) -> Self {
+        let objects: Vec<&str> = {
+            let mut v: Vec<&str> = sources.iter().map(|s| s.object.as_str()).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let has = |object: &str, output: bool| {
+            sources.iter().any(|s| {
+                s.object == object && matches!(s.kind, SourceKind::Output { .. }) == output
+            })
+        };
+        let roles = sources
+            .iter()
+            .map(|s| {
+                let n = objects.binary_search(&s.object.as_str()).unwrap_or(0);
+                match s.kind {
+                    SourceKind::Output { .. } if has(&s.object, false) => Role::Output(n),
+                    SourceKind::Trace { .. } if has(&s.object, true) => Role::Trace(n),
+                    _ => Role::Plain,
+                }
+            })
+            .collect();
+        Pairer {
+            roles,
+            held: Vec::new(),
+        }
+    }
+
+    fn role(&self, source: usize) -> Role {
+        self.roles.get(source).copied().unwrap_or(Role::Plain)
+    }
+
+    fn take_held(&mut self, tid: Option<u32>) -> Option<Sourced> {
+        let at = self.held.iter().position(|(_, s)| s.tid == tid)?;
+        Some(self.held.remove(at))
+    }
+
+    /// Takes the next sample of source `source`; hands what can be printed now to `emit`.
+    pub fn push(&mut self, source: usize, sample: SampleEvent, emit: &mut dyn FnMut(Item)) {
+        // Outputs too old to pair with anything still to come print first, in order.
+        if let Some(now) = sample.time {
+            while let Some(at) = self
+                .held
+                .iter()
+                .position(|(_, s)| s.time.is_none_or(|t| t.saturating_add(WINDOW_NS) < now))
+            {
+                emit(Item::One(self.held.remove(at)));
+            }
+        }
+        let earlier = self.take_held(sample.tid);
+        match (self.role(source), earlier) {
+            (Role::Trace(g), Some(out)) if self.role(out.0) == Role::Output(g) => {
+                let close = match (out.1.time, sample.time) {
+                    (Some(o), Some(t)) => t.checked_sub(o).is_some_and(|d| d <= WINDOW_NS),
+                    _ => false,
+                };
+                if close {
+                    emit(Item::Pair {
+                        output: out,
+                        trace: (source, sample),
+                    });
+                } else {
+                    emit(Item::One(out));
+                    emit(Item::One((source, sample)));
+                }
+            }
+            (role, earlier) => {
+                if let Some(out) = earlier {
+                    emit(Item::One(out));
+                }
+                if matches!(role, Role::Output(_)) && sample.tid.is_some() && pairable(&sample.raw)
+                {
+                    if self.held.len() >= MAX_HELD && !self.held.is_empty() {
+                        emit(Item::One(self.held.remove(0)));
+                    }
+                    self.held.push((source, sample));
+                } else {
+                    emit(Item::One((source, sample)));
+                }
+            }
+        }
+    }
+
+    /// Prints everything held (at the end of a run).
+    pub fn flush(&mut self, emit: &mut dyn FnMut(Item)) {
+        for h in self.held.drain(..) {
+            emit(Item::One(h));
+        }
+    }
+}
+
+/// Whether an output payload may be paired: whole words, not text (module docs).
+fn pairable(raw: &[u8]) -> bool {
+    words(raw, &[]).is_some() && super::payload_text(raw).is_none()
+}
+
+/// The payload as words typed by `fields` (module docs), or `None` when it is not whole
+/// words.
+pub fn words(raw: &[u8], fields: &[(String, Value)]) -> Option<Vec<Value>> {
+    let whole = raw.len() / 8 * 8;
+    let (body, pad) = raw.split_at_checked(whole)?;
+    if body.is_empty() || pad.iter().any(|&b| b != 0) {
+        return None;
+    }
+    let mut typed = fields.iter().filter(|(n, _)| n != "__probe_ip");
+    Some(
+        body.chunks_exact(8)
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(c);
+                let w = u64::from_ne_bytes(b);
+                match typed.next().map(|(_, v)| v) {
+                    Some(Value::Int(_)) => Value::Int(i64::from_ne_bytes(b)),
+                    Some(Value::Hex(_) | Value::Bytes(_) | Value::Str(_) | Value::List(_)) => {
+                        Value::Hex(w)
+                    }
+                    Some(Value::UInt(_) | Value::Missing) | None => Value::UInt(w),
+                }
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use sluice_runtime::tracefs::EventFormat;
+
+    fn sources() -> Vec<Source> {
+        let format = EventFormat::parse("name: f\nID: 1\nformat:\n").unwrap();
+        vec![
+            Source {
+                name: "bpf-output:out".into(),
+                object: "a.o".into(),
+                kind: SourceKind::Output { map: "out".into() },
+            },
+            Source {
+                name: "sluice:f".into(),
+                object: "a.o".into(),
+                kind: SourceKind::Trace {
+                    format: format.clone(),
+                    program: "p".into(),
+                },
+            },
+            Source {
+                name: "sluice:g".into(),
+                object: "b.o".into(),
+                kind: SourceKind::Trace {
+                    format,
+                    program: "q".into(),
+                },
+            },
+        ]
+    }
+
+    fn s(tid: u32, time: u64) -> SampleEvent {
+        SampleEvent {
+            tid: Some(tid),
+            time: Some(time),
+            raw: vec![1; 8],
+            ..SampleEvent::default()
+        }
+    }
+
+    /// (source, tid, time) in, then the printed items as strings.
+    fn run(input: &[(usize, u32, u64)]) -> Vec<String> {
+        let mut p = Pairer::new(&sources());
+        let mut got = Vec::new();
+        let mut emit = |i: Item| {
+            got.push(match i {
+                Item::One((src, s)) => format!("{src}@{}", s.time.unwrap()),
+                Item::Pair { output, trace } => format!(
+                    "{}@{}+{}@{}",
+                    output.0,
+                    output.1.time.unwrap(),
+                    trace.0,
+                    trace.1.time.unwrap()
+                ),
+            });
+        };
+        for &(src, tid, time) in input {
+            p.push(src, s(tid, time), &mut emit);
+        }
+        p.flush(&mut emit);
+        got
+    }
+
+    /// (source, tid, time) in, items out.
+    type Case<'a> = (&'a [(usize, u32, u64)], &'a [&'a str]);
+
+    #[test]
+    fn pairing_rule() {
+        let cases: &[Case<'_>] = &[
+            // output then its sample: one pair
+            (&[(0, 1, 10), (1, 1, 12)], &["0@10+1@12"]),
+            // another thread between them does not break the pair
+            (
+                &[(0, 1, 10), (1, 2, 11), (1, 1, 12)],
+                &["1@11", "0@10+1@12"],
+            ),
+            // another sample of the same thread does
+            (
+                &[(0, 1, 10), (0, 1, 11), (1, 1, 12)],
+                &["0@10", "0@11+1@12"],
+            ),
+            // a different object's event never pairs
+            (&[(0, 1, 10), (2, 1, 12)], &["0@10", "2@12"]),
+            // too far apart
+            (
+                &[(0, 1, 10), (1, 1, 10 + WINDOW_NS + 1)],
+                &["0@10", &format!("1@{}", 10 + WINDOW_NS + 1)],
+            ),
+            // sample before output: not a hit in that order
+            (&[(1, 1, 10), (0, 1, 12)], &["1@10", "0@12"]),
+            // a stale output prints when something much younger arrives
+            (
+                &[(0, 1, 10), (1, 2, 10 + 2 * WINDOW_NS)],
+                &["0@10", &format!("1@{}", 10 + 2 * WINDOW_NS)],
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(run(input), *want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn words_follow_the_fields() {
+        let mut raw = Vec::new();
+        for w in [-3i64, 250, 7, 2] {
+            raw.extend_from_slice(&w.to_ne_bytes());
+        }
+        raw.extend_from_slice(&[0; 4]);
+        let fields = vec![
+            ("__probe_ip".into(), Value::UInt(1)),
+            ("a".into(), Value::Int(-3)),
+            ("b".into(), Value::UInt(250)),
+            ("p".into(), Value::Hex(7)),
+        ];
+        assert_eq!(
+            words(&raw, &fields).unwrap(),
+            vec![
+                Value::Int(-3),
+                Value::UInt(250),
+                Value::Hex(7),
+                Value::UInt(2)
+            ]
+        );
+        assert_eq!(words(b"abc\0", &fields), None);
+        assert_eq!(words(&[0; 9][..], &fields).unwrap(), vec![Value::Int(0)]);
+        let mut bad = raw.clone();
+        bad.push(1);
+        assert_eq!(words(&bad, &fields), None);
+        assert!(pairable(&raw));
+        assert!(!pairable(b"/etc/passwd\0\0\0\0\0"));
+        assert!(!pairable(b"abc"));
+    }
+}
