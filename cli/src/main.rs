@@ -14,12 +14,13 @@ const USAGE: &str = "\
 sluice: load eBPF filters for perf events
 
 usage:
-  sluice [-v|-vv] inspect [--disasm] [--load] [FILE.o]
+  sluice [-v|-vv] inspect [--disasm] [--load [--btf FILE]] [FILE.o]
       show an object (default: the embedded demo); --load loads it into the running
-      kernel and prints each program's id, tag and instruction count after the verifier
+      kernel and prints each program's id, tag and instruction count after the verifier;
+      --btf: the kernel BTF for CO-RE when /sys/kernel/btf/vmlinux is missing
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
                 [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
-                [-- CMD ARGS...]
+                [--btf FILE] [--debuginfo VMLINUX] [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
       system-wide until Ctrl-C or --duration; -p: the running process PID and every

@@ -91,3 +91,36 @@ fn inspect_load_reports_kernel_ids_and_tags() {
         "{err}"
     );
 }
+
+#[test]
+fn inspect_load_takes_the_co_re_target_from_btf_file() {
+    if !rustix::process::geteuid().is_root() {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "SLUICE_REQUIRE_KERNEL=1 but not root"
+        );
+        eprintln!("!!! SKIPPED inspect --load --btf: not root");
+        return;
+    }
+    // An appliance without /sys/kernel/btf/vmlinux gives the kernel's BTF as a file: a copy
+    // elsewhere stands in for it here.
+    let copy = std::env::temp_dir().join(format!("sluice-vmlinux-btf-{}", std::process::id()));
+    std::fs::copy("/sys/kernel/btf/vmlinux", &copy).unwrap();
+    let btf = copy.display().to_string();
+    let (code, out, err) = sluice(&["inspect", "--load", "--btf", &btf, &fixture("btf_core.o")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines().filter(|l| l.contains(": id ")).count() >= 3,
+        "{out}"
+    );
+    let (code, _, err) = sluice(&[
+        "inspect",
+        "--load",
+        "--btf",
+        "/nonexistent/vmlinux",
+        &fixture("btf_core.o"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/nonexistent/vmlinux"), "{err}");
+    std::fs::remove_file(&copy).unwrap();
+}

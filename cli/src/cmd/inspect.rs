@@ -12,11 +12,16 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     use lexopt::prelude::*;
     let mut disasm = false;
     let mut load = false;
+    let mut opts = sluice_runtime::LoadOptions::default();
     let mut file = None;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
         match arg {
             Long("disasm") | Short('d') => disasm = true,
             Long("load") => load = true,
+            // CO-RE target when /sys/kernel/btf/vmlinux is missing.
+            Long("btf") => {
+                opts.target_btf = Some(parser.value().map_err(crate::fail::usage)?.into())
+            }
             Value(v) if file.is_none() => file = Some(std::path::PathBuf::from(v)),
             other => return Err(crate::fail::usage(other.unexpected())),
         }
@@ -25,33 +30,46 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         Some(path) => {
             let bytes = std::fs::read(&path)
                 .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
-            inspect(&path.display().to_string(), &bytes, disasm, load)
+            inspect(
+                &path.display().to_string(),
+                &bytes,
+                disasm,
+                load.then_some(&opts),
+            )
         }
-        None => inspect(demo::NAME, demo::OBJECT, disasm, load),
+        None => inspect(demo::NAME, demo::OBJECT, disasm, load.then_some(&opts)),
     }
 }
 
 /// `sluice` with no arguments: the embedded demo object.
 pub fn show_default() -> Result<(), Failure> {
-    inspect(demo::NAME, demo::OBJECT, true, false)
+    inspect(demo::NAME, demo::OBJECT, true, None)
 }
 
-fn inspect(name: &str, bytes: &[u8], disasm: bool, load: bool) -> Result<(), Failure> {
+fn inspect(
+    name: &str,
+    bytes: &[u8],
+    disasm: bool,
+    load: Option<&sluice_runtime::LoadOptions>,
+) -> Result<(), Failure> {
     let mut storage = ObjectStorage::new();
     let obj =
         Object::open(bytes, &mut storage).map_err(|e| Failure::input(format!("{name}: {e}")))?;
     print!("{}", render(name, &obj, disasm));
-    if load {
-        print!("{}", load_report(name, &obj)?);
+    if let Some(opts) = load {
+        print!("{}", load_report(name, &obj, opts)?);
     }
     Ok(())
 }
 
 /// Loads every map and program into the running kernel, reports what the kernel says
 /// of each program, and unloads.
-fn load_report(name: &str, obj: &Object<'_, '_>) -> Result<String, Failure> {
-    let loaded = sluice_runtime::load(obj, &sluice_runtime::LoadOptions::default())
-        .map_err(|e| runtime_failure(name, &e))?;
+fn load_report(
+    name: &str,
+    obj: &Object<'_, '_>,
+    opts: &sluice_runtime::LoadOptions,
+) -> Result<String, Failure> {
+    let loaded = sluice_runtime::load(obj, opts).map_err(|e| runtime_failure(name, &e))?;
     let report = loaded.report().map_err(|e| runtime_failure(name, &e))?;
     let mut s = String::new();
     let _ = writeln!(

@@ -49,6 +49,8 @@ struct Args {
     pid: Option<i32>,
     cpus: Option<Vec<u32>>,
     output: Option<std::path::PathBuf>,
+    btf: Option<std::path::PathBuf>,
+    debuginfo: Option<std::path::PathBuf>,
     command: Vec<OsString>,
 }
 
@@ -106,6 +108,12 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 );
             }
             Long("json") => a.json = true,
+            // The kernel's BTF for CO-RE when /sys/kernel/btf/vmlinux is missing (appliances
+            // often lack it), and a vmlinux with DWARF for kprobe arguments that are variables.
+            Long("btf") => a.btf = Some(parser.value().map_err(crate::fail::usage)?.into()),
+            Long("debuginfo") => {
+                a.debuginfo = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
             Short('a') | Long("all-cpus") => a.all = true,
             Short('p') | Long("pid") => {
                 let v = parser.value().map_err(crate::fail::usage)?;
@@ -231,13 +239,15 @@ fn record(args: Args) -> Result<(), Failure> {
         },
         _ => Scope::System,
     };
-    let opts = SessionOptions {
+    let mut opts = SessionOptions {
         scope: Some(scope),
         ring,
         events: args.events.clone(),
         cpus: args.cpus.clone(),
         ..SessionOptions::default()
     };
+    opts.load.target_btf = args.btf.clone();
+    opts.load.debuginfo = args.debuginfo.clone();
     // On failure `held` is dropped unreleased: the child exits without running the command.
     let mut session = Session::start(&objects, &opts).map_err(|e| session_failure(&e))?;
     for s in session.skipped() {
