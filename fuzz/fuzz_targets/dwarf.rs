@@ -32,7 +32,7 @@ const SPECS: &[&str] = &[
     "main counter byte_global global_map.tag neg_short",
     "main argc argv[0]:string",
     "generic_perform_write file->f_mapping->a_ops bytes offset chunk",
-    "generic_perform_write:7 chunk written",
+    "generic_perform_write:5 chunk written",
     "generic_perform_write%return $retval",
     "nosuchfunc x",
 ];
