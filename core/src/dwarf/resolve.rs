@@ -309,6 +309,35 @@ impl<'s> Resolver<'s> {
     fn ranges(&self, die: DieRef) -> Result<Vec<(u64, u64)>, Error> {
         let (unit, entry) = self.entry(die)?;
         let mut out = Vec::new();
+        let attr = |name, what| entry.attr_value(name).map_err(gimli_err(what));
+        if attr(dw::DW_AT_ranges, "DW_AT_ranges")?.is_none() {
+            // gimli's `die_ranges` adds a `DW_AT_high_pc` length to `DW_AT_low_pc` unchecked
+            // (a panic where overflow is checked; found by the `dwarf` fuzz target): the pair
+            // is read here and an overflowing end is no range.
+            let address = |v| {
+                self.dwarf
+                    .attr_address(unit, v)
+                    .map_err(gimli_err("DIE ranges"))?
+                    .ok_or(Error::Dwarf {
+                        what: "DIE ranges",
+                        source: gimli::Error::UnsupportedAttributeForm,
+                    })
+            };
+            let low = attr(dw::DW_AT_low_pc, "DW_AT_low_pc")?
+                .map(address)
+                .transpose()?;
+            let high = match attr(dw::DW_AT_high_pc, "DW_AT_high_pc")? {
+                Some(AttributeValue::Udata(len)) => low.and_then(|l| l.checked_add(len)),
+                Some(v) => Some(address(v)?),
+                None => None,
+            };
+            if let (Some(begin), Some(end)) = (low, high) {
+                if begin < end {
+                    out.push((begin, end));
+                }
+            }
+            return Ok(out);
+        }
         let mut iter = self
             .dwarf
             .die_ranges(unit, &entry)
@@ -1456,6 +1485,43 @@ fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+
+    /// Inputs the `dwarf` fuzz target crashed on (see `fuzz/README.md`), each with what it
+    /// broke, run through the target's steps: now errors or results, never a panic.
+    const FUZZ_REGRESSIONS: &[(&str, &[u8])] = &[(
+        // gcc -O2 chain.c with a DW_AT_high_pc length that overflows DW_AT_low_pc: gimli's
+        // `die_ranges` added them unchecked.
+        "high_pc_overflow",
+        include_bytes!("regressions/high_pc_overflow"),
+    )];
+
+    #[test]
+    fn fuzz_regressions() {
+        use crate::probe::{self, Section};
+        let specs = [
+            "generic_perform_write file->f_mapping->a_ops bytes offset chunk",
+            "generic_perform_write:5 chunk written",
+            "generic_perform_write%return $retval",
+            "main argc argv[0]:string",
+            "process:8 slot i offset",
+            "twice zz",
+        ];
+        for (name, bytes) in FUZZ_REGRESSIONS {
+            let elf = Elf::parse(bytes).unwrap();
+            let sections = DebugSections::load(&elf).unwrap();
+            let r = Resolver::new(&elf, &sections).unwrap();
+            for spec in specs {
+                let Ok(Section::Probe(p)) = probe::parse(spec) else {
+                    panic!("{name}: {spec}")
+                };
+                if let Ok(sites) = r.resolve_spec(&p) {
+                    for a in sites.iter().flat_map(|s| &s.args) {
+                        let _ = a.fetch_arg(r.arch(), super::super::FetchSyntax::Perf);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn constants() {
