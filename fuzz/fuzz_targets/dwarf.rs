@@ -14,8 +14,8 @@
 use libfuzzer_sys::fuzz_target;
 use sluice_core::dwarf::{DebugSections, FetchSyntax, PrologueSkip, Resolver};
 use sluice_core::elf::Elf;
-use sluice_core::prologue::{self, ArgLocs, Memory};
 use sluice_core::probe::{self, Section};
+use sluice_core::prologue::{self, ArgLocs, Memory};
 use sluice_core::Insn;
 
 /// Specs of the seeds (tests/golden/dwarf/vars_specs.txt and chain.c), one per kind of place

@@ -116,8 +116,16 @@ fn check_frame(off: i64, size: i64, what: &str, at: usize) {
 
 fn check(insns: &[Insn]) {
     validate(insns).expect("prologue validates");
-    assert_eq!(insns.first(), Some(&Insn::mov64_reg(R6, 1)), "starts with r6 = r1");
-    assert_eq!(insns.last(), Some(&Insn::mov64_reg(1, R6)), "ends with r1 = r6");
+    assert_eq!(
+        insns.first(),
+        Some(&Insn::mov64_reg(R6, 1)),
+        "starts with r6 = r1"
+    );
+    assert_eq!(
+        insns.last(),
+        Some(&Insn::mov64_reg(1, R6)),
+        "ends with r1 = r6"
+    );
     // What each register holds, when known: r10 + k, or a constant.
     #[derive(Clone, Copy)]
     enum Known {
@@ -139,7 +147,10 @@ fn check(insns: &[Insn]) {
             assert!(!(7..=9).contains(&r), "insn {i} names r{r}: {insn:?}");
         }
         let writes_dst = matches!(class, 0x04 | 0x07 | 0x01) || is_ld_imm64;
-        assert!(!(writes_dst && insn.dst == R10), "insn {i} writes r10: {insn:?}");
+        assert!(
+            !(writes_dst && insn.dst == R10),
+            "insn {i} writes r10: {insn:?}"
+        );
         match class {
             0x01 if insn.src == R10 => check_frame(insn.off.into(), size, "load", i),
             0x02 | 0x03 if insn.dst == R10 => check_frame(insn.off.into(), size, "store", i),
