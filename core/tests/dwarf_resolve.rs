@@ -161,10 +161,37 @@ fn x86_64_o2_registers_location_lists_inlines() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(resolve(&bytes, "nope x"), Err(Error::FunctionNotFound(f)) if f == "nope"));
-    assert!(matches!(
-        resolve(&bytes, "twice zz"),
-        Err(Error::VariableNotFound { .. })
-    ));
+    // Both errors list what can be fetched there instead (bounded, innermost first wins).
+    match resolve(&bytes, "twice zz") {
+        Err(e @ Error::VariableNotFound { .. }) => {
+            let Error::VariableNotFound { available, .. } = &e else {
+                unreachable!()
+            };
+            assert!(!available.more);
+            assert!(available.names.len() <= sluice_core::dwarf::MAX_AVAILABLE);
+            for n in ["a", "b", "counter"] {
+                assert!(available.names.iter().any(|x| x == n), "{e}");
+            }
+            assert!(!available.names.iter().any(|x| x == "r"), "{e}");
+            assert!(e.to_string().contains("; available there: a, b"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    match resolve(&bytes, "twice a b r") {
+        Err(e @ Error::NotAvailable { .. }) => {
+            assert!(e.to_string().contains("; available there: a, b"), "{e}");
+            assert!(!e.to_string().contains(" r,"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    match resolve(&bytes, "main neg_short") {
+        Err(e @ Error::NotAvailable { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("available there: argc, argv"), "{text}");
+            assert!(!text.contains("neg_short,"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(
         resolve(&bytes, "twice a->x"),
         Err(Error::BadStep { .. })

@@ -80,6 +80,8 @@ pub enum Error {
         name: String,
         /// The probed address.
         pc: u64,
+        /// The variables that are visible and fetchable there.
+        available: Available,
     },
     /// The variable exists but a prologue cannot fetch it at that address.
     NotAvailable {
@@ -90,6 +92,8 @@ pub enum Error {
         /// Why: `optimized out`, `no location at this address`, `split in pieces`,
         /// `only an entry value`, ...
         reason: &'static str,
+        /// The variables that are visible and fetchable there.
+        available: Available,
     },
     /// A member chain step does not fit the type reached.
     BadStep {
@@ -126,6 +130,42 @@ pub enum Error {
     },
 }
 
+/// Most variable names an [`Available`] list holds.
+pub const MAX_AVAILABLE: usize = 16;
+
+/// The variables an error offers instead of the one asked for: those visible and fetchable
+/// at the probed address (parameters and locals of the scopes around it, innermost
+/// shadowing outer, then the unit's globals), at most [`MAX_AVAILABLE`] of them.
+///
+/// `Display`: `available there: file, bytes, sc`, with `, …` when there were more, or
+/// `no variable is available there`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Available {
+    /// The names, outer scopes first, in declaration order.
+    pub names: alloc::vec::Vec<String>,
+    /// Whether more variables than [`MAX_AVAILABLE`] are available.
+    pub more: bool,
+}
+
+impl fmt::Display for Available {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.names.is_empty() {
+            return f.write_str("no variable is available there");
+        }
+        f.write_str("available there: ")?;
+        for (i, n) in self.names.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(n)?;
+        }
+        if self.more {
+            f.write_str(", …")?;
+        }
+        Ok(())
+    }
+}
+
 impl From<crate::Error> for Error {
     fn from(e: crate::Error) -> Self {
         Error::Core(e)
@@ -146,13 +186,25 @@ impl fmt::Display for Error {
             Error::Dwarf { what, source } => write!(f, "reading {what}: {source}"),
             Error::FunctionNotFound(func) => write!(f, "function '{func}' not found in debug info"),
             Error::NoPlace { function, what } => write!(f, "{function}: {what}"),
-            Error::VariableNotFound { name, pc } => {
-                write!(f, "variable '{name}' is not visible at {pc:#x}")
-            }
-            Error::NotAvailable { name, pc, reason } => {
+            Error::VariableNotFound {
+                name,
+                pc,
+                available,
+            } => {
                 write!(
                     f,
-                    "variable '{name}' at {pc:#x} cannot be fetched: {reason}"
+                    "variable '{name}' is not visible at {pc:#x}; {available}"
+                )
+            }
+            Error::NotAvailable {
+                name,
+                pc,
+                reason,
+                available,
+            } => {
+                write!(
+                    f,
+                    "variable '{name}' at {pc:#x} cannot be fetched: {reason}; {available}"
                 )
             }
             Error::BadStep { name, step, reason } => write!(f, "{name}: '{step}': {reason}"),
@@ -165,5 +217,65 @@ impl fmt::Display for Error {
             }
             Error::Limit { what, limit } => write!(f, "more than {limit} {what}"),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec::Vec;
+
+    fn avail(names: &[&str], more: bool) -> Available {
+        Available {
+            names: names.iter().map(|n| String::from(*n)).collect(),
+            more,
+        }
+    }
+
+    #[test]
+    fn errors_list_what_is_available() {
+        let sixteen: Vec<String> = (0..MAX_AVAILABLE).map(|i| alloc::format!("v{i}")).collect();
+        let cases = [
+            (
+                Error::VariableNotFound {
+                    name: "zz".into(),
+                    pc: 0x1140,
+                    available: avail(&["a", "b"], false),
+                },
+                "variable 'zz' is not visible at 0x1140; available there: a, b",
+            ),
+            (
+                Error::NotAvailable {
+                    name: "r".into(),
+                    pc: 0x1140,
+                    reason: "no location at this address",
+                    available: avail(&["a", "b", "counter"], false),
+                },
+                "variable 'r' at 0x1140 cannot be fetched: no location at this address; \
+                 available there: a, b, counter",
+            ),
+            (
+                Error::NotAvailable {
+                    name: "x".into(),
+                    pc: 0x10,
+                    reason: "optimized out",
+                    available: Available::default(),
+                },
+                "variable 'x' at 0x10 cannot be fetched: optimized out; \
+                 no variable is available there",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.to_string(), want);
+        }
+        let full = Available {
+            names: sixteen,
+            more: true,
+        };
+        let text = full.to_string();
+        assert!(text.starts_with("available there: v0, v1, "), "{text}");
+        assert!(text.ends_with("v15, …"), "{text}");
     }
 }

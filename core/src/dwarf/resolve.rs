@@ -9,7 +9,7 @@ use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, UnitOffset, U
 use super::location::{ArgLocation, LocBase, ResolvedArg};
 use super::sections::{DebugSections, NAMES};
 use super::types::Kind;
-use super::{gimli_err, Error};
+use super::{gimli_err, Available, Error, MAX_AVAILABLE};
 use crate::arch::Arch;
 use crate::elf::{Elf, SHF_ALLOC, SHT_NOBITS};
 use crate::probe::{Arg, ArgBase, FetchType, Place, ProbeSpec, Step};
@@ -309,6 +309,35 @@ impl<'s> Resolver<'s> {
     fn ranges(&self, die: DieRef) -> Result<Vec<(u64, u64)>, Error> {
         let (unit, entry) = self.entry(die)?;
         let mut out = Vec::new();
+        let attr = |name, what| entry.attr_value(name).map_err(gimli_err(what));
+        if attr(dw::DW_AT_ranges, "DW_AT_ranges")?.is_none() {
+            // gimli's `die_ranges` adds a `DW_AT_high_pc` length to `DW_AT_low_pc` unchecked
+            // (a panic where overflow is checked; found by the `dwarf` fuzz target): the pair
+            // is read here and an overflowing end is no range.
+            let address = |v| {
+                self.dwarf
+                    .attr_address(unit, v)
+                    .map_err(gimli_err("DIE ranges"))?
+                    .ok_or(Error::Dwarf {
+                        what: "DIE ranges",
+                        source: gimli::Error::UnsupportedAttributeForm,
+                    })
+            };
+            let low = attr(dw::DW_AT_low_pc, "DW_AT_low_pc")?
+                .map(address)
+                .transpose()?;
+            let high = match attr(dw::DW_AT_high_pc, "DW_AT_high_pc")? {
+                Some(AttributeValue::Udata(len)) => low.and_then(|l| l.checked_add(len)),
+                Some(v) => Some(address(v)?),
+                None => None,
+            };
+            if let (Some(begin), Some(end)) = (low, high) {
+                if begin < end {
+                    out.push((begin, end));
+                }
+            }
+            return Ok(out);
+        }
         let mut iter = self
             .dwarf
             .die_ranges(unit, &entry)
@@ -650,8 +679,10 @@ impl<'s> Resolver<'s> {
     ) -> Result<ResolvedArg, Error> {
         let (var_name, start_val, ty) = match arg.base() {
             ArgBase::Var(name) => {
-                let die = self.find_variable(site, pc, name)?;
-                let val = self.variable_value(site, die, pc, name)?;
+                let found = self
+                    .find_variable(site, pc, name)
+                    .and_then(|die| Ok((die, self.variable_value(site, die, pc, name)?)));
+                let (die, val) = found.map_err(|e| self.with_available(e, site))?;
                 (name, val, self.type_of(die)?)
             }
             ArgBase::Retval if place == Place::Return => {
@@ -769,6 +800,140 @@ impl<'s> Resolver<'s> {
         })
     }
 
+    /// `e` with the variables available at its address filled in, when it is about a
+    /// variable that is not there or not fetchable.
+    fn with_available(&self, e: Error, site: &Site) -> Error {
+        match e {
+            Error::VariableNotFound { name, pc, .. } => Error::VariableNotFound {
+                name,
+                pc,
+                available: self.available(site, pc),
+            },
+            Error::NotAvailable {
+                name, pc, reason, ..
+            } => Error::NotAvailable {
+                name,
+                pc,
+                reason,
+                available: self.available(site, pc),
+            },
+            other => other,
+        }
+    }
+
+    /// The variables visible at `pc` in `site` whose value a prologue can fetch there: the
+    /// scopes' parameters and locals (the innermost of a name wins, as in
+    /// [`Resolver::find_variable`]), then the unit's globals not shadowed by them. Debug info
+    /// that does not parse ends the list early rather than failing: this only words an error.
+    fn available(&self, site: &Site, pc: u64) -> Available {
+        let mut seen: Vec<(u32, DieRef, &'s [u8])> = Vec::new();
+        let _ = self.scope_variables(site.die, pc, 0, &mut seen);
+        // Innermost wins: drop an entry when a deeper one has the same name.
+        let shadowed = |i: usize, depth: u32, name: &[u8]| {
+            seen.iter()
+                .enumerate()
+                .any(|(j, &(d, _, n))| n == name && (d > depth || (d == depth && j < i)))
+        };
+        let mut out = Available::default();
+        let mut push = |name: &[u8]| -> bool {
+            if out.names.len() >= MAX_AVAILABLE {
+                out.more = true;
+                return false;
+            }
+            out.names.push(String::from_utf8_lossy(name).into_owned());
+            true
+        };
+        for (i, &(depth, die, name)) in seen.iter().enumerate() {
+            if shadowed(i, depth, name) {
+                continue;
+            }
+            let text = core::str::from_utf8(name).unwrap_or("");
+            if self.variable_value(site, die, pc, text).is_ok() && !push(name) {
+                return out;
+            }
+        }
+        let Ok(unit) = self.unit(site.die.unit) else {
+            return out;
+        };
+        let Ok(mut tree) = unit.entries_tree(None) else {
+            return out;
+        };
+        let Ok(root) = tree.root() else {
+            return out;
+        };
+        let mut children = root.children();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry();
+            if e.tag() != dw::DW_TAG_variable {
+                continue;
+            }
+            let die = DieRef {
+                unit: site.die.unit,
+                offset: e.offset(),
+            };
+            let Ok(Some(name)) = self.name_of(die) else {
+                continue;
+            };
+            if seen.iter().any(|&(_, _, n)| n == name) {
+                continue;
+            }
+            let text = core::str::from_utf8(name).unwrap_or("");
+            if self.variable_value(site, die, pc, text).is_ok() {
+                seen.push((0, die, name));
+                if !push(name) {
+                    return out;
+                }
+            }
+        }
+        out
+    }
+
+    /// Appends the named parameters and variables of `scope`, then of the lexical blocks
+    /// around `pc` in it (recursively), each with its nesting depth.
+    fn scope_variables(
+        &self,
+        scope: DieRef,
+        pc: u64,
+        depth: u32,
+        out: &mut Vec<(u32, DieRef, &'s [u8])>,
+    ) -> Result<(), Error> {
+        if depth > MAX_DEPTH {
+            return Err(Error::Limit {
+                what: "nested lexical blocks",
+                limit: MAX_DEPTH,
+            });
+        }
+        let unit = self.unit(scope.unit)?;
+        let mut tree = unit
+            .entries_tree(Some(scope.offset))
+            .map_err(gimli_err("scope"))?;
+        let root = tree.root().map_err(gimli_err("scope"))?;
+        let mut children = root.children();
+        let mut blocks = Vec::new();
+        while let Some(child) = children.next().map_err(gimli_err("scope child"))? {
+            let e = child.entry();
+            let die = DieRef {
+                unit: scope.unit,
+                offset: e.offset(),
+            };
+            match e.tag() {
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable => {
+                    if let Some(name) = self.name_of(die)? {
+                        out.push((depth, die, name));
+                    }
+                }
+                dw::DW_TAG_lexical_block => blocks.push(die),
+                _ => {}
+            }
+        }
+        for block in blocks {
+            if self.ranges(block)?.iter().any(|&(b, e)| pc >= b && pc < e) {
+                self.scope_variables(block, pc, depth + 1, out)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The name of a global the argument starts from, for `@name+off` fetch-args.
     fn global_name(&self, _site: &Site, _pc: u64, var: &str) -> String {
         String::from(var)
@@ -799,6 +964,7 @@ impl<'s> Resolver<'s> {
         Err(Error::VariableNotFound {
             name: String::from(name),
             pc,
+            available: Available::default(),
         })
     }
 
@@ -901,6 +1067,7 @@ impl<'s> Resolver<'s> {
             name: String::from(name),
             pc,
             reason,
+            available: Available::default(),
         };
         match entry
             .attr_value(dw::DW_AT_location)
@@ -953,6 +1120,7 @@ impl<'s> Resolver<'s> {
             name: String::from(name),
             pc,
             reason,
+            available: Available::default(),
         };
         let mut ops: Vec<Operation<R<'s>>> = Vec::new();
         let mut iter = expr.operations(unit.encoding());
@@ -1048,6 +1216,7 @@ impl<'s> Resolver<'s> {
             name: String::from(name),
             pc,
             reason,
+            available: Available::default(),
         };
         let outer = site.outer.unwrap_or(site.die);
         let (unit, entry) = self.entry(outer)?;
@@ -1098,6 +1267,7 @@ impl<'s> Resolver<'s> {
             name: String::from(name),
             pc,
             reason,
+            available: Available::default(),
         };
         let endian = if self.code.header().is_little_endian() {
             RunTimeEndian::Little
@@ -1315,6 +1485,43 @@ fn finish(v: Val, size: u8, signed: bool, var: String) -> ArgLocation {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+
+    /// Inputs the `dwarf` fuzz target crashed on (see `fuzz/README.md`), each with what it
+    /// broke, run through the target's steps: now errors or results, never a panic.
+    const FUZZ_REGRESSIONS: &[(&str, &[u8])] = &[(
+        // gcc -O2 chain.c with a DW_AT_high_pc length that overflows DW_AT_low_pc: gimli's
+        // `die_ranges` added them unchecked.
+        "high_pc_overflow",
+        include_bytes!("regressions/high_pc_overflow"),
+    )];
+
+    #[test]
+    fn fuzz_regressions() {
+        use crate::probe::{self, Section};
+        let specs = [
+            "generic_perform_write file->f_mapping->a_ops bytes offset chunk",
+            "generic_perform_write:5 chunk written",
+            "generic_perform_write%return $retval",
+            "main argc argv[0]:string",
+            "process:8 slot i offset",
+            "twice zz",
+        ];
+        for (name, bytes) in FUZZ_REGRESSIONS {
+            let elf = Elf::parse(bytes).unwrap();
+            let sections = DebugSections::load(&elf).unwrap();
+            let r = Resolver::new(&elf, &sections).unwrap();
+            for spec in specs {
+                let Ok(Section::Probe(p)) = probe::parse(spec) else {
+                    panic!("{name}: {spec}")
+                };
+                if let Ok(sites) = r.resolve_spec(&p) {
+                    for a in sites.iter().flat_map(|s| &s.args) {
+                        let _ = a.fetch_arg(r.arch(), super::super::FetchSyntax::Perf);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn constants() {
