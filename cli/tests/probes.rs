@@ -7,26 +7,11 @@
     clippy::indexing_slicing
 )]
 
-use std::path::PathBuf;
+mod common;
+
+use common::{fixture, probes_of};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn tracefs() -> PathBuf {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("uprobe_events").exists())
-        .expect("tracefs")
-}
-
-fn probes_of(pid: u32) -> Vec<String> {
-    let text = std::fs::read_to_string(tracefs().join("uprobe_events")).unwrap();
-    let tag = format!("sluice/p_{pid}_");
-    text.lines()
-        .filter(|l| l.contains(&tag))
-        .map(str::to_owned)
-        .collect()
-}
 
 /// A function of this binary for the uprobe (called once so the linker keeps it).
 #[no_mangle]
@@ -49,7 +34,7 @@ fn clean_removes_the_leftover_of_a_killed_run() {
     }
     let exe = std::env::current_exe().unwrap();
     std::hint::black_box(sluice_probes_test_target(std::hint::black_box(1)));
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf/record_filter.o");
+    let fixture = fixture("record_filter.o");
     let spec = format!(
         "arg_at_least=uprobe/{}:sluice_probes_test_target",
         exe.display()
@@ -58,7 +43,7 @@ fn clean_removes_the_leftover_of_a_killed_run() {
         .args([
             "record",
             "-e",
-            fixture.to_str().unwrap(),
+            fixture.as_str(),
             "--event",
             &spec,
             "--",

@@ -10,7 +10,9 @@
     clippy::indexing_slicing
 )]
 
-use std::path::PathBuf;
+mod common;
+
+use common::{fixture, probes_of, sluice, tracefs};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,44 +34,6 @@ fn kernel(test: &str) -> bool {
     );
     eprintln!("\n*** SKIPPED kernel test {test}: not root ***\n");
     false
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/bpf")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn sluice(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn tracefs() -> PathBuf {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("uprobe_events").exists())
-        .expect("tracefs mounted (sluice mounts it when needed)")
-}
-
-/// Lines of uprobe_events naming a sluice event made by `pid`.
-fn probes_of(pid: u32) -> Vec<String> {
-    let text = std::fs::read_to_string(tracefs().join("uprobe_events")).unwrap();
-    let tag = format!("sluice/p_{pid}_");
-    text.lines()
-        .filter(|l| l.contains(&tag))
-        .map(str::to_owned)
-        .collect()
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Helpers of the CLI tests: run the built `sluice`, find fixtures, skip loudly.
-#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,4 +37,23 @@ pub fn required() -> bool {
 pub fn skip(what: &str) {
     assert!(!required(), "{what} (SLUICE_REQUIRE_KERNEL=1)");
     eprintln!("SKIPPED: {what}");
+}
+
+/// The tracefs mount (sluice mounts it when needed).
+pub fn tracefs() -> PathBuf {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("uprobe_events").exists())
+        .expect("tracefs mounted (sluice mounts it when needed)")
+}
+
+/// Lines of uprobe_events naming a sluice event made by `pid`.
+pub fn probes_of(pid: u32) -> Vec<String> {
+    let text = std::fs::read_to_string(tracefs().join("uprobe_events")).unwrap();
+    let tag = format!("sluice/p_{pid}_");
+    text.lines()
+        .filter(|l| l.contains(&tag))
+        .map(str::to_owned)
+        .collect()
 }
