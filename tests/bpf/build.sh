@@ -38,6 +38,7 @@ modern_badline:
 record_demo:
 record_filter:
 record_output:
+record_magic:
 guest_kprobes:
 dwarf_chain:
 dwarf_types:
