@@ -100,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(resolver) = Resolver::new(&elf, &sections) else {
         return;
     };
-    let _ = resolver.unit_count();
+    let _ = resolver.unit_count().map_err(|e| e.to_string());
     for spec in SPECS {
         run(&resolver, spec);
     }

@@ -111,7 +111,7 @@ fn render_sites(
         .sites(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     if let Some(want) = arch {
-        let got = elf_arch(&code);
+        let got = info.arch();
         if got.is_some_and(|g| g != want) {
             return Err(Failure::input(format!(
                 "'{spec}': --arch {want}, but {} is {}",
@@ -149,13 +149,6 @@ fn render_sites(
         let _ = writeln!(out, "tracefs: {kind} {place} {}", site.fetch_args.join(" "));
     }
     Ok(out)
-}
-
-/// The architecture of the ELF file at `path`, if it has one sluice knows.
-fn elf_arch(path: &Path) -> Option<Arch> {
-    let bytes = std::fs::read(path).ok()?;
-    let elf = sluice_core::elf::Elf::parse(&bytes).ok()?;
-    Arch::from_machine(elf.header().machine)
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.

@@ -24,6 +24,7 @@
 //! Debug info is untrusted: nothing here panics on it, and every walk that follows
 //! references (abstract origins, type chains, scopes) is bounded.
 
+mod index;
 mod location;
 mod resolve;
 mod sections;
@@ -33,7 +34,7 @@ use alloc::string::String;
 use core::fmt;
 
 pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
-pub use resolve::{ProbeSite, PrologueSkip, Resolver, MAX_DEPTH};
+pub use resolve::{Lookup, ProbeSite, PrologueSkip, Release, Resolver, MAX_DEPTH};
 pub use sections::{
     build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,
     MAX_INFLATED,
