@@ -231,6 +231,15 @@ impl<'s> Resolver<'s> {
         Ok(self.units()?.headers.len())
     }
 
+    /// Number of units parsed so far: what the index saves is the difference to
+    /// [`Resolver::unit_count`].
+    #[must_use]
+    pub fn parsed_unit_count(&self) -> usize {
+        self.units
+            .get()
+            .map_or(0, |u| u.parsed.iter().filter(|c| c.get().is_some()).count())
+    }
+
     /// The file offset of a link-time address: in the allocated section that holds it.
     #[must_use]
     pub fn file_offset(&self, address: u64) -> Option<u64> {
