@@ -1,5 +1,6 @@
 //! Probe points and variables: [`Resolver`].
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -562,69 +563,109 @@ impl<'s> Resolver<'s> {
     fn find_sites(&self, func: &str) -> Result<Vec<Site>, Error> {
         let mut sites = Vec::new();
         for index in self.candidate_units(func.as_bytes())? {
-            let unit = self.unit(index)?;
-            let mut cursor = unit.entries();
-            let mut depth: isize = 0;
-            // Concrete subprograms enclosing the current DIE: (depth, DIE).
-            let mut outer: Vec<(isize, DieRef)> = Vec::new();
-            // Depths of the sites found that enclose the current DIE.
-            let mut inside: Vec<isize> = Vec::new();
-            while let Some((delta, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
-                depth = depth.saturating_add(delta);
-                while outer.last().is_some_and(|(d, _)| *d >= depth) {
-                    outer.pop();
-                }
-                while inside.last().is_some_and(|d| *d >= depth) {
-                    inside.pop();
-                }
-                let tag = entry.tag();
-                if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
-                    continue;
-                }
-                let die = DieRef {
-                    unit: index,
-                    offset: entry.offset(),
-                };
-                let has_code = entry
-                    .attr_value(dw::DW_AT_low_pc)
-                    .map_err(gimli_err("DW_AT_low_pc"))?
-                    .is_some()
-                    || entry
-                        .attr_value(dw::DW_AT_ranges)
-                        .map_err(gimli_err("DW_AT_ranges"))?
-                        .is_some();
-                if tag == dw::DW_TAG_subprogram && has_code {
-                    outer.push((depth, die));
-                }
-                if !has_code {
-                    continue;
-                }
-                // Cheap test first: the DIE's own name; else follow its origin.
-                let name = match entry
-                    .attr_value(dw::DW_AT_name)
-                    .map_err(gimli_err("DW_AT_name"))?
-                {
-                    Some(v) => Some(self.string(unit, v)?),
-                    None => self.name_of(die)?,
-                };
-                if name != Some(func.as_bytes()) {
-                    continue;
-                }
-                let nested = !inside.is_empty();
-                inside.push(depth);
-                if nested {
-                    // GCC's partial inlining puts a copy of a function inside its own
-                    // out-of-line body; like perf, probe the function once there.
-                    continue;
-                }
-                sites.push(Site {
-                    die,
-                    outer: outer.last().map(|(_, d)| *d),
-                    inlined: tag == dw::DW_TAG_inlined_subroutine,
-                });
-            }
+            self.unit_sites(index, func.as_bytes(), &mut sites)?;
         }
         Ok(sites)
+    }
+
+    /// The sites of `func` in one unit. A raw walk: only subprograms and inlined
+    /// subroutines have their attributes read, every other DIE's are skipped by their
+    /// forms' sizes, and a name reached through an origin is looked up once per origin.
+    fn unit_sites(&self, index: usize, func: &[u8], sites: &mut Vec<Site>) -> Result<(), Error> {
+        let unit = self.unit(index)?;
+        let mut raw = unit.entries_raw(None).map_err(gimli_err("DIE tree"))?;
+        // Concrete subprograms enclosing the current DIE: (depth, DIE).
+        let mut outer: Vec<(isize, DieRef)> = Vec::new();
+        // Depths of the sites found that enclose the current DIE.
+        let mut inside: Vec<isize> = Vec::new();
+        // Origins already looked up: whether their name is `func`.
+        let mut origins: BTreeMap<usize, bool> = BTreeMap::new();
+        // Bounded: every entry read consumes at least its abbreviation code.
+        while !raw.is_empty() {
+            let depth = raw.next_depth();
+            let offset = raw.next_offset();
+            let Some(abbrev) = raw.read_abbreviation().map_err(gimli_err("DIE tree"))? else {
+                continue;
+            };
+            while outer.last().is_some_and(|(d, _)| *d >= depth) {
+                outer.pop();
+            }
+            while inside.last().is_some_and(|d| *d >= depth) {
+                inside.pop();
+            }
+            let tag = abbrev.tag();
+            if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
+                raw.skip_attributes(abbrev.attributes())
+                    .map_err(gimli_err("DIE attributes"))?;
+                continue;
+            }
+            let die = DieRef {
+                unit: index,
+                offset,
+            };
+            let (mut has_code, mut name, mut origin, mut spec) = (false, None, None, None);
+            for &a in abbrev.attributes() {
+                let attr = raw.read_attribute(a).map_err(gimli_err("DIE attributes"))?;
+                match attr.name() {
+                    dw::DW_AT_low_pc | dw::DW_AT_ranges => has_code = true,
+                    dw::DW_AT_name if name.is_none() => name = Some(attr.value()),
+                    dw::DW_AT_abstract_origin if origin.is_none() => origin = Some(attr.value()),
+                    dw::DW_AT_specification if spec.is_none() => spec = Some(attr.value()),
+                    _ => {}
+                }
+            }
+            if tag == dw::DW_TAG_subprogram && has_code {
+                outer.push((depth, die));
+            }
+            if !has_code {
+                continue;
+            }
+            // Cheap test first: the DIE's own name; else its origin's (once per origin).
+            let matches = match name {
+                Some(v) => self.string(unit, v)? == func,
+                None => match origin.or(spec).and_then(|v| self.reference(index, unit, v)) {
+                    None => false,
+                    Some(target) => {
+                        let key = self.die_key(target);
+                        match origins.get(&key) {
+                            Some(&m) => m,
+                            None => {
+                                let m = self.name_of(target)? == Some(func);
+                                origins.insert(key, m);
+                                m
+                            }
+                        }
+                    }
+                },
+            };
+            if !matches {
+                continue;
+            }
+            let nested = !inside.is_empty();
+            inside.push(depth);
+            if nested {
+                // GCC's partial inlining puts a copy of a function inside its own
+                // out-of-line body; like perf, probe the function once there.
+                continue;
+            }
+            sites.push(Site {
+                die,
+                outer: outer.last().map(|(_, d)| *d),
+                inlined: tag == dw::DW_TAG_inlined_subroutine,
+            });
+        }
+        Ok(())
+    }
+
+    /// A DIE's offset in `.debug_info` (a key unique across units).
+    fn die_key(&self, die: DieRef) -> usize {
+        let start = self
+            .units
+            .get()
+            .and_then(|u| u.starts.get(die.unit))
+            .copied()
+            .unwrap_or(0);
+        start.saturating_add(die.offset.0)
     }
 
     fn line_rows(&self, unit_index: usize) -> Result<Vec<LineRow>, Error> {
