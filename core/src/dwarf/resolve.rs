@@ -148,6 +148,8 @@ pub struct Resolver<'s> {
     units: OnceCell<Units<'s>>,
     /// Candidate units per name already looked up.
     candidates: RefCell<Vec<(Vec<u8>, Vec<usize>)>>,
+    /// Globals already looked up, per unit and name.
+    globals: RefCell<BTreeMap<(usize, String), Option<DieRef>>>,
     lookup: Lookup,
     /// Whether the abbreviations allow the grep (see `index::indexable`).
     indexable: OnceCell<bool>,
@@ -188,6 +190,7 @@ impl<'s> Resolver<'s> {
             lists: OnceCell::new(),
             units: OnceCell::new(),
             candidates: RefCell::new(Vec::new()),
+            globals: RefCell::new(BTreeMap::new()),
             lookup: Lookup::Indexed,
             indexable: OnceCell::new(),
             release: None,
@@ -1210,8 +1213,20 @@ impl<'s> Resolver<'s> {
                 .is_some())
     }
 
-    /// A unit-level variable `name` with a location (or a constant value).
+    /// A unit-level variable `name` with a location (or a constant value), else its
+    /// declaration. Remembered per unit and name: every site of a function inlined in many
+    /// places asks the same units for the same global.
     fn global(&self, unit_index: usize, name: &str) -> Result<Option<DieRef>, Error> {
+        let key = (unit_index, String::from(name));
+        if let Some(found) = self.globals.borrow().get(&key) {
+            return Ok(*found);
+        }
+        let found = self.global_uncached(unit_index, name)?;
+        self.globals.borrow_mut().insert(key, found);
+        Ok(found)
+    }
+
+    fn global_uncached(&self, unit_index: usize, name: &str) -> Result<Option<DieRef>, Error> {
         let unit = self.unit(unit_index)?;
         let mut tree = unit.entries_tree(None).map_err(gimli_err("unit"))?;
         let root = tree.root().map_err(gimli_err("unit"))?;
