@@ -131,11 +131,17 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
     }
     let t = Tracefs::find().expect("tracefs");
     if !t.supports(ProbeKind::Kprobe) {
-        skip(test, "the kernel has no kprobe events (the host's; run in a guest)");
+        skip(
+            test,
+            "the kernel has no kprobe events (the host's; run in a guest)",
+        );
         return;
     }
     let Some(spec_file) = std::env::var_os("SLUICE_SEED_SPEC").map(PathBuf::from) else {
-        skip(test, "no SLUICE_SEED_SPEC (aarch64-ci/guest/seed.sh resolves it on the host)");
+        skip(
+            test,
+            "no SLUICE_SEED_SPEC (aarch64-ci/guest/seed.sh resolves it on the host)",
+        );
         return;
     };
     let Some(bin) = std::env::var_os("SLUICE_BIN").map(PathBuf::from) else {
@@ -240,12 +246,18 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
         }
         got.push((bytes, off));
     }
-    assert!(pending.is_empty(), "outputs without a sample: {pending:?}\n{out}");
+    assert!(
+        pending.is_empty(),
+        "outputs without a sample: {pending:?}\n{out}"
+    );
     assert_eq!(got, want, "(bytes, offset) per piece of the writes\n{out}");
 
     // The same run as text, like `perf script`: the lines the note shows.
     let (text, err) = run(false);
-    let samples = text.lines().filter(|l| l.contains(&format!("_{FUNC}: "))).count();
+    let samples = text
+        .lines()
+        .filter(|l| l.contains(&format!("_{FUNC}: ")))
+        .count();
     assert_eq!(samples, want.len(), "{text}{err}");
     for l in text.lines() {
         eprintln!("seed-sample {}: {l}", arch());
@@ -258,7 +270,10 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
         want.len(),
         got.len(),
         want_a_ops.map_or_else(|| "not checked".into(), |a| format!("shmem_aops {a:#x}")),
-        probe_at.map_or_else(|| "not checked".into(), |a| format!("{FUNC}+{offset} = {a:#x}")),
+        probe_at.map_or_else(
+            || "not checked".into(),
+            |a| format!("{FUNC}+{offset} = {a:#x}")
+        ),
     );
     let left: Vec<String> = std::fs::read_to_string(t.root().join("kprobe_events"))
         .unwrap_or_default()
