@@ -657,3 +657,49 @@ fn compressed_sections_inflate_when_read() {
     assert!(e.to_string().contains("no location at this address"), "{e}");
     assert!(sections.is_inflated(".debug_loclists"));
 }
+
+/// `resolve_lines` (one lookup of the function, every line with code) answers for each line
+/// exactly what `resolve` answers for `FUNC:LINE`, and the lines it leaves out have no code.
+#[test]
+fn line_scan_agrees_with_single_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/dwarf/chain.c");
+    for opt in ["-O0", "-O2"] {
+        let bin = out_dir().join(format!("chain{opt}"));
+        let ok = Command::new("gcc")
+            .args(["-g", opt, "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: gcc {opt} unavailable");
+            return;
+        }
+        let bytes = std::fs::read(&bin).unwrap();
+        let elf = Elf::parse(&bytes).unwrap();
+        let sections = DebugSections::load(&elf).unwrap();
+        let r = Resolver::new(&elf, &sections).unwrap();
+        let Ok(Section::Probe(p)) = probe::parse("generic_perform_write chunk bytes") else {
+            panic!()
+        };
+        let args = p.args().exprs();
+        let scan = r.resolve_lines("generic_perform_write", args).unwrap();
+        let listed: Vec<u32> = scan.iter().map(|(l, _)| *l).collect();
+        assert!(scan.iter().any(|(_, s)| s.is_ok()), "{opt}: {scan:?}");
+        assert!(scan.iter().any(|(_, s)| s.is_err()), "{opt}: {scan:?}");
+        for line in 0..20u32 {
+            let one = r.resolve("generic_perform_write", probe::Place::Line(line), args);
+            match scan.iter().find(|(l, _)| *l == line) {
+                Some((_, got)) => assert_eq!(got, &one, "{opt} line {line}"),
+                None => assert!(
+                    matches!(one, Err(Error::NoPlace { .. })),
+                    "{opt} line {line} not listed ({listed:?}) but {one:?}"
+                ),
+            }
+        }
+        assert!(matches!(
+            r.resolve_lines("no_such_function", args),
+            Err(Error::FunctionNotFound(_))
+        ));
+    }
+}

@@ -15,6 +15,7 @@
 //! `$err` keeps its place. Dereferences read kernel memory for kprobes and user memory for
 //! uprobes. Errors name the file, the function, and the variable and address involved.
 
+use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 
 use sluice_core::arch::Arch;
@@ -180,6 +181,49 @@ impl DebugInfo {
     /// or is a tracepoint, an argument cannot be passed in a register (`:string`), or the
     /// prologue's capacity is exceeded.
     pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
+        self.with_resolver(spec, |ctx, func, dwarf_args| {
+            let resolved = ctx
+                .resolver
+                .resolve(func, spec.place(), dwarf_args)
+                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+            resolved.iter().map(|site| ctx.site(spec, site)).collect()
+        })
+    }
+
+    /// Every line of `spec`'s function with code, relative to its declaration (as
+    /// `FUNC:LINE` counts), each with the sites of `spec`'s arguments at that line or why
+    /// they cannot be fetched there: where a probe can see its variables, found with one
+    /// lookup of the function. `spec`'s own place is ignored.
+    ///
+    /// # Errors
+    /// As [`DebugInfo::sites`] for what concerns the whole function (not found, no debug
+    /// info); per line, the error [`DebugInfo::sites`] would give for `FUNC:LINE`.
+    #[allow(clippy::type_complexity)]
+    pub fn lines(&self, spec: &ProbeSpec<'_>) -> Result<Vec<(u32, Result<Vec<Site>>)>> {
+        self.with_resolver(spec, |ctx, func, dwarf_args| {
+            let scan = ctx
+                .resolver
+                .resolve_lines(func, dwarf_args)
+                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+            Ok(scan
+                .into_iter()
+                .map(|(line, found)| {
+                    let sites = found
+                        .map_err(|e| ctx.usage(func, &describe(&e)))
+                        .and_then(|v| v.iter().map(|site| ctx.site(spec, site)).collect());
+                    (line, sites)
+                })
+                .collect())
+        })
+    }
+
+    /// Runs `f` with a resolver over this file's DWARF, `spec`'s function and the arguments
+    /// that need debug info.
+    fn with_resolver<T>(
+        &self,
+        spec: &ProbeSpec<'_>,
+        f: impl FnOnce(&Ctx<'_, '_>, &str, &[Arg<'_>]) -> Result<T>,
+    ) -> Result<T> {
         let file = self.code_path.display();
         let func = spec.func().ok_or_else(|| {
             usage(format!(
@@ -202,58 +246,185 @@ impl DebugInfo {
         let resolver = Resolver::new(&code, &sections)
             .map_err(|e| ctx(&e))?
             .with_release(&release);
-        let arch = resolver.arch();
-        let exprs = spec.args().exprs();
-        let dwarf_args: Vec<Arg<'_>> = exprs
+        let dwarf_args: Vec<Arg<'_>> = spec
+            .args()
+            .exprs()
             .iter()
             .filter(|a| needs_debug_info(a))
             .cloned()
             .collect();
-        let resolved = resolver
-            .resolve(func, spec.place(), &dwarf_args)
-            .map_err(|e| ctx(&describe(&e)))?;
-        let mut out = Vec::with_capacity(resolved.len());
-        for site in &resolved {
-            let at = |e: &dyn std::fmt::Display| {
-                usage(format!("{file}: {func} at {:#x}: {e}", site.address))
-            };
-            let target = match spec.target() {
-                Target::User { path, .. } => ProbeTarget::User {
-                    path: PathBuf::from(path),
-                    offset: site
-                        .file_offset
-                        .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
-                    func: site.function.clone(),
-                },
-                Target::Kernel { .. } => {
-                    let (sym, off) = containing_symbol(function_symbols(&code), site.address)
-                        .ok_or_else(|| at(&"no function symbol holds the address"))?;
-                    ProbeTarget::Kernel {
-                        func: sym,
-                        offset: off,
-                    }
-                }
-                _ => return Err(at(&"not a kprobe or uprobe")),
-            };
-            let syntax = match spec.kind() {
-                ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
-                    load_bias: resolver.load_bias(site.address).unwrap_or(0),
-                },
-                _ => FetchSyntax::Kprobe,
-            };
-            let built = build_site(arch, memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
-            out.push(Site {
-                function: site.function.clone(),
-                address: site.address,
-                file_offset: site.file_offset,
-                inlined: site.inlined,
-                target,
-                prologue: built.0,
-                fetch_args: built.1,
-                perf_fetch_args: built.2,
-            });
+        let c = Ctx {
+            file: &self.code_path,
+            resolver: &resolver,
+            memory,
+            code,
+            lookups: Cell::new(0),
+            kernel_syms: OnceCell::new(),
+        };
+        f(&c, func, &dwarf_args)
+    }
+}
+
+/// What turning a resolved [`ProbeSite`] into a [`Site`] needs.
+struct Ctx<'r, 's> {
+    file: &'r Path,
+    resolver: &'r Resolver<'s>,
+    memory: Memory,
+    /// The probed file, whose `.symtab` names the kernel function holding a site.
+    code: Elf<'s>,
+    /// Kernel symbol lookups so far: the first few scan the symbol table in place, more
+    /// (`--lines` over a long function) sort it once.
+    lookups: Cell<usize>,
+    kernel_syms: OnceCell<Vec<(u64, u64, &'s str)>>,
+}
+
+impl Ctx<'_, '_> {
+    fn usage(&self, func: &str, e: &dyn std::fmt::Display) -> Error {
+        usage(format!("{}: {func}: {e}", self.file.display()))
+    }
+
+    /// The kernel function symbol holding `address` and the offset into it.
+    fn kernel_symbol(&self, address: u64) -> Option<(String, u64)> {
+        let n = self.lookups.get();
+        self.lookups.set(n.saturating_add(1));
+        if n < 8 {
+            return containing_symbol(function_symbols(&self.code), address);
         }
-        Ok(out)
+        let sorted = self.kernel_syms.get_or_init(|| {
+            let mut v: Vec<_> = function_symbols(&self.code).collect();
+            v.sort_unstable();
+            v
+        });
+        // The last symbol at or below `address` in (address, size, name) order is the
+        // maximum `containing_symbol` picks.
+        let i = sorted.partition_point(|s| s.0 <= address).checked_sub(1)?;
+        containing_symbol(sorted.get(i).copied().into_iter(), address)
+    }
+
+    /// One site's target, prologue and fetch-args.
+    fn site(&self, spec: &ProbeSpec<'_>, site: &ProbeSite) -> Result<Site> {
+        let file = self.file.display();
+        let func = spec.func().unwrap_or("?");
+        let at = |e: &dyn std::fmt::Display| {
+            usage(format!("{file}: {func} at {:#x}: {e}", site.address))
+        };
+        let target = match spec.target() {
+            Target::User { path, .. } => ProbeTarget::User {
+                path: PathBuf::from(path),
+                offset: site
+                    .file_offset
+                    .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
+                func: site.function.clone(),
+            },
+            Target::Kernel { .. } => {
+                let (sym, off) = self
+                    .kernel_symbol(site.address)
+                    .ok_or_else(|| at(&"no function symbol holds the address"))?;
+                ProbeTarget::Kernel {
+                    func: sym,
+                    offset: off,
+                }
+            }
+            _ => return Err(at(&"not a kprobe or uprobe")),
+        };
+        let syntax = match spec.kind() {
+            ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
+                load_bias: self.resolver.load_bias(site.address).unwrap_or(0),
+            },
+            _ => FetchSyntax::Kprobe,
+        };
+        let arch = self.resolver.arch();
+        let exprs = spec.args().exprs();
+        let built = build_site(arch, self.memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
+        Ok(Site {
+            function: site.function.clone(),
+            address: site.address,
+            file_offset: site.file_offset,
+            inlined: site.inlined,
+            target,
+            prologue: built.0,
+            fetch_args: built.1,
+            perf_fetch_args: built.2,
+        })
+    }
+}
+
+/// `spec` with its place and arguments as resolved at `site`: the probe at the site's
+/// symbol and offset (a uprobe at its file offset), every variable replaced by the
+/// fetch-arg that reads it there (`a_ops=+144(+216(+8(%sp))):u64`), `$err` kept in place,
+/// and the event name and group kept. Such a spec needs no debug info where it is
+/// recorded (`sluice record --event PROG=SPEC` on a device without the `vmlinux`), and its
+/// prologue and kernel fetch-args are the ones computed here, for this build of the code
+/// only.
+///
+/// # Errors
+/// [`Error::Usage`] when a fetch-arg has no spelling the spec grammar reads (a uprobe's
+/// `@+OFFSET` global), or the result does not parse.
+pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
+    let names = crate::session::unique_arg_names(&site.fetch_args);
+    let mut fetched = names.iter();
+    let mut args = Vec::new();
+    for a in spec.args().exprs() {
+        if a.is_err() {
+            args.push("$err".to_owned());
+        } else {
+            let f = fetched.next().ok_or_else(|| {
+                usage(format!(
+                    "'{spec}': site {:#x} has fewer fetch-args than the spec",
+                    site.address
+                ))
+            })?;
+            args.push(f.clone());
+        }
+    }
+    let ret = spec.kind().is_return();
+    let text = match (&site.target, spec.event()) {
+        (ProbeTarget::Kernel { func, offset }, Some(event)) => {
+            let group = spec.group().map_or_else(String::new, |g| format!("{g}:"));
+            let place = if ret {
+                "%return".to_owned()
+            } else {
+                format!("+{offset}")
+            };
+            let mut t = format!("{group}{event}={func}{place}");
+            for a in &args {
+                t.push(' ');
+                t.push_str(a);
+            }
+            t
+        }
+        (ProbeTarget::Kernel { func, offset }, None) => {
+            let head = if ret {
+                format!("kretprobe/{func}")
+            } else {
+                format!("kprobe/{func}+{offset}")
+            };
+            with_list(head, &args)
+        }
+        (ProbeTarget::User { path, offset, .. }, _) => {
+            let kind = if ret { "uretprobe" } else { "uprobe" };
+            with_list(format!("{kind}/{}:{offset:#x}", path.display()), &args)
+        }
+    };
+    let problem = match sluice_core::probe::parse(&text) {
+        Ok(sluice_core::probe::Section::Probe(_)) => None,
+        Ok(_) => Some("no probe spec".to_owned()),
+        Err(e) => Some(format!("the spec grammar cannot take it: {e}")),
+    };
+    match problem {
+        None => Ok(text),
+        Some(why) => Err(usage(format!(
+            "'{spec}': at {:#x} it reads as '{text}': {why}",
+            site.address
+        ))),
+    }
+}
+
+fn with_list(head: String, args: &[String]) -> String {
+    if args.is_empty() {
+        head
+    } else {
+        format!("{head}({})", args.join(", "))
     }
 }
 

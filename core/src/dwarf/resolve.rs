@@ -872,8 +872,70 @@ impl<'s> Resolver<'s> {
         if sites.is_empty() {
             return Err(Error::FunctionNotFound(String::from(func)));
         }
-        let mut out = Vec::new();
+        self.resolve_in(func, &sites, place, args)
+    }
+
+    /// Every line of `func` with code (relative to its declaration, as `FUNC:LINE` counts
+    /// them), each with [`Resolver::resolve`]'s answer for `args` there: where the variables
+    /// of a probe can be fetched, the way `perf probe -V FUNC:LINE` tells for one line.
+    /// The function is looked up once.
+    ///
+    /// # Errors
+    /// [`Error::FunctionNotFound`]; errors of the debug info itself. Per line, the first
+    /// argument that does not resolve, as [`Resolver::resolve`].
+    #[allow(clippy::type_complexity)]
+    pub fn resolve_lines(
+        &self,
+        func: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<(u32, Result<Vec<ProbeSite>, Error>)>, Error> {
+        let sites = self.find_sites(func)?;
+        if sites.is_empty() {
+            return Err(Error::FunctionNotFound(String::from(func)));
+        }
+        let mut lines: Vec<u32> = Vec::new();
         for site in &sites {
+            let Some(decl) = self.udata_of(site.die, dw::DW_AT_decl_line)? else {
+                continue;
+            };
+            let decl_file = self.udata_of(site.die, dw::DW_AT_decl_file)?;
+            let want_file = decl_file.and_then(|f| self.file_name(site.die.unit, f));
+            let ranges = self.ranges(site.die)?;
+            let inlines = self.nested_inline_ranges(site.die)?;
+            let inside = |a: u64, r: &[(u64, u64)]| r.iter().any(|&(b, e)| a >= b && a < e);
+            for r in self.line_rows(site.die.unit)? {
+                if !r.is_stmt || r.end_sequence || r.line < decl {
+                    continue;
+                }
+                if !inside(r.address, &ranges) || inside(r.address, &inlines) {
+                    continue;
+                }
+                if want_file.is_some() && self.file_name(site.die.unit, r.file) != want_file {
+                    continue;
+                }
+                if let Ok(rel) = u32::try_from(r.line - decl) {
+                    lines.push(rel);
+                }
+            }
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        Ok(lines
+            .into_iter()
+            .map(|rel| (rel, self.resolve_in(func, &sites, Place::Line(rel), args)))
+            .collect())
+    }
+
+    /// [`Resolver::resolve`] for sites already found.
+    fn resolve_in(
+        &self,
+        func: &str,
+        sites: &[Site],
+        place: Place,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<ProbeSite>, Error> {
+        let mut out = Vec::new();
+        for site in sites {
             for address in self.addresses(func, site, place)? {
                 let mut resolved = Vec::new();
                 for arg in args.iter().filter(|a| !a.is_err()) {
