@@ -15,18 +15,20 @@
 //! `$err` keeps its place. Dereferences read kernel memory for kprobes and user memory for
 //! uprobes. Errors name the file, the function, and the variable and address involved.
 
+use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 
 use sluice_core::arch::Arch;
 use sluice_core::dwarf::{
     debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, ProbeSite, Resolver,
 };
-use sluice_core::elf::Elf;
+use sluice_core::elf::{Elf, SHT_SYMTAB, STT_FUNC};
 use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
 use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
 use sluice_core::Insn;
 
 use crate::error::{Error, Result};
+use crate::sys::mmap::Mmap;
 use crate::tracefs::ProbeTarget;
 
 /// Whether `arg` needs debug info: it names a variable, or steps through members (which need
@@ -67,14 +69,15 @@ pub struct Site {
 }
 
 /// A probed ELF file and the file its DWARF was found in (the same one, or a separate debug
-/// file).
+/// file), both mapped read-only ([`Mmap`]): a lookup reads only the pages it needs, and
+/// drops those of `.debug_info` it only grepped ([`Resolver::with_release`]).
 #[derive(Debug)]
 pub struct DebugInfo {
     code_path: PathBuf,
-    code: Vec<u8>,
+    code: Mmap,
     debug_path: PathBuf,
     /// `None`: the DWARF is in `code`.
-    debug: Option<Vec<u8>>,
+    debug: Option<Mmap>,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -97,12 +100,12 @@ impl DebugInfo {
     /// [`Error::Io`] when a file cannot be read; [`Error::Usage`] naming the file when it is
     /// no ELF file or no debug info was found (with the candidates tried).
     pub fn open(target: &Path, debug: Option<&Path>) -> Result<DebugInfo> {
-        let code = std::fs::read(target).map_err(io(target))?;
-        let elf = Elf::parse(&code)
+        let code = Mmap::open(target).map_err(io(target))?;
+        let elf = Elf::parse(code.bytes())
             .map_err(|e| usage(format!("{}: not an ELF file: {e}", target.display())))?;
         if let Some(d) = debug {
-            let bytes = std::fs::read(d).map_err(io(d))?;
-            let delf = Elf::parse(&bytes)
+            let bytes = Mmap::open(d).map_err(io(d))?;
+            let delf = Elf::parse(bytes.bytes())
                 .map_err(|e| usage(format!("{}: not an ELF file: {e}", d.display())))?;
             DebugSections::load(&delf)
                 .map_err(|e| usage(format!("{}: no usable debug info: {e}", d.display())))?;
@@ -113,6 +116,7 @@ impl DebugInfo {
                 debug: Some(bytes),
             });
         }
+        // Cheap: finds the sections, inflates none.
         if DebugSections::load(&elf).is_ok() {
             return Ok(DebugInfo {
                 code_path: target.to_path_buf(),
@@ -123,10 +127,10 @@ impl DebugInfo {
         }
         let candidates = debug_file_candidates(&elf, &target.to_string_lossy());
         for cand in &candidates {
-            let Ok(bytes) = std::fs::read(cand) else {
+            let Ok(bytes) = Mmap::open(Path::new(cand)) else {
                 continue;
             };
-            let usable = Elf::parse(&bytes)
+            let usable = Elf::parse(bytes.bytes())
                 .ok()
                 .is_some_and(|e| DebugSections::load(&e).is_ok());
             if usable {
@@ -158,6 +162,13 @@ impl DebugInfo {
     #[must_use]
     pub fn debug_path(&self) -> &Path {
         &self.debug_path
+    }
+
+    /// The architecture of the probed file, when sluice has tables for its ELF machine.
+    #[must_use]
+    pub fn arch(&self) -> Option<Arch> {
+        let elf = Elf::parse(self.code.bytes()).ok()?;
+        Arch::from_machine(elf.header().machine)
     }
 
     /// Every site of `spec`, each with its prologue for `spec`'s argument list and its
@@ -221,14 +232,20 @@ impl DebugInfo {
         })?;
         let ctx = |e: &dyn std::fmt::Display| usage(format!("{file}: {func}: {e}"));
         let memory = Memory::of(spec.kind()).map_err(|e| ctx(&e))?;
-        let code = Elf::parse(&self.code).map_err(|e| ctx(&e))?;
+        let code = Elf::parse(self.code.bytes()).map_err(|e| ctx(&e))?;
         let debug_elf = match &self.debug {
-            Some(b) => Elf::parse(b).map_err(|e| ctx(&e))?,
+            Some(b) => Elf::parse(b.bytes()).map_err(|e| ctx(&e))?,
             None => code,
         };
         let sections = DebugSections::load(&debug_elf)
             .map_err(|e| usage(format!("{}: {func}: {e}", self.debug_path.display())))?;
-        let resolver = Resolver::new(&code, &sections).map_err(|e| ctx(&e))?;
+        let map = self.debug.as_ref().unwrap_or(&self.code);
+        let release = |part: &[u8]| {
+            map.release(part);
+        };
+        let resolver = Resolver::new(&code, &sections)
+            .map_err(|e| ctx(&e))?
+            .with_release(&release);
         let dwarf_args: Vec<Arg<'_>> = spec
             .args()
             .exprs()
@@ -236,15 +253,13 @@ impl DebugInfo {
             .filter(|a| needs_debug_info(a))
             .cloned()
             .collect();
-        let kernel_syms = match spec.target() {
-            Target::Kernel { .. } => Some(kernel_symbols(&self.code)),
-            _ => None,
-        };
         let c = Ctx {
             file: &self.code_path,
             resolver: &resolver,
             memory,
-            kernel_syms,
+            code,
+            lookups: Cell::new(0),
+            kernel_syms: OnceCell::new(),
         };
         f(&c, func, &dwarf_args)
     }
@@ -255,12 +270,35 @@ struct Ctx<'r, 's> {
     file: &'r Path,
     resolver: &'r Resolver<'s>,
     memory: Memory,
-    kernel_syms: Option<Vec<(u64, u64, String)>>,
+    /// The probed file, whose `.symtab` names the kernel function holding a site.
+    code: Elf<'s>,
+    /// Kernel symbol lookups so far: the first few scan the symbol table in place, more
+    /// (`--lines` over a long function) sort it once.
+    lookups: Cell<usize>,
+    kernel_syms: OnceCell<Vec<(u64, u64, &'s str)>>,
 }
 
 impl Ctx<'_, '_> {
     fn usage(&self, func: &str, e: &dyn std::fmt::Display) -> Error {
         usage(format!("{}: {func}: {e}", self.file.display()))
+    }
+
+    /// The kernel function symbol holding `address` and the offset into it.
+    fn kernel_symbol(&self, address: u64) -> Option<(String, u64)> {
+        let n = self.lookups.get();
+        self.lookups.set(n.saturating_add(1));
+        if n < 8 {
+            return containing_symbol(function_symbols(&self.code), address);
+        }
+        let sorted = self.kernel_syms.get_or_init(|| {
+            let mut v: Vec<_> = function_symbols(&self.code).collect();
+            v.sort_unstable();
+            v
+        });
+        // The last symbol at or below `address` in (address, size, name) order is the
+        // maximum `containing_symbol` picks.
+        let i = sorted.partition_point(|s| s.0 <= address).checked_sub(1)?;
+        containing_symbol(sorted.get(i).copied().into_iter(), address)
     }
 
     /// One site's target, prologue and fetch-args.
@@ -280,9 +318,7 @@ impl Ctx<'_, '_> {
             },
             Target::Kernel { .. } => {
                 let (sym, off) = self
-                    .kernel_syms
-                    .as_deref()
-                    .and_then(|s| containing_symbol(s, site.address))
+                    .kernel_symbol(site.address)
                     .ok_or_else(|| at(&"no function symbol holds the address"))?;
                 ProbeTarget::Kernel {
                     func: sym,
@@ -483,28 +519,35 @@ fn convention_loc<'a>(
     })
 }
 
-/// Function symbols of a kernel image: (address, size, name), sorted by address.
-fn kernel_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
-    use object::{Object as _, ObjectSymbol as _};
-    let Ok(file) = object::File::parse(data) else {
-        return Vec::new();
-    };
-    let mut syms: Vec<(u64, u64, String)> = file
-        .symbols()
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
-        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
-        .collect();
-    syms.sort_unstable();
-    syms
+/// `STT_GNU_IFUNC`: an indirect function (its symbol is where the resolver runs).
+const STT_GNU_IFUNC: u8 = 10;
+
+/// The defined function symbols (`STT_FUNC`, `STT_GNU_IFUNC`) of `elf`'s `.symtab`:
+/// (address, size, name), read in place.
+fn function_symbols<'a>(elf: &Elf<'a>) -> impl Iterator<Item = (u64, u64, &'a str)> + 'a {
+    let table = elf
+        .sections()
+        .find(|(_, sh)| sh.sh_type == SHT_SYMTAB)
+        .and_then(|(i, _)| elf.symbol_table(i).ok());
+    table.into_iter().flat_map(|t| {
+        (0..t.len()).filter_map(move |i| {
+            let s = t.get(i)?;
+            let func = matches!(s.kind(), STT_FUNC | STT_GNU_IFUNC) && s.shndx != 0;
+            func.then(|| Some((s.value, s.size, t.name(&s)?)))?
+        })
+    })
 }
 
 /// The function symbol holding `address` and the offset into it: the last symbol at or
-/// below it, if its size covers it (a size of 0 counts as covering).
-fn containing_symbol(syms: &[(u64, u64, String)], address: u64) -> Option<(String, u64)> {
-    let i = syms.partition_point(|s| s.0 <= address).checked_sub(1)?;
-    let (start, size, name) = syms.get(i)?;
+/// below it (the largest address, then size, then name), if its size covers it (a size of
+/// 0 counts as covering).
+fn containing_symbol<'a>(
+    syms: impl Iterator<Item = (u64, u64, &'a str)>,
+    address: u64,
+) -> Option<(String, u64)> {
+    let (start, size, name) = syms.filter(|s| s.0 <= address).max()?;
     let off = address - start;
-    (*size == 0 || off < *size).then(|| (name.clone(), off))
+    (size == 0 || off < size).then(|| (name.to_owned(), off))
 }
 
 /// The file whose DWARF describes a probe of `spec`: the binary named by a uprobe, else
@@ -569,16 +612,18 @@ mod tests {
 
     #[test]
     fn symbol_holding_an_address() {
-        let syms = vec![
-            (0x1000, 0x20, "a".to_string()),
-            (0x1020, 0, "b".to_string()),
-            (0x2000, 0x10, "c".to_string()),
+        let syms = [
+            (0x2000, 0x10, "c"),
+            (0x1000, 0x20, "a"),
+            (0x1020, 0, "b"),
+            (0x1000, 0x8, "a_alias"),
         ];
-        assert_eq!(containing_symbol(&syms, 0x1000), Some(("a".into(), 0)));
-        assert_eq!(containing_symbol(&syms, 0x101f), Some(("a".into(), 0x1f)));
-        assert_eq!(containing_symbol(&syms, 0x1500), Some(("b".into(), 0x4e0)));
-        assert_eq!(containing_symbol(&syms, 0x2010), None);
-        assert_eq!(containing_symbol(&syms, 0xfff), None);
+        let at = |a| containing_symbol(syms.iter().copied(), a);
+        assert_eq!(at(0x1000), Some(("a".into(), 0)));
+        assert_eq!(at(0x101f), Some(("a".into(), 0x1f)));
+        assert_eq!(at(0x1500), Some(("b".into(), 0x4e0)));
+        assert_eq!(at(0x2010), None);
+        assert_eq!(at(0xfff), None);
     }
 
     #[test]

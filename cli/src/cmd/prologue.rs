@@ -156,10 +156,14 @@ fn code_and_debug<'d>(
     Ok((code, separate))
 }
 
-/// `--arch A` must be the file's architecture.
-fn check_arch(arch: Option<Arch>, spec: &str, code: &Path) -> Result<(), Failure> {
+/// `--arch A` must be the file's architecture (`got`, read from the mapped file).
+fn check_arch(
+    arch: Option<Arch>,
+    spec: &str,
+    code: &Path,
+    got: Option<Arch>,
+) -> Result<(), Failure> {
     if let Some(want) = arch {
-        let got = elf_arch(code);
         if got.is_some_and(|g| g != want) {
             return Err(Failure::input(format!(
                 "'{spec}': --arch {want}, but {} is {}",
@@ -190,9 +194,9 @@ fn render_lines(
         )));
     }
     let (code, separate) = code_and_debug(spec, parsed, debug)?;
-    check_arch(arch, spec, &code)?;
     let info =
         DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    check_arch(arch, spec, &code, info.arch())?;
     let scan = info
         .lines(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
@@ -239,9 +243,9 @@ fn render_sites(
     debug: Option<&Path>,
 ) -> Result<(String, Vec<Result<String, String>>), Failure> {
     let (code, separate) = code_and_debug(spec, parsed, debug)?;
-    check_arch(arch, spec, &code)?;
     let info =
         DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    check_arch(arch, spec, &code, info.arch())?;
     let sites = info
         .sites(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
@@ -282,13 +286,6 @@ fn render_sites(
         specs.push(resolved);
     }
     Ok((out, specs))
-}
-
-/// The architecture of the ELF file at `path`, if it has one sluice knows.
-fn elf_arch(path: &Path) -> Option<Arch> {
-    let bytes = std::fs::read(path).ok()?;
-    let elf = sluice_core::elf::Elf::parse(&bytes).ok()?;
-    Arch::from_machine(elf.header().machine)
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.
