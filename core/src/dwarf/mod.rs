@@ -83,6 +83,18 @@ pub enum Error {
         /// Why.
         what: &'static str,
     },
+    /// `FUNC:LINE` names a line whose code starts at an address the line table gives to
+    /// an earlier line first: a probe there is the other line's (`perf probe` refuses it
+    /// the same way and names the line to use).
+    SharedLine {
+        /// The function.
+        function: String,
+        /// The line asked for, relative to the function's declaration.
+        line: u64,
+        /// The line that owns the address, relative the same way (negative: a line
+        /// before the function, e.g. of a function inlined from the same file).
+        instead: i64,
+    },
     /// No variable of that name is visible at that address.
     VariableNotFound {
         /// The variable.
@@ -195,6 +207,14 @@ impl fmt::Display for Error {
             Error::Dwarf { what, source } => write!(f, "reading {what}: {source}"),
             Error::FunctionNotFound(func) => write!(f, "function '{func}' not found in debug info"),
             Error::NoPlace { function, what } => write!(f, "{function}: {what}"),
+            Error::SharedLine {
+                function,
+                line,
+                instead,
+            } => write!(
+                f,
+                "{function}:{line} shares its address with line {instead}: probe {function}:{instead} instead"
+            ),
             Error::VariableNotFound {
                 name,
                 pc,

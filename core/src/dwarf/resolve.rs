@@ -754,8 +754,8 @@ impl<'s> Resolver<'s> {
         Ok(entry)
     }
 
-    /// The ranges of inlined instances nested anywhere in `die`.
-    fn nested_inline_ranges(&self, die: DieRef) -> Result<Vec<(u64, u64)>, Error> {
+    /// The inlined instances nested anywhere in `die`.
+    fn nested_inlines(&self, die: DieRef) -> Result<Vec<DieRef>, Error> {
         let unit = self.unit(die.unit)?;
         let mut cursor = unit
             .entries_at_offset(die.offset)
@@ -773,13 +773,38 @@ impl<'s> Resolver<'s> {
                 break;
             }
             if entry.tag() == dw::DW_TAG_inlined_subroutine {
-                out.extend(self.ranges(DieRef {
+                out.push(DieRef {
                     unit: die.unit,
                     offset: entry.offset(),
-                })?);
+                });
             }
         }
         Ok(out)
+    }
+
+    /// A call site's line in the caller, when the call is in `want_file` (or no file is
+    /// known): `DW_AT_call_line` of an inlined instance, which the line table does not
+    /// hold (its rows there carry the inlined function's own lines). `perf probe` counts
+    /// these lines too, at the instance's entry.
+    fn call_line(&self, inline: DieRef, want_file: Option<&[u8]>) -> Result<Option<u64>, Error> {
+        let (_, entry) = self.entry(inline)?;
+        let udata = |attr| -> Result<Option<u64>, Error> {
+            Ok(
+                match entry
+                    .attr_value(attr)
+                    .map_err(gimli_err("DW_AT_call_line"))?
+                {
+                    Some(AttributeValue::FileIndex(i)) => Some(i),
+                    Some(v) => v.udata_value(),
+                    None => None,
+                },
+            )
+        };
+        let Some(line) = udata(dw::DW_AT_call_line)? else {
+            return Ok(None);
+        };
+        let file = udata(dw::DW_AT_call_file)?.and_then(|f| self.file_name(inline.unit, f));
+        Ok((want_file.is_none() || file == want_file).then_some(line))
     }
 
     /// The addresses of `place` in one function instance.
@@ -820,22 +845,55 @@ impl<'s> Resolver<'s> {
                 let decl_file = self.udata_of(site.die, dw::DW_AT_decl_file)?;
                 let want_file = decl_file.and_then(|f| self.file_name(site.die.unit, f));
                 let ranges = self.ranges(site.die)?;
-                let inlines = self.nested_inline_ranges(site.die)?;
+                let nested = self.nested_inlines(site.die)?;
                 let rows = self.line_rows(site.die.unit)?;
+                // As `perf probe` places `FUNC:LINE`: every statement row of that line and
+                // file in the function (rows inside inlined code carry the inlined
+                // function's own lines, so those that match are the call's own), and the
+                // entry of every inlined call made on that line.
                 let mut out: Vec<u64> = rows
                     .iter()
                     .filter(|r| r.line == want && r.is_stmt && !r.end_sequence)
                     .filter(|r| ranges.iter().any(|&(b, e)| r.address >= b && r.address < e))
                     .filter(|r| {
-                        !inlines
-                            .iter()
-                            .any(|&(b, e)| r.address >= b && r.address < e)
-                    })
-                    .filter(|r| {
                         want_file.is_none() || self.file_name(site.die.unit, r.file) == want_file
                     })
                     .map(|r| r.address)
                     .collect();
+                for &inline in &nested {
+                    if self.call_line(inline, want_file)? == Some(want) {
+                        out.extend(self.entry_pc(inline)?);
+                    }
+                }
+                // The line's own statements must start their addresses: the entry of an
+                // out-of-line function is its declaration's line (line 0), elsewhere the
+                // first statement row at an address says which line a probe there is.
+                for &addr in &out {
+                    let owner = if !site.inlined && addr == entry {
+                        Some(decl)
+                    } else {
+                        rows.iter()
+                            .find(|r| r.address == addr && r.is_stmt && !r.end_sequence)
+                            .filter(|r| {
+                                want_file.is_none()
+                                    || self.file_name(site.die.unit, r.file) == want_file
+                            })
+                            .map(|r| r.line)
+                    };
+                    if let Some(line) = owner.filter(|&l| l != want) {
+                        return Err(Error::SharedLine {
+                            function: String::from(func),
+                            line: u64::from(rel),
+                            instead: i64::try_from(line)
+                                .unwrap_or(i64::MAX)
+                                .saturating_sub(i64::try_from(decl).unwrap_or(i64::MAX)),
+                        });
+                    }
+                }
+                // Line 0, the declaration, is the entry (perf's function lines).
+                if rel == 0 && !site.inlined {
+                    out.push(entry);
+                }
                 out.sort_unstable();
                 out.dedup();
                 out
@@ -901,13 +959,23 @@ impl<'s> Resolver<'s> {
             let decl_file = self.udata_of(site.die, dw::DW_AT_decl_file)?;
             let want_file = decl_file.and_then(|f| self.file_name(site.die.unit, f));
             let ranges = self.ranges(site.die)?;
-            let inlines = self.nested_inline_ranges(site.die)?;
+            let nested = self.nested_inlines(site.die)?;
             let inside = |a: u64, r: &[(u64, u64)]| r.iter().any(|&(b, e)| a >= b && a < e);
+            if !site.inlined {
+                lines.push(0);
+            }
+            for &inline in &nested {
+                if let Some(line) = self.call_line(inline, want_file)? {
+                    if let Some(rel) = line.checked_sub(decl).and_then(|d| u32::try_from(d).ok()) {
+                        lines.push(rel);
+                    }
+                }
+            }
             for r in self.line_rows(site.die.unit)? {
                 if !r.is_stmt || r.end_sequence || r.line < decl {
                     continue;
                 }
-                if !inside(r.address, &ranges) || inside(r.address, &inlines) {
+                if !inside(r.address, &ranges) {
                     continue;
                 }
                 if want_file.is_some() && self.file_name(site.die.unit, r.file) != want_file {
