@@ -12,10 +12,9 @@
 //! local of a lexical block at the first address of the line that passes it on (found
 //! through the same DWARF as `FUNC:LINE`).
 //!
-//! The binaries are linked `-no-pie`: the prologue reads a global at its link-time address
-//! (`bpf_probe_read_user(0x4028)` in a PIE fails, `$err` = its position), while the
-//! kernel's `@+OFFSET` fetch-arg is relocated; PIE arguments other than globals are covered
-//! by `record_dwarf.rs`.
+//! The binaries are linked `-no-pie`, so a global is read at its link-time address; globals
+//! of PIEs and shared libraries (read relative to the probed address) are covered by
+//! `record_dwarf_pie.rs`, other PIE arguments by `record_dwarf.rs`.
 #![cfg(target_arch = "x86_64")]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
