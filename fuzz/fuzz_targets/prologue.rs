@@ -60,6 +60,8 @@ fn loc(b: &mut Bytes<'_>, arch: Arch) -> Option<ArgLoc<'static>> {
         // A register that is no pt_regs slot of the arch: `push` must refuse it.
         2 if kind & 0x80 != 0 => Base::Reg(Reg::new("%bogus", b.u8().into())),
         2 => Base::Stack(b.offset()),
+        // A global of a position-independent file: the program counter plus a distance.
+        3 if kind & 0x80 != 0 => Base::IpRel(b.offset()),
         3 => Base::Addr(b.u64()),
         _ => Base::Const(b.u64()),
     };

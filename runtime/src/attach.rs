@@ -7,6 +7,20 @@
 //! expected (the seed's fix in `perf record`); any other error is fatal. The program then
 //! runs on every hit, and when it returns 0 no perf event of the tracepoint gets a sample.
 //!
+//! # The program never rides an inherited event
+//! With `inherit` (a workload and its children, `record -p`), every task the workload forks
+//! gets a copy of each event, and since Linux 6.10 the copy also takes the parent event's
+//! program (`perf_event_alloc`: `if (parent_event->prog) event->prog = ...`, from commit
+//! f11f10bfa1ca "perf/bpf: Call BPF handler directly"). When that child exits, its copy is
+//! freed and `perf_event_detach_bpf_prog` takes the program out of the tracepoint's one
+//! program list — for every event of the tracepoint, while the parent event still names it
+//! (so `bpftool perf list` shows it attached, but it never runs again; the kernel keeps
+//! emitting the probe's samples). A workload like `sh -c "echo | prog"` loses its programs
+//! as soon as its first child exits. So with `inherit`, the program is attached to one more
+//! event per tracepoint ([`PerCpuEvents::anchor`]): same task, any CPU, no `inherit`, never
+//! enabled; it only holds the program on the list until the session closes it. The
+//! inherited events themselves carry no program, and their copies none either.
+//!
 //! Order matters on the way out: the program leaves the tracepoint when the event that
 //! attached it is freed, so every event is disabled before any is closed
 //! ([`PerCpuEvents`]'s `Drop`), and all are closed before their tracefs probe is removed
@@ -258,6 +272,8 @@ pub struct PerCpuEvents {
     /// Events of other threads ([`Scope::Process`]) writing into the ring of the event of
     /// their CPU; enabled, disabled and attached with the others.
     followers: Vec<CpuEvent>,
+    /// With `inherit`: the event that carries the program (module docs), never enabled.
+    anchor: Option<OwnedFd>,
 }
 
 impl PerCpuEvents {
@@ -342,12 +358,31 @@ impl PerCpuEvents {
         }
     }
 
-    /// Attaches `prog` to every event: `EEXIST` from the second event on is the program
-    /// already being on the tracepoint's list (see the module docs).
+    /// The event without `inherit` that carries the program, when the events inherit
+    /// (module docs); `None` for system-wide events.
+    #[must_use]
+    pub fn anchor(&self) -> Option<BorrowedFd<'_>> {
+        self.anchor.as_ref().map(AsFd::as_fd)
+    }
+
+    /// Attaches `prog` to the tracepoint: through the [`anchor`] alone when there is one
+    /// (the inherited events must not carry it: module docs), else to every event, where
+    /// `EEXIST` from the second event on is the program already being on the tracepoint's
+    /// list.
     ///
     /// # Errors
     /// [`Error::SetBpf`] for any other refusal, or `EEXIST` on the first event.
+    ///
+    /// [`anchor`]: PerCpuEvents::anchor
     pub fn set_bpf(&self, program: &str, prog: BorrowedFd<'_>) -> Result<(), Error> {
+        if let Some(anchor) = &self.anchor {
+            return perf_event::set_bpf(anchor.as_fd(), prog).map_err(|errno| Error::SetBpf {
+                program: program.to_owned(),
+                what: format!("{} (the event without inherit)", self.what),
+                cpu: u32::MAX,
+                errno,
+            });
+        }
         for (i, e) in self.all().enumerate() {
             match perf_event::set_bpf(e.fd.as_fd(), prog) {
                 Ok(()) => log::debug!(
@@ -397,6 +432,7 @@ fn open_all(
         format,
         events: Vec::with_capacity(cpus.len()),
         followers: Vec::new(),
+        anchor: None,
     };
     for &cpu in cpus {
         let mut a = *attr;
@@ -436,27 +472,40 @@ pub fn open_tracepoint(
     }
     opts.ring.apply(&mut attr);
     let format = SampleFormat::new(sample_type);
-    match opts.scope {
-        Scope::System => open_all(what, &attr, -1, cpus, format),
-        Scope::Task { pid, .. } => open_all(what, &attr, pid, cpus, format),
+    let (mut events, task) = match opts.scope {
+        Scope::System => return open_all(what, &attr, -1, cpus, format),
+        Scope::Task { pid, .. } => (open_all(what, &attr, pid, cpus, format)?, pid),
         Scope::Process { pid } => {
             attr.flags |= attr_flags::INHERIT;
-            open_process(what, &attr, pid, cpus, format)
+            open_process(what, &attr, pid, cpus, format)?
         }
-    }
+    };
+    // The program's carrier (module docs): the same tracepoint and task, every CPU, no
+    // inherit, no enable_on_exec, disabled for good, no ring.
+    let mut anchor = attr;
+    anchor.flags = attr_flags::DISABLED;
+    anchor.wakeup_events = 0;
+    let fd = perf_event::perf_event_open(&mut anchor, task, -1, None, PERF_FLAG_FD_CLOEXEC)
+        .map_err(|errno| Error::Open {
+            what: format!("{what} (the event without inherit)"),
+            cpu: u32::MAX,
+            errno,
+        })?;
+    events.anchor = Some(fd);
+    Ok(events)
 }
 
 /// [`Scope::Process`]: the first thread's events own the rings, the others' follow (see
-/// [`PerCpuEvents::redirect_followers`]).
+/// [`PerCpuEvents::redirect_followers`]). Returns the events and that first thread.
 fn open_process(
     what: &str,
     attr: &PerfEventAttr,
     pid: i32,
     cpus: &[u32],
     format: SampleFormat,
-) -> Result<PerCpuEvents, Error> {
+) -> Result<(PerCpuEvents, i32), Error> {
     let gone = |source| Error::Process { pid, source };
-    let mut out: Option<PerCpuEvents> = None;
+    let mut out: Option<(PerCpuEvents, i32)> = None;
     let mut done: Vec<i32> = Vec::new();
     for _ in 0..THREAD_LIST_PASSES {
         let tids = threads_of(pid).map_err(gone)?;
@@ -475,8 +524,8 @@ fn open_process(
                 Err(e) => return Err(e),
             };
             match &mut out {
-                None => out = Some(opened),
-                Some(leaders) => leaders.followers.extend(opened.into_events()),
+                None => out = Some((opened, tid)),
+                Some((leaders, _)) => leaders.followers.extend(opened.into_events()),
             }
         }
     }

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 use sluice_core::arch::Arch;
 use sluice_core::dwarf::{
-    debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, ProbeSite, Resolver,
+    debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, LocBase, ProbeSite,
+    Resolver,
 };
 use sluice_core::elf::{Elf, SHT_SYMTAB, STT_FUNC};
 use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
@@ -335,7 +336,10 @@ impl Ctx<'_, '_> {
         };
         let arch = self.resolver.arch();
         let exprs = spec.args().exprs();
-        let built = build_site(arch, self.memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
+        // Globals of a PIE or shared library are read relative to the probed address.
+        let pic = self.memory == Memory::User && self.resolver.position_independent();
+        let built =
+            build_site(arch, self.memory, spec, exprs, site, syntax, pic).map_err(|e| at(&e))?;
         Ok(Site {
             function: site.function.clone(),
             address: site.address,
@@ -441,7 +445,10 @@ fn describe(e: &DwarfError) -> String {
 type Built = (Vec<Insn>, Vec<String>, Vec<String>);
 
 /// One site's prologue and fetch-args: DWARF locations for the variables, the calling
-/// convention for the rest, `$err` where it was written.
+/// convention for the rest, `$err` where it was written. `pic`: the file is
+/// position-independent, so globals are read at the probed address plus their link-time
+/// distance from the site (the program counter holds the probed address at a uprobe's entry,
+/// but the return address at a uretprobe: there a global is refused).
 fn build_site(
     arch: Arch,
     memory: Memory,
@@ -449,6 +456,7 @@ fn build_site(
     exprs: &[Arg<'_>],
     site: &ProbeSite,
     syntax: FetchSyntax,
+    pic: bool,
 ) -> std::result::Result<Built, String> {
     let mut locs = ArgLocs::new(arch, memory);
     let mut fetch_args = Vec::new();
@@ -477,8 +485,18 @@ fn build_site(
                 r.fetch_arg(arch, FetchSyntax::Perf)
                     .map_err(|e| e.to_string())?,
             );
+            let global = matches!(r.location.base, LocBase::Address(_));
+            if pic && global && spec.kind() == ProbeKind::Uretprobe {
+                return Err(format!(
+                    "argument {position} '{arg}': a global of a position-independent file \
+                     (PIE or shared library) at a return probe: the program finds where the \
+                     file is loaded from the probed address, which a return probe's registers \
+                     no longer hold (they hold the return address); fetch it at the \
+                     function's entry or a line of it, or link the program -no-pie"
+                ));
+            }
             r.location
-                .to_arg_loc(arch, &r.name)
+                .to_arg_loc_at(arch, &r.name, (pic && global).then_some(site.address))
                 .map_err(|e| format!("argument {position} '{arg}': {e}"))?
         } else {
             let loc = convention_loc(arch, spec, i)

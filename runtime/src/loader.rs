@@ -119,8 +119,8 @@ fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s
 /// - arguments that name variables (`uprobe//bin/app:process(file->f_mapping->a_ops,
 ///   bytes)`): DWARF, from the uprobe's binary or [`LoadOptions::debuginfo`] for kprobes
 ///   (see [`crate::debuginfo`]). The spec can have several sites (inlined instances), each
-///   needing its own prologue: this takes the first and logs a warning saying how many
-///   there are; [`site_prologues`] gives them all, to load one program per site.
+///   needing its own prologue: this is the first site's; [`site_prologues`] gives them
+///   all, and [`load`] loads one program per site.
 ///
 /// # Errors
 /// [`Error::Usage`] naming the program, spec and argument for arguments that cannot be
@@ -136,15 +136,6 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
     }
     if crate::debuginfo::spec_needs_debug_info(&spec) {
         let mut sites = site_prologues(p, index, opts)?;
-        if sites.len() > 1 {
-            log::warn!(
-                "program '{}' ({spec_text}): {} sites (inlined instances); loading it for the                  first, {} at {:#x}, only",
-                p.name.unwrap_or("?"),
-                sites.len(),
-                sites.first().map_or("?", |s| s.function.as_str()),
-                sites.first().map_or(0, |s| s.address),
-            );
-        }
         return Ok(if sites.is_empty() {
             Vec::new()
         } else {
@@ -471,10 +462,22 @@ pub struct LoadedProgram {
     prog_type: u32,
     insns: Vec<Insn>,
     ext: crate::btf::ExtInfo,
+    site: Option<crate::debuginfo::Site>,
     fd: OwnedFd,
 }
 
 impl LoadedProgram {
+    /// The DWARF site its prologue was built for, when its spec's arguments name variables:
+    /// the probe for this copy of the program goes to [`Site::target`] with
+    /// [`Site::fetch_args`]. A spec with several sites (inlined instances) gives one
+    /// [`LoadedProgram`] per site, in the order of [`site_prologues`].
+    ///
+    /// [`Site::target`]: crate::debuginfo::Site::target
+    /// [`Site::fetch_args`]: crate::debuginfo::Site::fetch_args
+    #[must_use]
+    pub fn site(&self) -> Option<&crate::debuginfo::Site> {
+        self.site.as_ref()
+    }
     /// Index in [`Object::programs`].
     #[must_use]
     pub fn index(&self) -> usize {
@@ -1094,98 +1097,26 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         }
         None => None,
     };
+    let shared = Shared {
+        opts,
+        license: &license,
+        kern_version,
+        map_fds: &map_fds,
+        btf_fd: btf_fd.as_ref().map(AsFd::as_fd),
+        ext: ext.as_ref(),
+        local: local.as_ref(),
+        cands: cands.as_ref(),
+    };
     let mut programs = Vec::with_capacity(obj.programs().len());
     for (index, p) in obj.programs().iter().enumerate() {
         if p.is_subprogram() {
             continue;
         }
-        let generated;
-        let prologue = match opts.prologues.get(index) {
-            Some(given) if !given.is_empty() => given.as_slice(),
-            _ => {
-                generated = prologue_for(p, index, opts)?;
-                generated.as_slice()
-            }
-        };
-        let linked = obj.linked_len(index)?;
-        let mut insns = vec![Insn::default(); prologue.len().saturating_add(linked)];
-        let n = obj.relocate(index, prologue, &map_fds, &mut insns)?;
-        insns.truncate(n);
-        let mut layout = vec![LinkedPart::default(); sluice_core::object::MAX_LINKED];
-        let parts = obj.link_layout(index, &mut layout)?;
-        layout.truncate(parts);
-        let name = program_name(p);
-        let mut poisoned = Vec::new();
-        if let (Some(ext), Some(local), Some(cands)) =
-            (ext.as_ref(), local.as_ref(), cands.as_ref())
-        {
-            let resolver = CoreResolver::new(local, cands);
-            poisoned =
-                crate::btf::apply_core(obj, ext, &resolver, &layout, prologue.len(), &mut insns)?;
-            for x in &poisoned {
-                log::debug!("{}: instruction {} poisoned", x.what, x.insn);
-            }
+        // One program per DWARF site (inlined instances), each with its own prologue.
+        for (prologue, site) in variants(p, index, opts)? {
+            let loaded = load_one(obj, index, &prologue, &shared)?;
+            programs.push(LoadedProgram { site, ..loaded });
         }
-        let info = match ext.as_ref() {
-            Some(ext) if btf_fd.is_some() => {
-                crate::btf::ext_info(obj, ext, &layout, prologue.len())
-            }
-            _ => crate::btf::ExtInfo::default(),
-        };
-        let prog_type = opts
-            .prog_type
-            .or_else(|| section_prog_type(program_spec(p, index, opts)))
-            .unwrap_or(opts.default_prog_type);
-        let req = ProgramLoad {
-            name,
-            prog_type,
-            insns: &insns,
-            license: &license,
-            kern_version,
-        };
-        let btf = btf_fd.as_ref().map(|fd| ProgBtf {
-            fd: fd.as_fd(),
-            func_info: &info.func_info,
-            line_info: &info.line_info,
-        });
-        let fd = match load_program_btf(&req, btf, opts.log_level, opts.log_size) {
-            Ok(fd) => fd,
-            Err(Error::Verifier {
-                program,
-                errno,
-                mut log,
-            }) if !poisoned.is_empty() => {
-                // Name what the poison stands for: the verifier only says
-                // "invalid func unknown#195896080".
-                for x in &poisoned {
-                    log.extend_from_slice(
-                        format!("\nsluice: instruction {} poisoned: {}", x.insn, x.what).as_bytes(),
-                    );
-                }
-                return Err(Error::Verifier {
-                    program,
-                    errno,
-                    log,
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        log::debug!(
-            "load bpf program '{}' ({}): fd = {}",
-            name,
-            p.section_name,
-            fd.as_raw_fd()
-        );
-        programs.push(LoadedProgram {
-            index,
-            name: name.into(),
-            section_name: p.section_name.into(),
-            spec: program_spec(p, index, opts).into(),
-            prog_type,
-            insns,
-            ext: info,
-            fd,
-        });
     }
     log::info!(
         "loaded {} program(s), {} map(s), kern_version {:#x}",
@@ -1199,6 +1130,146 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         license,
         kern_version,
         btf_fd,
+    })
+}
+
+/// What every program of an object is loaded with.
+struct Shared<'a, 'o> {
+    opts: &'a LoadOptions,
+    license: &'a str,
+    kern_version: u32,
+    map_fds: &'a [i32],
+    btf_fd: Option<BorrowedFd<'a>>,
+    ext: Option<&'a BtfExt<'o>>,
+    local: Option<&'a Btf<'o>>,
+    cands: Option<&'a CandidateIndex<'o>>,
+}
+
+/// The prologues program `index` (`p`) is loaded with, each with the DWARF site it was
+/// built for: the one given in [`LoadOptions::prologues`], else one per site of a spec whose
+/// arguments name variables (an inlined function has several), else [`prologue_for`]'s.
+fn variants(
+    p: &Program<'_>,
+    index: usize,
+    opts: &LoadOptions,
+) -> Result<Vec<(Vec<Insn>, Option<crate::debuginfo::Site>)>> {
+    if let Some(given) = opts.prologues.get(index).filter(|g| !g.is_empty()) {
+        return Ok(vec![(given.clone(), None)]);
+    }
+    let spec_text = program_spec(p, index, opts);
+    let dwarf = parse_probe(p, spec_text)?
+        .is_some_and(|spec| crate::debuginfo::spec_needs_debug_info(&spec));
+    if !dwarf {
+        return Ok(vec![(prologue_for(p, index, opts)?, None)]);
+    }
+    let sites = site_prologues(p, index, opts)?;
+    if sites.is_empty() {
+        return Err(Error::Usage {
+            what: format!(
+                "program '{}' (spec '{spec_text}'): no probe site in the debug info",
+                p.name.unwrap_or("?")
+            ),
+        });
+    }
+    if sites.len() > 1 {
+        log::info!(
+            "program '{}' ({spec_text}): {} sites (inlined instances): one program each",
+            p.name.unwrap_or("?"),
+            sites.len()
+        );
+    }
+    Ok(sites
+        .into_iter()
+        .map(|s| (s.prologue.clone(), Some(s)))
+        .collect())
+}
+
+/// Relocates program `index` of `obj` behind `prologue` and loads it (`site`: none yet).
+fn load_one(
+    obj: &Object<'_, '_>,
+    index: usize,
+    prologue: &[Insn],
+    sh: &Shared<'_, '_>,
+) -> Result<LoadedProgram> {
+    let (opts, license, kern_version) = (sh.opts, sh.license, sh.kern_version);
+    let p = obj.programs().get(index).ok_or_else(|| Error::Usage {
+        what: format!("no program #{index}"),
+    })?;
+    let linked = obj.linked_len(index)?;
+    let mut insns = vec![Insn::default(); prologue.len().saturating_add(linked)];
+    let n = obj.relocate(index, prologue, sh.map_fds, &mut insns)?;
+    insns.truncate(n);
+    let mut layout = vec![LinkedPart::default(); sluice_core::object::MAX_LINKED];
+    let parts = obj.link_layout(index, &mut layout)?;
+    layout.truncate(parts);
+    let name = program_name(p);
+    let mut poisoned = Vec::new();
+    if let (Some(ext), Some(local), Some(cands)) = (sh.ext, sh.local, sh.cands) {
+        let resolver = CoreResolver::new(local, cands);
+        poisoned =
+            crate::btf::apply_core(obj, ext, &resolver, &layout, prologue.len(), &mut insns)?;
+        for x in &poisoned {
+            log::debug!("{}: instruction {} poisoned", x.what, x.insn);
+        }
+    }
+    let info = match sh.ext {
+        Some(ext) if sh.btf_fd.is_some() => crate::btf::ext_info(obj, ext, &layout, prologue.len()),
+        _ => crate::btf::ExtInfo::default(),
+    };
+    let prog_type = opts
+        .prog_type
+        .or_else(|| section_prog_type(program_spec(p, index, opts)))
+        .unwrap_or(opts.default_prog_type);
+    let req = ProgramLoad {
+        name,
+        prog_type,
+        insns: &insns,
+        license,
+        kern_version,
+    };
+    let btf = sh.btf_fd.map(|fd| ProgBtf {
+        fd,
+        func_info: &info.func_info,
+        line_info: &info.line_info,
+    });
+    let fd = match load_program_btf(&req, btf, opts.log_level, opts.log_size) {
+        Ok(fd) => fd,
+        Err(Error::Verifier {
+            program,
+            errno,
+            mut log,
+        }) if !poisoned.is_empty() => {
+            // Name what the poison stands for: the verifier only says
+            // "invalid func unknown#195896080".
+            for x in &poisoned {
+                log.extend_from_slice(
+                    format!("\nsluice: instruction {} poisoned: {}", x.insn, x.what).as_bytes(),
+                );
+            }
+            return Err(Error::Verifier {
+                program,
+                errno,
+                log,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    log::debug!(
+        "load bpf program '{}' ({}): fd = {}",
+        name,
+        p.section_name,
+        fd.as_raw_fd()
+    );
+    Ok(LoadedProgram {
+        index,
+        name: name.into(),
+        section_name: p.section_name.into(),
+        spec: program_spec(p, index, opts).into(),
+        prog_type,
+        insns,
+        ext: info,
+        site: None,
+        fd,
     })
 }
 

@@ -2,7 +2,8 @@
 //!
 //! [`Session::start`] loads each object, makes the probe each program's section name (or a
 //! caller's mapping) describes — kprobes and uprobes through tracefs, under names carrying
-//! our pid; tracepoints need none —, opens one perf event per online CPU for it, attaches the
+//! our pid; tracepoints need none; a program loaded once per DWARF site (an inlined function)
+//! gets a probe per site —, opens one perf event per online CPU for it, attaches the
 //! program, opens the `PERF_COUNT_SW_BPF_OUTPUT` events of every perf event array, maps
 //! every ring and enables the events. [`Session::run`] then drains the rings until the
 //! workload exits, a deadline passes or a signal arrives, and drains once more after
@@ -381,6 +382,40 @@ pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
     out.join(" ")
 }
 
+/// Where tracefs puts a probe of `target` at `offset` without debug info: a kernel symbol,
+/// a user binary's symbol (looked up in its ELF), or a raw file offset. `Err(Ok(_))`: the
+/// symbol lookup failed; `Err(Err(_))`: the target is no kprobe/uprobe target.
+fn probe_target(
+    target: Target<'_>,
+    offset: u64,
+) -> Result<ProbeTarget, Result<tracefs::Error, String>> {
+    match target {
+        Target::Kernel { func } => Ok(ProbeTarget::Kernel {
+            func: func.to_owned(),
+            offset,
+        }),
+        Target::User { path, func } => tracefs::UprobeSpec {
+            path: path.into(),
+            func: func.to_owned(),
+            offset,
+        }
+        .resolve()
+        .map_err(Ok),
+        Target::UserOffset { path, offset: at } => {
+            let p = PathBuf::from(path);
+            let func = p
+                .file_name()
+                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+            Ok(ProbeTarget::User {
+                path: p,
+                offset: at.saturating_add(offset),
+                func,
+            })
+        }
+        Target::Tracepoint { .. } => Err(Err("tracepoint target in a probe".into())),
+    }
+}
+
 impl Session {
     /// Loads `objects`, makes their probes, attaches and enables everything.
     ///
@@ -569,16 +604,7 @@ impl Session {
             let (group, event) = match spec.target() {
                 Target::Tracepoint { category, name } => (category.to_owned(), name.to_owned()),
                 target => {
-                    let (kind, offset) = match (spec.kind(), spec.place()) {
-                        (_, Place::Line(_)) => {
-                            return Err(spec_err(
-                                "a :LINE place needs debug info (not supported by record)".into(),
-                            ))
-                        }
-                        (k, Place::Offset(off)) => (k, off),
-                        (k, Place::Entry | Place::Return) => (k, 0),
-                    };
-                    let kind = match kind {
+                    let kind = match spec.kind() {
                         ProbeKind::Kprobe => tracefs::ProbeKind::Kprobe,
                         ProbeKind::Kretprobe => tracefs::ProbeKind::Kretprobe,
                         ProbeKind::Uprobe => tracefs::ProbeKind::Uprobe,
@@ -587,65 +613,42 @@ impl Session {
                             return Err(spec_err("tracepoint without a target".into()))
                         }
                     };
-                    let target = match target {
-                        Target::Kernel { func } => ProbeTarget::Kernel {
-                            func: func.to_owned(),
-                            offset,
-                        },
-                        Target::User { path, func } => tracefs::UprobeSpec {
-                            path: path.into(),
-                            func: func.to_owned(),
-                            offset,
+                    let req = if let Some(site) = prog.site() {
+                        // The loader built this program's prologue for one DWARF site (`FUNC`
+                        // alone is after the function's prologue, as perf places it; an
+                        // inlined function has a program per instance): the probe must sit
+                        // exactly there, with the kernel's own fetch of the same values
+                        // alongside.
+                        ProbeRequest {
+                            kind,
+                            target: site.target.clone(),
+                            args: unique_arg_names(&site.fetch_args).join(" "),
                         }
-                        .resolve()
-                        .map_err(tracefs_err)?,
-                        Target::UserOffset { path, offset: at } => {
-                            let p = PathBuf::from(path);
-                            let func = p.file_name().map_or_else(
-                                || "file".into(),
-                                |n| n.to_string_lossy().into_owned(),
-                            );
-                            ProbeTarget::User {
-                                path: p,
-                                offset: at.saturating_add(offset),
-                                func,
+                    } else if crate::debuginfo::spec_needs_debug_info(&spec) {
+                        return Err(spec_err(
+                            "the program was loaded without its DWARF site".into(),
+                        ));
+                    } else {
+                        let offset = match spec.place() {
+                            Place::Line(_) => {
+                                return Err(spec_err(
+                                    "a :LINE place needs arguments that name variables (debug \
+                                     info)"
+                                        .into(),
+                                ))
                             }
-                        }
-                        Target::Tracepoint { .. } => {
-                            return Err(spec_err("tracepoint target in a probe".into()))
+                            Place::Offset(off) => off,
+                            Place::Entry | Place::Return => 0,
+                        };
+                        ProbeRequest {
+                            kind,
+                            target: probe_target(target, offset).map_err(|e| match e {
+                                Ok(t) => tracefs_err(t),
+                                Err(what) => spec_err(what),
+                            })?,
+                            args: fetch_args(&spec),
                         }
                     };
-                    let mut req = ProbeRequest {
-                        kind,
-                        target,
-                        args: fetch_args(&spec),
-                    };
-                    if crate::debuginfo::spec_needs_debug_info(&spec) {
-                        // The loader built this program's prologue for the first DWARF site
-                        // (`FUNC` alone is after the function's prologue, as perf places it):
-                        // the probe must sit exactly there, with the kernel's own fetch of the
-                        // same values alongside.
-                        let program = obj
-                            .programs()
-                            .get(prog.index())
-                            .ok_or_else(|| spec_err("program not in the object".into()))?;
-                        let sites =
-                            crate::loader::site_prologues(program, prog.index(), &load_opts)
-                                .map_err(|e| spec_err(e.to_string()))?;
-                        let site = sites.first().ok_or_else(|| {
-                            spec_err("no probe site found in the debug info".into())
-                        })?;
-                        if sites.len() > 1 {
-                            log::warn!(
-                                "'{spec}' has {} sites (inlined instances); recording the first, {} at {:#x}",
-                                sites.len(),
-                                site.function,
-                                site.address
-                            );
-                        }
-                        req.target = site.target.clone();
-                        req.args = unique_arg_names(&site.fetch_args).join(" ");
-                    }
                     let guard = tracefs
                         .add_probe_in(spec.group_or_default(), &req)
                         .map_err(tracefs_err)?;

@@ -94,7 +94,7 @@ fn inlined_function_gives_one_prologue_per_site() {
             assert_eq!(Some(*offset), s.file_offset);
             assert!(!s.prologue.is_empty());
         }
-        // load() takes the first site's prologue (and warns that there are 2).
+        // prologue_for is the first site's (load() loads one program per site).
         assert_eq!(prologue_for(p, i, &opts).unwrap(), sites[0].prologue);
     });
 }

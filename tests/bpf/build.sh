@@ -42,6 +42,7 @@ record_magic:
 guest_kprobes:
 dwarf_chain:
 dwarf_types:
+dwarf_words:
 bench_drain:
 "
 

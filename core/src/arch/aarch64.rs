@@ -83,6 +83,9 @@ pub const RETURN_REG: &str = "x0";
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
 
+/// The program counter: at a uprobe, the probed instruction's address.
+pub const IP_REG: &str = "pc";
+
 /// Whether fetch-args read the stack pointer as `$stack` rather than `%sp` (no: `%sp`).
 pub const SP_FETCH_IS_STACK: bool = false;
 

@@ -66,6 +66,9 @@ pub const RETURN_REG: &str = "ax";
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
 
+/// The program counter: at a uprobe, the probed instruction's address.
+pub const IP_REG: &str = "ip";
+
 /// Whether fetch-args read the stack pointer as `$stack` rather than `%sp`: a 32-bit kernel
 /// saves `sp` in `pt_regs` only on a privilege change, so the tracer's `$stack` (from
 /// `kernel_stack_pointer()`) is what `perf probe` writes (its `dwarf-regs.c`).

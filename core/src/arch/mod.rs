@@ -351,6 +351,18 @@ impl Arch {
         }
     }
 
+    /// The program counter's slot (`ip`, aarch64 `pc`). In a uprobe program's `pt_regs` it
+    /// holds the probed instruction's address (the kernel sets it there before the handlers
+    /// run, kernel/events/uprobes.c `handle_swbp`).
+    #[must_use]
+    pub const fn ip(self) -> Option<Reg> {
+        self.reg(match self {
+            Arch::X86_64 => x86_64::IP_REG,
+            Arch::I386 => i386::IP_REG,
+            Arch::Aarch64 => aarch64::IP_REG,
+        })
+    }
+
     /// `sizeof(void *)`.
     #[must_use]
     pub const fn pointer_size(self) -> u8 {
@@ -600,6 +612,10 @@ mod tests {
         assert_eq!(Arch::X86_64.sp().unwrap().offset, 152);
         assert_eq!(Arch::I386.sp().unwrap().offset, 60);
         assert_eq!(Arch::Aarch64.sp().unwrap().offset, 248);
+        // struct pt_regs: x86_64 ip at 16*8, i386 ip at 12*4, arm64 pc after regs[31] and sp.
+        assert_eq!(Arch::X86_64.ip().unwrap().offset, 128);
+        assert_eq!(Arch::I386.ip().unwrap().offset, 48);
+        assert_eq!(Arch::Aarch64.ip().unwrap().offset, 256);
         let sizes: [(Arch, u8, u8, bool); 3] = [
             (Arch::X86_64, 8, 8, true),
             (Arch::I386, 4, 4, true),

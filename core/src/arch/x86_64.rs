@@ -70,6 +70,9 @@ pub const RETURN_REG: &str = "ax";
 /// The stack pointer.
 pub const SP_REG: &str = "sp";
 
+/// The program counter: at a uprobe, the probed instruction's address.
+pub const IP_REG: &str = "ip";
+
 /// Whether fetch-args read the stack pointer as `$stack` rather than `%sp` (no: `%sp`).
 pub const SP_FETCH_IS_STACK: bool = false;
 

@@ -114,6 +114,25 @@ impl ArgLocation {
     /// offset value, or a read offset beyond 32 bits; [`Error::Core`] past the prologue's
     /// dereference capacity.
     pub fn to_arg_loc<'n>(&self, arch: Arch, name: &'n str) -> Result<ArgLoc<'n>, Error> {
+        self.to_arg_loc_at(arch, name, None)
+    }
+
+    /// As [`to_arg_loc`](Self::to_arg_loc), for a probe at link-time address `site` of a
+    /// position-independent file (a PIE or a shared library, `ET_DYN`) when `site` is given:
+    /// a global's link-time address is not where the file is loaded, so it is read at the
+    /// probed instruction's address plus the global's link-time distance from `site`
+    /// ([`Base::IpRel`]) — how the tracer's `@+FILEOFFSET` finds it too. `None`: globals at
+    /// their link-time address (`ET_EXEC`, the kernel).
+    ///
+    /// # Errors
+    /// As [`to_arg_loc`](Self::to_arg_loc); [`Error::Unexpressible`] for a global 2 GiB or
+    /// more away from `site`.
+    pub fn to_arg_loc_at<'n>(
+        &self,
+        arch: Arch,
+        name: &'n str,
+        site: Option<u64>,
+    ) -> Result<ArgLoc<'n>, Error> {
         let loc = self.with_register_base();
         let base = match loc.base {
             LocBase::Register { dwarf_reg, offset } => {
@@ -128,7 +147,16 @@ impl ArgLocation {
                     value: i64::from(dwarf_reg),
                 })?)
             }
-            LocBase::Address(a) => Base::Addr(a),
+            LocBase::Address(a) => match site {
+                None => Base::Addr(a),
+                Some(at) => {
+                    let delta = a.wrapping_sub(at) as i64;
+                    Base::IpRel(i32::try_from(delta).map_err(|_| Error::Unexpressible {
+                        what: "global 2 GiB or more away from the probe site",
+                        value: delta,
+                    })?)
+                }
+            },
             LocBase::Const(c) => Base::Const(c as u64),
             // Turned into a register base above.
             LocBase::FrameSlot { .. } => {
@@ -371,6 +399,24 @@ mod tests {
         assert_eq!(a.derefs(), &[-40, 16]);
         assert_eq!((a.size(), a.signed(), a.name()), (2, true, Some("s")));
         assert_eq!(alloc::format!("{}", a.fetch_arg(0)), "s=+16(-40(%bp)):s16");
+        // A position-independent file: the global at its distance from the probe site.
+        let pie = loc(LocBase::Address(0x4010), &[8], 8, false);
+        assert_eq!(
+            pie.to_arg_loc_at(Arch::X86_64, "g", Some(0x1139))
+                .unwrap()
+                .base(),
+            Base::IpRel(0x4010 - 0x1139)
+        );
+        assert_eq!(
+            loc(LocBase::Address(0x1000), &[], 4, true)
+                .to_arg_loc_at(Arch::X86_64, "g", Some(0x1139))
+                .unwrap()
+                .base(),
+            Base::IpRel(-0x139)
+        );
+        assert!(loc(LocBase::Address(0x1_0000_1000), &[], 4, true)
+            .to_arg_loc_at(Arch::X86_64, "g", Some(0x1000))
+            .is_err());
         let g = loc(LocBase::Address(0x4010), &[8], 8, false);
         assert_eq!(
             g.to_arg_loc(Arch::Aarch64, "g").unwrap().base(),

@@ -259,6 +259,14 @@ impl<'s> Resolver<'s> {
             .map(|sh| address - sh.addr + sh.offset)
     }
 
+    /// Whether the code is position-independent (`ET_DYN`: a PIE or a shared library), so
+    /// that its link-time addresses are not where it runs: globals are then read relative to
+    /// the probed address ([`super::ArgLocation::to_arg_loc_at`]).
+    #[must_use]
+    pub fn position_independent(&self) -> bool {
+        self.code.header().e_type == crate::elf::ET_DYN
+    }
+
     /// `sh_addr - sh_offset` of the section holding `address`: what
     /// [`super::FetchSyntax::Uprobe`] needs.
     #[must_use]

@@ -6,6 +6,10 @@ use scroll::Endian;
 
 /// `e_type` of a relocatable object, what `clang -target bpf -c` writes.
 pub const ET_REL: u16 = 1;
+/// `e_type` of an executable linked at fixed addresses (`-no-pie`).
+pub const ET_EXEC: u16 = 2;
+/// `e_type` of a shared object: a library, or a position-independent executable.
+pub const ET_DYN: u16 = 3;
 /// `e_machine` of eBPF.
 pub const EM_BPF: u16 = 247;
 /// `e_machine` 0, what LLVM wrote for BPF in 2015.

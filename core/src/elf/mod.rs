@@ -11,7 +11,7 @@ mod reloc;
 mod section;
 mod symbol;
 
-pub use header::{Class, Header, EM_BPF, EM_NONE, ET_REL};
+pub use header::{Class, Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
 pub use reloc::{Rel, RelTable};
 pub use section::{
     SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,

@@ -119,6 +119,14 @@ fn emit_reads(
             e.push(Insn::ldx_mem(size_code(reg_size), R3, R6, sp.offset as i16))?;
         }
         Base::Addr(a) => e.constant(R3, a)?,
+        Base::IpRel(off) => {
+            let ip = arch.ip().ok_or(Error::Usage {
+                what: "architecture without a program counter slot",
+                value: 0,
+            })?;
+            e.push(Insn::ldx_mem(size_code(reg_size), R3, R6, ip.offset as i16))?;
+            e.push(Insn::alu64_imm(ADD, R3, off))?;
+        }
         Base::Const(c) => e.constant(R3, c)?,
     }
     let reads = loc
@@ -171,7 +179,7 @@ fn emit_direct(e: &mut Emitter<'_>, locs: &ArgLocs<'_>, loc: &ArgLoc<'_>, dst: u
         }
         Base::Const(c) => e.constant(dst, fold(c, loc.size(), loc.signed())),
         // Both read memory, so they are never direct.
-        Base::Stack(_) | Base::Addr(_) => Err(Error::Usage {
+        Base::Stack(_) | Base::Addr(_) | Base::IpRel(_) => Err(Error::Usage {
             what: "internal: a memory base taken as direct",
             value: 0,
         }),

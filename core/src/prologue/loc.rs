@@ -71,6 +71,12 @@ pub enum Base {
     Stack(i32),
     /// The memory at an absolute address (`@0xffffffff81a20160`). Costs one read.
     Addr(u64),
+    /// The memory at the probed instruction's address (the `pt_regs` program counter, which
+    /// holds it in a uprobe program) plus an offset: a global of a position-independent
+    /// file (PIE, shared library), whose link-time distance from the probe site holds
+    /// wherever the file is loaded. Costs one read. The tracer spells the same read
+    /// `@+FILEOFFSET` for a uprobe; [`FetchArg`] writes `@%ip+OFF`, which no tracer takes.
+    IpRel(i32),
     /// A constant (`\42`).
     Const(u64),
 }
@@ -80,7 +86,7 @@ impl Base {
     pub(super) fn implied_read(self) -> Option<i32> {
         match self {
             Base::Stack(off) => Some(off),
-            Base::Addr(_) => Some(0),
+            Base::Addr(_) | Base::IpRel(_) => Some(0),
             Base::Reg(_) | Base::Const(_) => None,
         }
     }
@@ -222,6 +228,8 @@ impl fmt::Display for FetchArg<'_, '_> {
             Base::Reg(r) => write!(f, "{r}")?,
             Base::Stack(off) => write!(f, "{off:+}(%sp)")?,
             Base::Addr(a) => write!(f, "@{a:#x}")?,
+            Base::IpRel(off) if off < 0 => write!(f, "@%ip-{:#x}", off.unsigned_abs())?,
+            Base::IpRel(off) => write!(f, "@%ip+{off:#x}")?,
             Base::Const(c) => write!(f, "\\{c}")?,
         }
         for _ in loc.derefs.iter() {

@@ -8,7 +8,8 @@
 //! dereferences read ([`Memory`]: `bpf_probe_read_kernel` #113 for kprobes,
 //! `bpf_probe_read_user` #112 for uprobes) and up to [`MAX_VALUES`] values in register order,
 //! at most one of them the pseudo-argument `$err`. Each fetched value is an [`ArgLoc`]: a
-//! [`Base`] (a register, a stack slot `sp+N`, an absolute address or a constant), up to
+//! [`Base`] (a register, a stack slot `sp+N`, an absolute address, the probed address plus
+//! an offset for a global of a position-independent file, or a constant), up to
 //! [`MAX_DEREFS`] dereference offsets, and the final size (1, 2, 4, 8) and sign. Debug info
 //! (later) or [`from_typed_args`] (now: C types by the calling convention) produce them.
 //!

@@ -1,3 +1,4 @@
+use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
 
@@ -498,4 +499,46 @@ fn expressions_without_types() {
         Error::Capacity { limit: 4, .. }
     ));
     assert!(typed(Arch::X86_64, "tracepoint/sched/sched_switch").is_err());
+}
+
+#[test]
+fn ip_relative_global_reads_at_the_program_counter_plus_its_distance() {
+    // A global of a PIE 0x2db8 after the probe site, and one 0x139 before it, then a
+    // pointer global dereferenced: each base is the pt_regs program counter plus the
+    // distance, read with bpf_probe_read_user.
+    for (arch, ip) in [(Arch::X86_64, 128), (Arch::Aarch64, 256), (Arch::I386, 48)] {
+        let mut locs = ArgLocs::new(arch, Memory::User);
+        locs.push(ArgLoc::new(Base::IpRel(0x2db8), 8, true).unwrap())
+            .unwrap();
+        locs.push(ArgLoc::new(Base::IpRel(-0x139), 4, false).unwrap())
+            .unwrap();
+        locs.push(
+            ArgLoc::new(Base::IpRel(0x40), 2, false)
+                .unwrap()
+                .deref(8)
+                .unwrap(),
+        )
+        .unwrap();
+        let p: Prologue = Prologue::generate(&locs).unwrap();
+        let l = listing(&p);
+        let size = if arch == Arch::I386 { "u32" } else { "u64" };
+        let load = format!("r3 = *({size} *)(r6 +{ip})");
+        assert_eq!(l.iter().filter(|s| s.contains(&load)).count(), 3, "{l:#?}");
+        for add in ["r3 += 11704", "r3 += -313", "r3 += 64", "r3 += 8"] {
+            assert!(l.iter().any(|s| s.ends_with(add)), "{arch:?} {add}: {l:#?}");
+        }
+        assert_eq!(
+            l.iter()
+                .filter(|s| s.contains("call bpf_probe_read_user"))
+                .count(),
+            4,
+            "{l:#?}"
+        );
+    }
+    let loc = ArgLoc::new(Base::IpRel(-0x139), 4, true)
+        .unwrap()
+        .named("g");
+    assert_eq!(loc.fetch_arg(1).to_string(), "g=@%ip-0x139:s32");
+    let loc = ArgLoc::new(Base::IpRel(0x2db8), 8, false).unwrap();
+    assert_eq!(loc.fetch_arg(2).to_string(), "arg2=@%ip+0x2db8:u64");
 }
