@@ -158,6 +158,11 @@ struct Parts<'a> {
     /// The BTF-defined maps are in increasing `.maps` offset order (the usual case): a
     /// relocation finds its map by binary search.
     btf_maps_sorted: bool,
+    /// When the BTF-defined maps lie at `btf_map_base + i * btf_map_stride` of `.maps`
+    /// (the usual case: equal definitions one after the other), the stride: a relocation
+    /// finds its map by a division. 0 otherwise.
+    btf_map_stride: u64,
+    btf_map_base: u64,
     /// `.BTF` and `.BTF.ext`.
     btf_section: Option<u32>,
     btf_ext_section: Option<u32>,
@@ -387,6 +392,8 @@ fn fill<'a>(
         btf_maps_section: None,
         btf_map_symbols: 0,
         btf_maps_sorted: false,
+        btf_map_stride: 0,
+        btf_map_base: 0,
         btf_section: None,
         btf_ext_section: None,
         data_lo: u32::MAX,
@@ -445,6 +452,17 @@ fn parse_btf<'a: 's, 's, const T: usize>(
     };
     let sh = parts.elf.section(section).unwrap_or_default();
     let data: &'a [u8] = parts.elf.section_data(&sh);
+    // One pass in the usual case; the reference path otherwise, and for every error.
+    if let Some((header, checked)) = Btf::check_into(data, index.as_mut_view()) {
+        let index: &'s Vec<u32, T> = index;
+        return Ok(Some(Btf::from_checked(
+            data,
+            header,
+            checked,
+            index.as_slice(),
+        )));
+    }
+    index.clear();
     let count = Btf::count_types(data)? as usize;
     index
         .resize(count, 0)
@@ -485,9 +503,23 @@ fn finish<'a>(
         }
     }
     parts.first_data_map = maps.len() as u32;
-    parts.btf_maps_sorted = maps
-        .get(parts.map_count as usize..)
-        .is_some_and(|m| m.is_sorted_by(|a, b| a.offset < b.offset));
+    let btf_maps = maps.get(parts.map_count as usize..).unwrap_or_default();
+    parts.btf_maps_sorted = btf_maps.is_sorted_by(|a, b| a.offset < b.offset);
+    // Strictly increasing offsets: the stride is at least 1 and `i * stride` stays below
+    // 2^32 times the map count.
+    if let (true, Some(first)) = (parts.btf_maps_sorted, btf_maps.first()) {
+        let base = u64::from(first.offset);
+        let stride = btf_maps
+            .get(1)
+            .map_or(1, |m| u64::from(m.offset).saturating_sub(base));
+        let regular = (0u64..)
+            .zip(btf_maps)
+            .all(|(i, m)| u64::from(m.offset) == base + i * stride);
+        if regular {
+            parts.btf_map_base = base;
+            parts.btf_map_stride = stride;
+        }
+    }
     let map_cap = maps.capacity();
     for index in parts.data_lo..parts.data_hi {
         let Some(sh) = elf.section(index) else {
@@ -578,14 +610,19 @@ fn btf_map_defs<'a>(
             what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
         })?;
     let mut filled = first;
-    for def in crate::btf::btf_maps(btf, datasec.id())? {
-        let def = def?;
+    let strings = btf.strs();
+    for v in datasec.datasec_vars() {
+        let def = crate::btf::maps::parse_var_raw(btf, v.type_id)?;
         let rest = maps.get_mut(filled..).unwrap_or_default();
-        let Some(found) = rest.iter().position(|m| m.name == def.name) else {
-            return Err(Error::BadSection {
+        // Names compared in place; usually the symbols come in the DATASEC's order.
+        let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
+        let found = if rest.first().is_some_and(is) {
+            0
+        } else {
+            rest.iter().position(is).ok_or_else(|| Error::BadSection {
                 section: at(),
                 what: "a .maps variable in .BTF has no symbol in .maps",
-            });
+            })?
         };
         rest.swap(0, found);
         if let Some(m) = maps.get_mut(filled) {
@@ -1200,6 +1237,18 @@ impl<'a> Parts<'a> {
         }
         if Some(shndx) == self.btf_maps_section {
             let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
+            if self.btf_map_stride != 0 {
+                let d = value.wrapping_sub(self.btf_map_base);
+                let i = d / self.btf_map_stride;
+                return if value >= self.btf_map_base
+                    && d % self.btf_map_stride == 0
+                    && i < (hi - lo) as u64
+                {
+                    MapTarget::Map(lo as u32 + i as u32)
+                } else {
+                    MapTarget::Bad("no BTF-defined map at this offset of .maps")
+                };
+            }
             let btf_maps = maps.get(lo..hi);
             let found = if self.btf_maps_sorted {
                 btf_maps.and_then(|m| m.binary_search_by(|m| u64::from(m.offset).cmp(&value)).ok())
