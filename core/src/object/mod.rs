@@ -25,6 +25,7 @@
 mod externs;
 mod link;
 mod maps;
+mod patch;
 mod programs;
 mod relocate;
 
@@ -33,6 +34,8 @@ pub use link::{LinkedPart, MAX_CALL_DEPTH, MAX_LINKED};
 pub use maps::{
     map_type_name, MapDef, MapKind, MapLayout, BPF_F_MMAPABLE, BPF_F_RDONLY_PROG, MAX_MAP_WORDS,
 };
+use patch::Patch;
+pub use patch::{DEFAULT_INSNS, DEFAULT_PATCHES};
 pub use programs::Program;
 pub use relocate::{
     Reloc, RelocKind, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE, R_BPF_64_32,
@@ -46,7 +49,7 @@ use crate::elf::{
     SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
-use crate::insn::opcode;
+use crate::insn::{opcode, Insn};
 use heapless::vec::{Vec, VecView};
 
 /// Default program capacity: the peers' `large` object has 200.
@@ -58,20 +61,27 @@ pub const DEFAULT_MAPS: usize = 128;
 pub const DEFAULT_BTF_TYPES: usize = 16 * 1024;
 
 /// The program and map tables of an [`Object`], owned by the caller: up to `P` programs,
-/// `M` maps and a `.BTF` type index of `T` entries, held inline (about 100 KiB with the
-/// default capacities, a few hundred bytes for `ObjectStorage<4, 4, 0>` on a small stack).
+/// `M` maps, a `.BTF` type index of `T` entries and `L` relocation patches, held inline
+/// (about 140 KiB with the default capacities, a few hundred bytes for
+/// `ObjectStorage<4, 4, 0, 0>` on a small stack).
 /// Creating one costs nothing (the entries are not initialised); opening into it again
 /// reuses it.
 ///
 /// The type index is used only by objects that need their BTF to open: those with
 /// BTF-defined maps (`.maps`) or `extern` variables (`.kconfig`). `T = 0` refuses them
 /// with [`Error::Capacity`].
+///
+/// The patch table holds what relocating does to each function, worked out at open (see
+/// [`DEFAULT_PATCHES`]); an object that needs more than `L` entries opens and relocates
+/// all the same, re-reading its relocations each time (`L = 0` always does).
 #[doc(alias = "bpf_object")]
 pub struct ObjectStorage<
     'a,
     const P: usize = DEFAULT_PROGRAMS,
     const M: usize = DEFAULT_MAPS,
     const T: usize = DEFAULT_BTF_TYPES,
+    const L: usize = DEFAULT_PATCHES,
+    const I: usize = DEFAULT_INSNS,
 > {
     programs: Vec<Program<'a>, P>,
     maps: Vec<MapDef<'a>, M>,
@@ -79,6 +89,10 @@ pub struct ObjectStorage<
     execs: Vec<ExecSection<'a>, P>,
     /// The `.BTF` type index ([`Btf::parse`]), when the object needs it.
     btf_index: Vec<u32, T>,
+    /// Relocation patches and code references of every function.
+    patches: Vec<Patch, L>,
+    /// Every function's instructions, decoded once (while they fit).
+    insns: Vec<Insn, I>,
 }
 
 impl ObjectStorage<'_> {
@@ -89,9 +103,11 @@ impl ObjectStorage<'_> {
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> {
-    /// Empty storage for up to `P` programs, `M` maps and `T` BTF types:
-    /// `ObjectStorage::<4, 4>::with_capacities()`.
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>
+    ObjectStorage<'_, P, M, T, L, I>
+{
+    /// Empty storage for up to `P` programs, `M` maps, `T` BTF types, `L` patches and `I`
+    /// decoded instructions: `ObjectStorage::<4, 4>::with_capacities()`.
     #[must_use]
     pub const fn with_capacities() -> Self {
         ObjectStorage {
@@ -99,6 +115,8 @@ impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> 
             maps: empty(),
             execs: empty(),
             btf_index: empty(),
+            patches: empty(),
+            insns: empty(),
         }
     }
 }
@@ -111,14 +129,16 @@ const fn empty<T, const N: usize>() -> Vec<T, N> {
     Vec::new()
 }
 
-impl<const P: usize, const M: usize, const T: usize> Default for ObjectStorage<'_, P, M, T> {
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize> Default
+    for ObjectStorage<'_, P, M, T, L, I>
+{
     fn default() -> Self {
         Self::with_capacities()
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> core::fmt::Debug
-    for ObjectStorage<'_, P, M, T>
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>
+    core::fmt::Debug for ObjectStorage<'_, P, M, T, L, I>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectStorage")
@@ -136,6 +156,10 @@ pub struct Object<'a, 's> {
     parts: Parts<'a>,
     maps: &'s [MapDef<'a>],
     programs: &'s [Program<'a>],
+    /// Relocation patches and code references (see [`DEFAULT_PATCHES`]).
+    patches: &'s [Patch],
+    /// Decoded instructions of the functions (see [`DEFAULT_INSNS`]).
+    insns: &'s [Insn],
     /// The `.BTF`, when opening needed it (BTF-defined maps, externs).
     btf: Option<Btf<'s>>,
 }
@@ -177,6 +201,13 @@ struct Parts<'a> {
     /// The REL tables of executable sections lie in `rel_lo..rel_hi`.
     rel_lo: u32,
     rel_hi: u32,
+    /// The patch table holds every relocation's patch, each function's as one run
+    /// (`Program::patch_first`, `reloc_count` of them).
+    patches_ready: bool,
+    /// The patch table holds every function's code references too (`Program::call_first`).
+    calls_ready: bool,
+    /// Every REL table of code is in offset order.
+    rels_sorted: bool,
 }
 
 impl<'a, 's> Object<'a, 's> {
@@ -188,20 +219,24 @@ impl<'a, 's> Object<'a, 's> {
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
-    pub fn open<const P: usize, const M: usize, const T: usize>(
+    pub fn open<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>(
         bytes: &'a [u8],
-        storage: &'s mut ObjectStorage<'a, P, M, T>,
+        storage: &'s mut ObjectStorage<'a, P, M, T, L, I>,
     ) -> Result<Self> {
         let ObjectStorage {
             programs,
             maps,
             execs,
             btf_index,
+            patches,
+            insns,
         } = storage;
         programs.clear();
         maps.clear();
         execs.clear();
         btf_index.clear();
+        patches.clear();
+        insns.clear();
         let mut parts = fill(
             bytes,
             programs.as_mut_view(),
@@ -223,13 +258,19 @@ impl<'a, 's> Object<'a, 's> {
             btf.as_ref(),
             programs.as_mut_view(),
             maps.as_mut_view(),
+            patches.as_mut_view(),
+            insns.as_mut_view(),
         )?;
         let programs: &'s Vec<Program<'a>, P> = programs;
         let maps: &'s Vec<MapDef<'a>, M> = maps;
+        let patches: &'s Vec<Patch, L> = patches;
+        let insns: &'s Vec<Insn, I> = insns;
         Ok(Object {
             parts,
             maps: maps.as_slice(),
             programs: programs.as_slice(),
+            patches: patches.as_slice(),
+            insns: insns.as_slice(),
             btf,
         })
     }
@@ -403,6 +444,9 @@ fn fill<'a>(
         kconfig_map: None,
         rel_lo: 0,
         rel_hi: 0,
+        patches_ready: false,
+        calls_ready: false,
+        rels_sorted: false,
     };
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
@@ -495,6 +539,8 @@ fn finish<'a>(
     btf: Option<&Btf<'_>>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
 ) -> Result<()> {
     let elf = parts.elf;
     if let (Some(btf), Some(section)) = (btf, parts.btf_maps_section) {
@@ -557,6 +603,11 @@ fn finish<'a>(
         }
     }
     let wide = elf.header().class == Class::Elf64;
+    let mut table = PatchTable {
+        patches,
+        ready: true,
+        sorted: true,
+    };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
     for index in parts.rel_lo..parts.rel_hi {
         let Some(sh) = elf.section(index) else {
@@ -564,13 +615,26 @@ fn finish<'a>(
         };
         if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
             if wide {
-                collect_relocations::<true>(parts, programs, maps, index)?;
+                collect_relocations::<true>(parts, programs, maps, index, &mut table)?;
             } else {
-                collect_relocations::<false>(parts, programs, maps, index)?;
+                collect_relocations::<false>(parts, programs, maps, index, &mut table)?;
             }
         }
     }
+    parts.patches_ready = table.ready && patch::contiguous(programs);
+    parts.rels_sorted = table.sorted;
+    let calls = parts.patches_ready && parts.rels_sorted;
+    parts.calls_ready = patch::scan_functions(parts, programs, table.patches, insns, calls);
     Ok(())
+}
+
+/// The patch table being filled by [`collect_relocations`], and what it learned.
+struct PatchTable<'p> {
+    patches: &'p mut VecView<Patch>,
+    /// Every relocation has its patch (the table did not fill up).
+    ready: bool,
+    /// Every REL table of code is in offset order.
+    sorted: bool,
 }
 
 /// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,
@@ -896,6 +960,11 @@ fn push_program<'a>(
         rel_first: 0,
         rel_end: 0,
         maps_needed: 0,
+        patch_first: 0,
+        call_first: 0,
+        call_len: 0,
+        pseudo_call: false,
+        cached: u32::MAX,
     };
     let cap = programs.capacity();
     programs
@@ -1082,11 +1151,13 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
 /// whose instructions contain its offset; records per program its REL section, the
 /// range of its entries in that table, its counts and what [`Object::relocate`] needs to
 /// answer without re-reading the table (`WIDE`: ELF64 records, else ELF32).
+#[inline(never)]
 fn collect_relocations<const WIDE: bool>(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
     maps: &[MapDef<'_>],
     index: u32,
+    table_out: &mut PatchTable<'_>,
 ) -> Result<()> {
     let elf = &parts.elf;
     let sh = elf.section(index).unwrap_or_default();
@@ -1107,12 +1178,18 @@ fn collect_relocations<const WIDE: bool>(
     })?;
     let table = elf.rel_table_header(index, &symbols)?;
     let (rels, syms) = (table.data(), symbols.data());
+    // Entry `i`'s patch goes to `base + i`.
+    let base = table_out.patches.len() as u32;
+    let mut last_section = (u32::MAX, RelocKind::Extern);
+    let mut prev_offset = 0u64;
     // Entries usually come in offset order: try the program of the previous entry first.
     let mut cur = 0usize;
     for i in 0..table.len() {
         let Some((offset, sym)) = raw_rel::<WIDE>(rels, i) else {
             continue;
         };
+        table_out.sorted &= offset >= prev_offset;
+        prev_offset = offset;
         let bad = |what| Error::BadReloc {
             section: elf.section_ref(target),
             index: i,
@@ -1157,7 +1234,8 @@ fn collect_relocations<const WIDE: bool>(
         }
         let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
         let shndx = u32::from(shndx);
-        let map = match parts.map_target(maps, shndx, value) {
+        let target = parts.map_target(maps, shndx, value);
+        let map = match target {
             MapTarget::None => None,
             MapTarget::Bad(what) => return Err(bad(what)),
             MapTarget::Map(map) | MapTarget::Value(map) => {
@@ -1171,9 +1249,21 @@ fn collect_relocations<const WIDE: bool>(
                 Some(map)
             }
         };
+        match patch::kind_of(parts, target, shndx, sym, value, &mut last_section) {
+            Some(kind) => patch::push(
+                table_out.patches,
+                &mut table_out.ready,
+                Patch {
+                    at: insn_index as u32,
+                    kind,
+                },
+            ),
+            None => table_out.ready = false,
+        }
         if prog.rel_section.is_none() {
             prog.rel_section = Some(index);
             prog.rel_first = i;
+            prog.patch_first = base + i;
         }
         prog.rel_end = i + 1;
         prog.reloc_count += 1;

@@ -233,32 +233,38 @@ impl<'a, 's> Object<'a, 's> {
                 self.link_map(r, map_fds, None)?;
             }
         }
-        let (head, body) = dst.split_at_mut(prologue.len());
-        head.copy_from_slice(prologue);
-        let little = p.little;
-        // A call inside the program's own section needs no relocation: noticed while
-        // copying, without a branch per instruction.
-        let mut calls = false;
-        for (slot, c) in body
-            .iter_mut()
-            .zip(p.code.chunks_exact(crate::insn::INSN_SIZE))
-        {
-            let mut b = [0u8; crate::insn::INSN_SIZE];
-            b.copy_from_slice(c);
-            *slot = Insn::from_bytes(b, little);
-            calls |= (slot.code == opcode::JMP | opcode::CALL) & (slot.src == PSEUDO_CALL);
-        }
-        if calls {
+        // A call inside the program's own section needs no relocation: noticed at open.
+        if p.pseudo_call {
             return self.link_into(prog, prologue, map_fds, out);
         }
+        let (head, body) = dst.split_at_mut(prologue.len());
+        head.copy_from_slice(prologue);
+        self.copy_insns(p, body);
         if p.map_reloc_count != 0 {
-            if self.parts.elf.header().class == Class::Elf64 {
+            if self.parts.patches_ready {
+                // Every fd is there (checked above): no error to come.
+                let _ = self.apply_patches(p, map_fds, body);
+            } else if self.parts.elf.header().class == Class::Elf64 {
                 self.patch_maps::<true>(p, map_fds, body);
             } else {
                 self.patch_maps::<false>(p, map_fds, body);
             }
         }
         Ok(total)
+    }
+
+    /// Writes the instructions of `p` into `slots` (as many as it holds): copied from the
+    /// decoded-instruction cache, or decoded.
+    #[inline]
+    pub(super) fn copy_insns(&self, p: &Program<'_>, slots: &mut [Insn]) {
+        let n = p.insn_count();
+        let cached = (p.cached as usize..)
+            .next()
+            .and_then(|first| self.insns.get(first..first.checked_add(n)?));
+        match (cached, slots.get_mut(..n)) {
+            (Some(from), Some(to)) => to.copy_from_slice(from),
+            _ => crate::insn::decode_native(slots, p.code),
+        }
     }
 
     /// Patches every map load of `p` (all checked: at open, and every fd above) in its

@@ -1,0 +1,210 @@
+//! What relocating does to each function, worked out once at open: the patch of every
+//! relocation (a map's fd, an address in global data, an extern, a refusal) and the code
+//! references (bpf-to-bpf calls, function addresses) with the function and instruction
+//! each lands on.
+//!
+//! Without them, [`Object::relocate`](super::Object::relocate) re-reads a function's REL
+//! entries and symbols, finds each map again and rescans the instructions for calls every
+//! time the function is written out: once per program that calls it. With them, writing a
+//! function out is a copy and a loop over its patches, and linking a program follows its
+//! call lists. They live in the caller's [`ObjectStorage`](super::ObjectStorage) (capacity
+//! `L`); an object that needs more, or whose tables are unusual (a function's REL entries
+//! not one run, a call that resolves to no function), is relocated by re-reading as
+//! before: the table is a shortcut, never a limit.
+
+use super::{MapTarget, Parts, Program, RelocKind};
+use crate::insn::{opcode, Insn, INSN_SIZE};
+use heapless::vec::VecView;
+
+/// Default capacity of the patch table: an object's relocations of code plus its code
+/// references (the peers' `large` object has 1,000; Debian's libbpf-tools at most 289).
+pub const DEFAULT_PATCHES: usize = 2048;
+
+/// Default capacity of the decoded-instruction cache (12 bytes each): every function of
+/// an object of up to this many instructions is decoded once at open, and relocating
+/// copies it (the peers' `globals` object has 811; `large` 9,996, of which the first
+/// functions are cached and the rest decoded when relocated).
+pub const DEFAULT_INSNS: usize = 4096;
+
+/// One patch of a function's instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Patch {
+    /// Instruction index in the function.
+    pub(crate) at: u32,
+    pub(crate) kind: PatchKind,
+}
+
+/// What a [`Patch`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PatchKind {
+    /// `ld_imm64` of map `map`'s fd.
+    MapFd { map: u32 },
+    /// `ld_imm64` of an address in global data map `map`: the second slot's `imm` is
+    /// `value` (the symbol's, low 32 bits: all the `imm` holds) plus the first's.
+    MapValue { map: u32, value: u32 },
+    /// A use of undefined symbol `sym` (`.kconfig` variable, ksym, kfunc).
+    Extern { sym: u32 },
+    /// A relocation against a section that is neither code, maps nor global data.
+    Other,
+    /// Nothing to patch here (data without a map).
+    Nothing,
+    /// A reference to code (linked through the call lists): section `section`, symbol
+    /// value `value`.
+    Code { section: u32, value: u32 },
+    /// A code reference: a call (`ld: false`) or function address (`ld: true`) landing
+    /// on instruction `offset` of function `program`.
+    Call { program: u32, offset: u32, ld: bool },
+}
+
+/// What the patch of a relocation against a symbol of section `shndx` whose value is
+/// `value` does, given its [`MapTarget`] (not `Bad`: refused at open); `last` remembers
+/// the kind of the last section looked at (relocations of code repeat theirs). `None`
+/// for code whose symbol value does not fit 32 bits (the call lists are then left to
+/// the linker's scan).
+#[inline]
+pub(crate) fn kind_of(
+    parts: &Parts<'_>,
+    target: MapTarget,
+    shndx: u32,
+    sym: u32,
+    value: u64,
+    last: &mut (u32, RelocKind),
+) -> Option<PatchKind> {
+    Some(match target {
+        MapTarget::Map(map) => PatchKind::MapFd { map },
+        MapTarget::Value(map) => PatchKind::MapValue {
+            map,
+            value: value as u32,
+        },
+        MapTarget::None if shndx == 0 => PatchKind::Extern { sym },
+        MapTarget::None | MapTarget::Bad(_) => {
+            if last.0 != shndx {
+                *last = (shndx, parts.non_map_kind(shndx));
+            }
+            match last.1 {
+                RelocKind::Code { section } => PatchKind::Code {
+                    section,
+                    value: u32::try_from(value).ok()?,
+                },
+                RelocKind::Other { .. } => PatchKind::Other,
+                _ => PatchKind::Nothing,
+            }
+        }
+    })
+}
+
+/// Pushes `patch`; once the table is full, `ready` goes false and nothing more is kept.
+#[inline]
+pub(crate) fn push(patches: &mut VecView<Patch>, ready: &mut bool, patch: Patch) {
+    if *ready && patches.push(patch).is_err() {
+        *ready = false;
+    }
+}
+
+/// Whether every function with relocations has its REL entries as one run of its table
+/// (`rel_first..rel_end` holds only its own), so its patches are one run of the table.
+pub(crate) fn contiguous(programs: &[Program<'_>]) -> bool {
+    programs
+        .iter()
+        .all(|p| p.reloc_count == 0 || p.rel_end - p.rel_first == p.reloc_count)
+}
+
+/// One pass over every function's instructions at open: decodes them into `insns` (the
+/// decoded-instruction cache, while it has room: relocating then copies them), notes
+/// whether a function holds a bpf-to-bpf call (`Program::pseudo_call`), and, when
+/// `calls` (the patch table is ready and in offset order), appends its code references
+/// to the patch table as the linker's scan would find them (its call list: `call_first`,
+/// `call_len`), each relocation's symbol read from the function's patches with a cursor.
+/// Returns whether the call lists are complete: `false` when not asked, when the table
+/// fills up, or when a reference resolves to no function (the linker then scans, and
+/// reports the error where it always did).
+#[inline(never)]
+pub(crate) fn scan_functions(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+    mut calls: bool,
+) -> bool {
+    for i in 0..programs.len() {
+        let first = patches.len();
+        let Some(p) = programs.get(i).copied() else {
+            return false;
+        };
+        let n = p.insn_count();
+        let start = insns.len();
+        let cached = insns.resize_default(start + n).is_ok();
+        if cached {
+            if let Some(slots) = insns.get_mut(start..) {
+                crate::insn::decode_native(slots, p.code);
+            }
+        }
+        let others = p.reloc_count != p.map_reloc_count;
+        let own = p.patch_first as usize;
+        let mut k = own;
+        let own_end = own + p.reloc_count as usize;
+        let mut pseudo_call = false;
+        // The linker's scan (every `ld_imm64`, its second slot skipped, and every
+        // `call`), skipping at once what cannot refer to code: helper calls, and without
+        // other relocations than map loads, `ld_imm64` that is not `BPF_PSEUDO_FUNC`.
+        let mut second = false;
+        for (at, c) in p.code.chunks_exact(INSN_SIZE).enumerate() {
+            let Some(c) = c.first_chunk::<INSN_SIZE>() else {
+                continue;
+            };
+            let op = c[0];
+            if op != opcode::LD_IMM64 && op != opcode::JMP | opcode::CALL {
+                second = false;
+                continue;
+            }
+            let insn = Insn::from_bytes(*c, cfg!(target_endian = "little"));
+            // What `relocate` looks for in every slot, second ones included.
+            pseudo_call |= op == opcode::JMP | opcode::CALL && insn.src == super::PSEUDO_CALL;
+            if core::mem::replace(&mut second, op == opcode::LD_IMM64) || !calls {
+                continue;
+            }
+            if op == opcode::LD_IMM64 {
+                if !others && insn.src != super::PSEUDO_FUNC {
+                    continue;
+                }
+            } else if insn.src != super::PSEUDO_CALL {
+                continue;
+            }
+            let reloc = || loop {
+                let patch = *patches.get(k).filter(|_| k < own_end)?;
+                if patch.at as usize >= at {
+                    if patch.at as usize != at {
+                        return None;
+                    }
+                    return Some(match patch.kind {
+                        PatchKind::Code { section, value } => (section, u64::from(value), true),
+                        _ => (0, 0, false),
+                    });
+                }
+                k += 1;
+            };
+            match super::link::code_target(parts, programs, &p, at, insn, reloc) {
+                Ok(Some(t)) => {
+                    let call = Patch {
+                        at: at as u32,
+                        kind: PatchKind::Call {
+                            program: t.program as u32,
+                            offset: t.offset as u32,
+                            ld: op == opcode::LD_IMM64,
+                        },
+                    };
+                    calls = patches.push(call).is_ok();
+                }
+                Ok(None) => {}
+                Err(_) => calls = false,
+            }
+        }
+        if let Some(p) = programs.get_mut(i) {
+            p.call_first = first as u32;
+            p.call_len = (patches.len() - first) as u32;
+            p.pseudo_call = pseudo_call;
+            p.cached = if cached { start as u32 } else { u32::MAX };
+        }
+    }
+    calls
+}
