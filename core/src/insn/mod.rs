@@ -160,3 +160,19 @@ pub(crate) fn decode_native(slots: &mut [Insn], code: &[u8]) {
         *o = i.first_chunk::<INSN_SIZE>().map_or(Insn::default(), word);
     }
 }
+
+/// [`decode_native`], one at a time, noting whether any slot is a bpf-to-bpf call (`call`
+/// with `src_reg = BPF_PSEUDO_CALL`): without a branch per instruction.
+#[inline]
+pub(crate) fn decode_native_calls(slots: &mut [Insn], code: &[u8]) -> bool {
+    let mut calls = false;
+    for (o, i) in slots.iter_mut().zip(code.chunks_exact(INSN_SIZE)) {
+        let w = i
+            .first_chunk::<INSN_SIZE>()
+            .map_or(0, |c| u64::from_ne_bytes(*c));
+        let insn = Insn::from_native_word(w);
+        calls |= (insn.code == opcode::JMP | opcode::CALL) & (insn.src == 1);
+        *o = insn;
+    }
+    calls
+}

@@ -52,6 +52,56 @@ struct Walk {
     late: Option<Error>,
 }
 
+#[cold]
+fn no_fd(map: u32) -> Error {
+    Error::Usage {
+        what: "no fd given for map",
+        value: map.into(),
+    }
+}
+
+/// The function holding byte `byte` of section `section`: the last program (they are in
+/// `(section, offset)` order) starting at or before it, if it extends over it. `hint`, the
+/// answer of the previous search, is tried first (calls repeat their targets).
+#[inline]
+fn find_function(
+    programs: &[Program<'_>],
+    section: u32,
+    byte: u64,
+    hint: &mut usize,
+) -> Option<usize> {
+    let contains = |q: &Program<'_>| {
+        q.section_index == section
+            && u64::from(q.offset) <= byte
+            && byte < u64::from(q.offset) + q.code.len() as u64
+    };
+    // The hint holds when it contains the byte and the next program starts after it.
+    let after = |t: usize| {
+        programs
+            .get(t + 1)
+            .is_none_or(|n| (n.section_index, u64::from(n.offset)) > (section, byte))
+    };
+    if programs.get(*hint).is_some_and(contains) && after(*hint) {
+        return Some(*hint);
+    }
+    // Both fit one word when the offset does.
+    let lo = match u32::try_from(byte) {
+        Ok(b) => {
+            let key = |s: u32, o: u32| (u64::from(s) << 32) | u64::from(o);
+            let want = key(section, b);
+            programs.partition_point(|q| key(q.section_index, q.offset) <= want)
+        }
+        Err(_) => {
+            programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte))
+        }
+    };
+    let t = lo
+        .checked_sub(1)
+        .filter(|&t| programs.get(t).is_some_and(contains))?;
+    *hint = t;
+    Some(t)
+}
+
 /// A code reference found at an instruction: the program it lands in and the instruction
 /// index inside that program.
 #[derive(Clone, Copy)]
@@ -72,6 +122,7 @@ pub(super) fn code_target(
     at: usize,
     insn: Insn,
     reloc: impl FnOnce() -> Option<(u32, u64, bool)>,
+    hint: &mut usize,
 ) -> Result<Option<Target>> {
     let is_call = insn.code == opcode::JMP | opcode::CALL && insn.src == PSEUDO_CALL;
     let is_ld = insn.code == opcode::LD_IMM64;
@@ -113,25 +164,8 @@ pub(super) fn code_target(
         None => return Ok(None),
     };
     let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
-    let byte = index * INSN_SIZE as u64;
-    // Programs are in (section, offset) order; both fit one word when the offset does.
-    let lo = match u32::try_from(byte) {
-        Ok(b) => {
-            let key = |s: u32, o: u32| (u64::from(s) << 32) | u64::from(o);
-            let want = key(section, b);
-            programs.partition_point(|q| key(q.section_index, q.offset) <= want)
-        }
-        Err(_) => {
-            programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte))
-        }
-    };
-    let t = lo
-        .checked_sub(1)
-        .filter(|&t| {
-            programs.get(t).is_some_and(|q| {
-                q.section_index == section && byte < u64::from(q.offset) + q.code.len() as u64
-            })
-        })
+    let byte = index.wrapping_mul(INSN_SIZE as u64);
+    let t = find_function(programs, section, byte, hint)
         .ok_or_else(|| bad("call target is no function of the object"))?;
     let q = programs.get(t).map_or(0, |q| u64::from(q.offset));
     Ok(Some(Target {
@@ -292,11 +326,12 @@ impl<'a, 's> Object<'a, 's> {
     /// function or loads a function's address.
     fn code_target(&self, p: &Program<'_>, at: usize, insn: Insn) -> Result<Option<Target>> {
         let parts = &self.parts;
-        code_target(parts, self.programs, p, at, insn, || {
+        let reloc = || {
             let (shndx, value) = self.reloc_at(p, at)?;
             let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
             Some((shndx, value, exec))
-        })
+        };
+        code_target(parts, self.programs, p, at, insn, reloc, &mut 0)
     }
 
     /// `(st_shndx, st_value)` of the symbol of `p`'s relocation at instruction `at`.
@@ -533,19 +568,21 @@ impl<'a, 's> Object<'a, 's> {
     /// [`Object::walk`] with a sink, following the call lists of the patch table (when it
     /// has them): the same layout, writes and errors, without looking at instructions.
     fn walk_calls(&self, prog: usize, mut s: Sink<'_>) -> Result<Walk> {
-        let p = self.programs.get(prog).ok_or(Error::Usage {
+        let programs = self.programs;
+        let p = programs.get(prog).ok_or(Error::Usage {
             what: "no such program",
             value: prog as u64,
         })?;
-        // (program, start) of each function placed.
-        let mut placed: heapless::Vec<(u32, u32), MAX_LINKED> = heapless::Vec::new();
-        let full = |what| Error::Capacity {
-            what,
-            limit: MAX_LINKED as u32,
+        // Where each program placed starts (`u32::MAX`: not placed), by program index.
+        let mut start_of = [u32::MAX; MAX_LINKED];
+        let Some(start_of) = start_of.get_mut(..programs.len()) else {
+            let mut placed = Placed::new();
+            return self.walk(prog, &mut placed, Some(s));
         };
-        placed
-            .push((prog as u32, 0))
-            .map_err(|_| full("functions linked into one program"))?;
+        let mut placed = 1usize;
+        if let Some(x) = start_of.get_mut(prog) {
+            *x = 0;
+        }
         let mut late = None;
         self.emit(p, 0, &mut s, &mut late);
         let mut total = p.insn_count();
@@ -573,22 +610,29 @@ impl<'a, 's> Object<'a, 's> {
                 else {
                     continue;
                 };
-                let start = match placed.iter().find(|x| x.0 == program) {
-                    Some(x) => x.1 as usize,
-                    None => {
-                        let Some(tp) = self.programs.get(program as usize) else {
-                            continue;
-                        };
-                        placed
-                            .push((program, total as u32))
-                            .map_err(|_| full("functions linked into one program"))?;
-                        self.emit(tp, total, &mut s, &mut late);
-                        let (first, end) = calls(tp);
-                        descend = Some((total, first, end));
-                        let start = total;
-                        total += tp.insn_count();
-                        start
+                let Some(slot) = start_of.get_mut(program as usize) else {
+                    continue;
+                };
+                let start = if *slot != u32::MAX {
+                    *slot as usize
+                } else {
+                    let Some(tp) = programs.get(program as usize) else {
+                        continue;
+                    };
+                    if placed == MAX_LINKED {
+                        return Err(Error::Capacity {
+                            what: "functions linked into one program",
+                            limit: MAX_LINKED as u32,
+                        });
                     }
+                    placed += 1;
+                    *slot = total as u32;
+                    self.emit(tp, total, &mut s, &mut late);
+                    let (first, end) = calls(tp);
+                    descend = Some((total, first, end));
+                    let start = total;
+                    total += tp.insn_count();
+                    start
                 };
                 if s.fits {
                     let at = cur_start + c.at as usize;
@@ -624,6 +668,7 @@ impl<'a, 's> Object<'a, 's> {
     /// Copies function `p` to `start` of the sink's body and patches its map, global
     /// data and `.kconfig` loads; keeps the first error in `late`. Once a function does
     /// not fit, nothing more is written.
+    #[inline]
     fn emit(&self, p: &Program<'_>, start: usize, s: &mut Sink<'_>, late: &mut Option<Error>) {
         if !s.fits {
             return;
@@ -650,6 +695,7 @@ impl<'a, 's> Object<'a, 's> {
 
     /// [`Object::patch_relocs`] from the patch table: the same patches in the same order,
     /// the same first error.
+    #[inline]
     pub(super) fn apply_patches(
         &self,
         p: &Program<'_>,
@@ -663,33 +709,41 @@ impl<'a, 's> Object<'a, 's> {
             .unwrap_or_default();
         for patch in patches {
             let at = patch.at as usize;
-            match patch.kind {
-                PatchKind::MapFd { map } => {
-                    let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
-                        what: "no fd given for map",
-                        value: map.into(),
-                    })?;
-                    patch_ld(slots, at, PSEUDO_MAP_FD, fd, None);
+            let (src, map, value) = match patch.kind {
+                PatchKind::MapFd { map } => (PSEUDO_MAP_FD, map, None),
+                PatchKind::MapValue { map, value } => (PSEUDO_MAP_VALUE, map, Some(value)),
+                PatchKind::Nothing | PatchKind::Code { .. } | PatchKind::Call { .. } => continue,
+                PatchKind::Extern { sym } => {
+                    self.link_extern(p, sym, patch.at, map_fds, slots)?;
+                    continue;
                 }
-                PatchKind::MapValue { map, value } => {
-                    let fd = *map_fds.get(map as usize).ok_or(Error::Usage {
-                        what: "no fd given for map",
-                        value: map.into(),
-                    })?;
-                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value.into()));
-                }
-                PatchKind::Extern { sym } => self.link_extern(p, sym, patch.at, map_fds, slots)?,
-                PatchKind::Other => {
-                    return Err(self.unsupported(
-                        "relocation against a section that is neither code, maps nor global data",
-                        p,
-                        at as u64,
-                    ))
-                }
-                PatchKind::Nothing | PatchKind::Code { .. } | PatchKind::Call { .. } => {}
+                PatchKind::Other => return Err(self.other_section(p, at)),
+            };
+            let Some(&fd) = map_fds.get(map as usize) else {
+                return Err(no_fd(map));
+            };
+            // As `patch_ld`: the second slot's `imm` is the value plus the first's (only
+            // the low 32 bits of either count).
+            let mut orig = 0;
+            if let Some(slot) = slots.get_mut(at) {
+                orig = slot.imm;
+                slot.src = src;
+                slot.imm = fd;
+            }
+            if let Some(next) = slots.get_mut(at + 1) {
+                next.imm = value.map_or(0, |v| (v as i32).wrapping_add(orig));
             }
         }
         Ok(())
+    }
+
+    #[cold]
+    fn other_section(&self, p: &Program<'_>, at: usize) -> Error {
+        self.unsupported(
+            "relocation against a section that is neither code, maps nor global data",
+            p,
+            at as u64,
+        )
     }
 
     /// The relocations of `p` in table order (validated at open): map and global data

@@ -451,11 +451,9 @@ fn fill<'a>(
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
-        check_sections::<64>(&elf)?;
-        scan_sections::<64>(&mut parts, execs, &mut names)?
+        sections::<64>(&mut parts, execs, &mut names)?
     } else {
-        check_sections::<40>(&elf)?;
-        scan_sections::<40>(&mut parts, execs, &mut names)?
+        sections::<40>(&mut parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
         parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
@@ -623,8 +621,13 @@ fn finish<'a>(
     }
     parts.patches_ready = table.ready && patch::contiguous(programs);
     parts.rels_sorted = table.sorted;
-    let calls = parts.patches_ready && parts.rels_sorted;
-    parts.calls_ready = patch::scan_functions(parts, programs, table.patches, insns, calls);
+    // Call lists (and a decoded copy of the functions called) when some function
+    // relocates against code, which is how programs reach their subprograms: otherwise
+    // `relocate` notices a call inside a section as it copies, and links by scanning.
+    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
+    if parts.patches_ready && parts.rels_sorted && links {
+        parts.calls_ready = patch::scan_functions(parts, programs, table.patches, insns);
+    }
     Ok(())
 }
 
@@ -754,9 +757,28 @@ impl RawSection {
     }
 }
 
+/// The pass over the section headers: [`scan_sections`], which also checks each one as
+/// [`Elf::parse`] does (extent inside the file, name inside the section name table)
+/// without a branch; only when one fails, or the scan fails, does [`check_sections`] go
+/// over them again to report the first bad one (a bad header is reported before anything
+/// the scan finds, as when the checks came first).
+#[inline(always)]
+fn sections<'a, const N: usize>(
+    parts: &mut Parts<'a>,
+    execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
+) -> Result<Scan> {
+    let elf = parts.elf;
+    match scan_sections::<N>(parts, execs, names) {
+        Ok((scan, false)) => Ok(scan),
+        Ok((scan, true)) => check_sections::<N>(&elf).map(|()| scan),
+        Err(e) => check_sections::<N>(&elf).and(Err(e)),
+    }
+}
+
 /// Checks every section header as [`Elf::parse`] does (extent inside the file, name
-/// inside the section name table), in a loop of its own: kept apart from the scan below,
-/// each loop keeps its few values in registers.
+/// inside the section name table), and reports the first that fails.
+#[cold]
 #[inline(never)]
 fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
     let file_len = elf.data().len() as u64;
@@ -794,10 +816,15 @@ fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
     names: &mut Names<'a>,
-) -> Result<Scan> {
+) -> Result<(Scan, bool)> {
     let elf = parts.elf;
     let table = elf.section_table();
     let cap = execs.capacity();
+    let file_len = elf.data().len() as u64;
+    // `name >= max(len, 1)`: with no table, only name 0 is allowed.
+    let name_limit = (elf.shstrtab().len() as u64).max(1);
+    // Whether any header fails the checks, without a branch per header.
+    let mut bad = false;
     // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
     // around on every iteration.
     let mut symtab = u32::MAX;
@@ -807,6 +834,9 @@ fn scan_sections<'a, const N: usize>(
             continue;
         };
         let sh = RawSection::read(raw);
+        let has_data = (sh.sh_type != SHT_NOBITS) & (sh.sh_type != SHT_NULL);
+        let (end, overflow) = sh.offset.overflowing_add(sh.size);
+        bad |= (u64::from(sh.name) >= name_limit) | (has_data & (overflow | (end > file_len)));
         let at = || elf.section_ref(index);
         match sh.sh_type {
             SHT_PROGBITS => {}
@@ -931,12 +961,13 @@ fn scan_sections<'a, const N: usize>(
             _ => {}
         }
     }
-    Ok(Scan {
+    let scan = Scan {
         // Indices fit in u32 and `u32::MAX` sections cannot fit in the file's table.
         symtab: (symtab != u32::MAX).then_some(symtab),
         rel_lo,
         rel_hi,
-    })
+    };
+    Ok((scan, bad))
 }
 
 fn push_program<'a>(

@@ -109,102 +109,125 @@ pub(crate) fn contiguous(programs: &[Program<'_>]) -> bool {
         .all(|p| p.reloc_count == 0 || p.rel_end - p.rel_first == p.reloc_count)
 }
 
-/// One pass over every function's instructions at open: decodes them into `insns` (the
-/// decoded-instruction cache, while it has room: relocating then copies them), notes
-/// whether a function holds a bpf-to-bpf call (`Program::pseudo_call`), and, when
-/// `calls` (the patch table is ready and in offset order), appends its code references
-/// to the patch table as the linker's scan would find them (its call list: `call_first`,
-/// `call_len`), each relocation's symbol read from the function's patches with a cursor.
-/// Returns whether the call lists are complete: `false` when not asked, when the table
-/// fills up, or when a reference resolves to no function (the linker then scans, and
-/// reports the error where it always did).
+/// One pass over every function's instructions at open: appends its code references to
+/// the patch table as the linker's scan would find them (its call list: `call_first`,
+/// `call_len`) and notes whether it holds a bpf-to-bpf call (`Program::pseudo_call`);
+/// then decodes every function that is called into `insns` (the decoded-instruction
+/// cache, while it has room): a subprogram is copied into every program that calls it.
+/// Returns whether the call lists are complete: `false` when the table fills up or a
+/// reference resolves to no function (the linker then scans, and reports the error where
+/// it always did).
 #[inline(never)]
 pub(crate) fn scan_functions(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
     patches: &mut VecView<Patch>,
     insns: &mut VecView<Insn>,
-    mut calls: bool,
 ) -> bool {
+    let mut hint = 0usize;
     for i in 0..programs.len() {
-        let first = patches.len();
-        let Some(p) = programs.get(i).copied() else {
+        let Some(&p) = programs.get(i) else {
             return false;
         };
-        let n = p.insn_count();
-        let start = insns.len();
-        let cached = insns.resize_default(start + n).is_ok();
-        if cached {
-            if let Some(slots) = insns.get_mut(start..) {
-                crate::insn::decode_native(slots, p.code);
-            }
-        }
-        let others = p.reloc_count != p.map_reloc_count;
-        let own = p.patch_first as usize;
-        let mut k = own;
-        let own_end = own + p.reloc_count as usize;
+        let first = patches.len();
         let mut pseudo_call = false;
-        // The linker's scan (every `ld_imm64`, its second slot skipped, and every
-        // `call`), skipping at once what cannot refer to code: helper calls, and without
-        // other relocations than map loads, `ld_imm64` that is not `BPF_PSEUDO_FUNC`.
+        // The linker's scan: every `ld_imm64` (its second slot skipped) and every `call`.
         let mut second = false;
         for (at, c) in p.code.chunks_exact(INSN_SIZE).enumerate() {
-            let Some(c) = c.first_chunk::<INSN_SIZE>() else {
-                continue;
-            };
-            let op = c[0];
+            let op = c.first().copied().unwrap_or(0);
             if op != opcode::LD_IMM64 && op != opcode::JMP | opcode::CALL {
                 second = false;
                 continue;
             }
-            let insn = Insn::from_bytes(*c, cfg!(target_endian = "little"));
+            let Some(&c) = c.first_chunk::<INSN_SIZE>() else {
+                continue;
+            };
+            let insn = Insn::from_bytes(c, cfg!(target_endian = "little"));
             // What `relocate` looks for in every slot, second ones included.
             pseudo_call |= op == opcode::JMP | opcode::CALL && insn.src == super::PSEUDO_CALL;
-            if core::mem::replace(&mut second, op == opcode::LD_IMM64) || !calls {
+            if core::mem::replace(&mut second, op == opcode::LD_IMM64) {
                 continue;
             }
-            if op == opcode::LD_IMM64 {
-                if !others && insn.src != super::PSEUDO_FUNC {
-                    continue;
-                }
-            } else if insn.src != super::PSEUDO_CALL {
-                continue;
-            }
-            let reloc = || loop {
-                let patch = *patches.get(k).filter(|_| k < own_end)?;
-                if patch.at as usize >= at {
-                    if patch.at as usize != at {
-                        return None;
-                    }
-                    return Some(match patch.kind {
-                        PatchKind::Code { section, value } => (section, u64::from(value), true),
-                        _ => (0, 0, false),
-                    });
-                }
-                k += 1;
-            };
-            match super::link::code_target(parts, programs, &p, at, insn, reloc) {
-                Ok(Some(t)) => {
-                    let call = Patch {
-                        at: at as u32,
-                        kind: PatchKind::Call {
-                            program: t.program as u32,
-                            offset: t.offset as u32,
-                            ld: op == opcode::LD_IMM64,
-                        },
-                    };
-                    calls = patches.push(call).is_ok();
-                }
-                Ok(None) => {}
-                Err(_) => calls = false,
+            match reference(parts, programs, &p, patches, at, insn, &mut hint) {
+                None => {}
+                Some(Some(call)) if patches.push(call).is_ok() => {}
+                Some(_) => return false,
             }
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
             p.call_len = (patches.len() - first) as u32;
             p.pseudo_call = pseudo_call;
-            p.cached = if cached { start as u32 } else { u32::MAX };
         }
     }
-    calls
+    // The functions called, decoded once (marked first: a function may be called from
+    // anywhere, itself included).
+    for c in patches.iter() {
+        if let PatchKind::Call { program, .. } = c.kind {
+            if let Some(t) = programs.get_mut(program as usize) {
+                t.cached = 0;
+            }
+        }
+    }
+    for p in programs.iter_mut().filter(|p| p.cached == 0) {
+        let start = insns.len();
+        p.cached = u32::MAX;
+        if insns.resize_default(start + p.insn_count()).is_ok() {
+            if let Some(slots) = insns.get_mut(start..) {
+                crate::insn::decode_native(slots, p.code);
+                p.cached = start as u32;
+            }
+        }
+    }
+    true
+}
+
+/// The code reference (as a call-list entry) at instruction `at` of `p` (`insn`, an
+/// `ld_imm64` or a `call`): `None` when there is none, `Some(None)` when it resolves to no
+/// function. What cannot refer to code is told at once: helper calls, and without other
+/// relocations than map loads, an `ld_imm64` that is not `BPF_PSEUDO_FUNC`; the symbol of
+/// a relocation there is read from the function's patches (in offset order).
+#[inline]
+fn reference(
+    parts: &Parts<'_>,
+    programs: &[Program<'_>],
+    p: &Program<'_>,
+    patches: &[Patch],
+    at: usize,
+    insn: Insn,
+    hint: &mut usize,
+) -> Option<Option<Patch>> {
+    let ld = insn.code == opcode::LD_IMM64;
+    let others = p.reloc_count != p.map_reloc_count;
+    if ld {
+        if !others && insn.src != super::PSEUDO_FUNC {
+            return None;
+        }
+    } else if insn.src != super::PSEUDO_CALL {
+        return None;
+    }
+    let own = p.patch_first as usize;
+    let mine = patches
+        .get(own..own + p.reloc_count as usize)
+        .unwrap_or_default();
+    let reloc = || {
+        let k = mine.partition_point(|x| (x.at as usize) < at);
+        let x = mine.get(k).filter(|x| x.at as usize == at)?;
+        Some(match x.kind {
+            PatchKind::Code { section, value } => (section, u64::from(value), true),
+            _ => (0, 0, false),
+        })
+    };
+    match super::link::code_target(parts, programs, p, at, insn, reloc, hint) {
+        Ok(Some(t)) => Some(Some(Patch {
+            at: at as u32,
+            kind: PatchKind::Call {
+                program: t.program as u32,
+                offset: t.offset as u32,
+                ld,
+            },
+        })),
+        Ok(None) => None,
+        Err(_) => Some(None),
+    }
 }

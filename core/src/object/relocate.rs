@@ -233,13 +233,21 @@ impl<'a, 's> Object<'a, 's> {
                 self.link_map(r, map_fds, None)?;
             }
         }
-        // A call inside the program's own section needs no relocation: noticed at open.
-        if p.pseudo_call {
+        // A call inside the program's own section needs no relocation: noticed at open
+        // (with call lists), or as the instructions are copied.
+        if self.parts.calls_ready && p.pseudo_call {
             return self.link_into(prog, prologue, map_fds, out);
         }
         let (head, body) = dst.split_at_mut(prologue.len());
         head.copy_from_slice(prologue);
-        self.copy_insns(p, body);
+        if self.parts.calls_ready {
+            self.copy_insns(p, body);
+        } else {
+            let calls = crate::insn::decode_native_calls(body, p.code);
+            if calls {
+                return self.link_into(prog, prologue, map_fds, out);
+            }
+        }
         if p.map_reloc_count != 0 {
             if self.parts.patches_ready {
                 // Every fd is there (checked above): no error to come.
@@ -258,9 +266,8 @@ impl<'a, 's> Object<'a, 's> {
     #[inline]
     pub(super) fn copy_insns(&self, p: &Program<'_>, slots: &mut [Insn]) {
         let n = p.insn_count();
-        let cached = (p.cached as usize..)
-            .next()
-            .and_then(|first| self.insns.get(first..first.checked_add(n)?));
+        let first = p.cached as usize;
+        let cached = self.insns.get(first..first.saturating_add(n));
         match (cached, slots.get_mut(..n)) {
             (Some(from), Some(to)) => to.copy_from_slice(from),
             _ => crate::insn::decode_native(slots, p.code),
