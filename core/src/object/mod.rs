@@ -808,10 +808,9 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
     Ok(())
 }
 
-/// One pass over the (checked) section headers: notes the executable sections in `execs` (their names checked as probe specs), `license`,
-/// `version`, `maps`, the symbol table and where the REL tables of code lie.
-// Out of line: inlined into `fill`, its loop lost its registers to the rest.
-#[inline(never)]
+/// One pass over the section headers: checks each (without a branch, see [`sections`]),
+/// notes the executable sections in `execs` (their names checked as probe specs),
+/// `license`, `version`, `maps`, the symbol table and where the REL tables of code lie.
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
@@ -819,10 +818,10 @@ fn scan_sections<'a, const N: usize>(
 ) -> Result<(Scan, bool)> {
     let elf = parts.elf;
     let table = elf.section_table();
-    let cap = execs.capacity();
     let file_len = elf.data().len() as u64;
+    let tab = names.tab.data();
     // `name >= max(len, 1)`: with no table, only name 0 is allowed.
-    let name_limit = (elf.shstrtab().len() as u64).max(1);
+    let name_limit = (tab.len() as u64).max(1);
     // Whether any header fails the checks, without a branch per header.
     let mut bad = false;
     // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
@@ -837,9 +836,27 @@ fn scan_sections<'a, const N: usize>(
         let has_data = (sh.sh_type != SHT_NOBITS) & (sh.sh_type != SHT_NULL);
         let (end, overflow) = sh.offset.overflowing_add(sh.size);
         bad |= (u64::from(sh.name) >= name_limit) | (has_data & (overflow | (end > file_len)));
-        let at = || elf.section_ref(index);
         match sh.sh_type {
-            SHT_PROGBITS => {}
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
+                exec_section(parts, execs, names, index, RawSection::read(raw))?;
+            }
+            SHT_PROGBITS => {
+                // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
+                // are told apart on their first bytes, compared in place.
+                let t = tab.get(sh.name as usize..).unwrap_or_default();
+                let interesting = match t.first() {
+                    Some(b'l' | b'v' | b'm') => true,
+                    Some(b'.') => match t.get(1) {
+                        Some(b'm' | b'B' | b'r') => true,
+                        Some(b'd') => t.get(2) == Some(&b'a'),
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if interesting {
+                    named_section(parts, t, index, RawSection::read(raw))?;
+                }
+            }
             SHT_REL => {
                 // Only tables of executable sections are ours (the second pass finds
                 // whether the section holds a program).
@@ -853,109 +870,23 @@ fn scan_sections<'a, const N: usize>(
                     rel_lo = rel_lo.min(index);
                     rel_hi = index + 1;
                 }
-                continue;
             }
             SHT_SYMTAB => {
                 if symtab != u32::MAX {
                     return Err(Error::BadSection {
-                        section: at(),
+                        section: elf.section_ref(index),
                         what: "more than one symbol table",
                     });
                 }
                 symtab = index;
-                continue;
             }
             SHT_NOBITS => {
-                if names.tab.tail(sh.name).starts_with(b".bss") {
+                if tab
+                    .get(sh.name as usize..)
+                    .is_some_and(|t| t.starts_with(b".bss"))
+                {
                     parts.data_lo = parts.data_lo.min(index);
                     parts.data_hi = index + 1;
-                }
-                continue;
-            }
-            _ => continue,
-        }
-        let data = || {
-            let start = sh.offset as usize;
-            elf.data()
-                .get(start..start.saturating_add(sh.size as usize))
-                .unwrap_or_default()
-        };
-        if sh.flags & SHF_EXECINSTR != 0 {
-            if sh.size == 0 || sh.size % 8 != 0 {
-                continue;
-            }
-            // The table as a whole was checked as UTF-8 once: no per-name check.
-            let name = match names.get(sh.name) {
-                Some(name) => name,
-                None if names.tab.is_empty() => "",
-                None => {
-                    return Err(Error::BadSection {
-                        section: at(),
-                        what: "program section name is not valid UTF-8",
-                    })
-                }
-            };
-            if name != ".text" {
-                crate::probe::validate(name).map_err(|error| Error::Probe {
-                    section: at(),
-                    error,
-                })?;
-            }
-            let exec = ExecSection {
-                index,
-                name,
-                code: data(),
-                has_funcs: false,
-            };
-            execs.push(exec).map_err(|_| capacity("programs", cap))?;
-            continue;
-        }
-        // Compared in place with the NUL: no length scan for the many other sections,
-        // and most (`.debug_*`, `.BTF`, `.rodata` ...) are told apart on their first byte.
-        let tail = || names.tab.tail(sh.name);
-        match names.tab.first_byte(sh.name) {
-            Some(b'l') if tail().starts_with(b"license\0") => {
-                let data = data();
-                let len = data
-                    .iter()
-                    .position(|&b| b == 0)
-                    .ok_or_else(|| Error::BadSection {
-                        section: at(),
-                        what: "license is not NUL-terminated",
-                    })?;
-                let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-                parts.license = Some(text.ok_or_else(|| Error::BadSection {
-                    section: at(),
-                    what: "license is not valid UTF-8",
-                })?);
-            }
-            Some(b'v') if tail().starts_with(b"version\0") => {
-                let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
-                    section: at(),
-                    what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-                })?;
-                parts.version = Some(u32::from_ne_bytes(data));
-            }
-            Some(b'm') if tail().starts_with(b"maps\0") => parts.maps_section = Some(index),
-            Some(b'.') => {
-                let t = tail();
-                match t.get(1).copied() {
-                    Some(b'm') if t.starts_with(b".maps\0") => {
-                        parts.btf_maps_section = Some(index);
-                    }
-                    Some(b'B') if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
-                    Some(b'B') if t.starts_with(b".BTF.ext\0") => {
-                        parts.btf_ext_section = Some(index);
-                    }
-                    Some(b'r') if t.starts_with(b".rodata") => {
-                        parts.data_lo = parts.data_lo.min(index);
-                        parts.data_hi = index + 1;
-                    }
-                    Some(b'd') if t.starts_with(b".data") => {
-                        parts.data_lo = parts.data_lo.min(index);
-                        parts.data_hi = index + 1;
-                    }
-                    _ => {}
                 }
             }
             _ => {}
@@ -968,6 +899,111 @@ fn scan_sections<'a, const N: usize>(
         rel_hi,
     };
     Ok((scan, bad))
+}
+
+/// The contents of section `sh` (empty when outside the file: the checks report it).
+fn section_bytes<'a>(elf: &Elf<'a>, sh: &RawSection) -> &'a [u8] {
+    let start = sh.offset as usize;
+    elf.data()
+        .get(start..start.saturating_add(sh.size as usize))
+        .unwrap_or_default()
+}
+
+/// An executable section: a program section (its name checked as a probe spec) when its
+/// size is a non-zero multiple of 8.
+#[inline(never)]
+fn exec_section<'a>(
+    parts: &mut Parts<'a>,
+    execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
+    index: u32,
+    sh: RawSection,
+) -> Result<()> {
+    if sh.size == 0 || sh.size % 8 != 0 {
+        return Ok(());
+    }
+    let elf = &parts.elf;
+    let at = || elf.section_ref(index);
+    // The table as a whole was checked as UTF-8 once: no per-name check.
+    let name = match names.get(sh.name) {
+        Some(name) => name,
+        None if names.tab.is_empty() => "",
+        None => {
+            return Err(Error::BadSection {
+                section: at(),
+                what: "program section name is not valid UTF-8",
+            })
+        }
+    };
+    if name != ".text" {
+        crate::probe::validate(name).map_err(|error| Error::Probe {
+            section: at(),
+            error,
+        })?;
+    }
+    let exec = ExecSection {
+        index,
+        name,
+        code: section_bytes(elf, &sh),
+        has_funcs: false,
+    };
+    let cap = execs.capacity();
+    execs.push(exec).map_err(|_| capacity("programs", cap))
+}
+
+/// A data section whose name (`t`: the name table from it on) may be one the object
+/// phase reads: `license`, `version`, `maps`, `.maps`, `.BTF`, `.BTF.ext`, `.rodata*`,
+/// `.data*`.
+#[inline(never)]
+fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let at = || elf.section_ref(index);
+    let data = || section_bytes(&elf, &sh);
+    match t.first() {
+        Some(b'l') if t.starts_with(b"license\0") => {
+            let data = data();
+            let len = data
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| Error::BadSection {
+                    section: at(),
+                    what: "license is not NUL-terminated",
+                })?;
+            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+            parts.license = Some(text.ok_or_else(|| Error::BadSection {
+                section: at(),
+                what: "license is not valid UTF-8",
+            })?);
+        }
+        Some(b'v') if t.starts_with(b"version\0") => {
+            let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
+                section: at(),
+                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+            })?;
+            parts.version = Some(u32::from_ne_bytes(data));
+        }
+        Some(b'm') if t.starts_with(b"maps\0") => parts.maps_section = Some(index),
+        Some(b'.') => match t.get(1).copied() {
+            Some(b'm') if t.starts_with(b".maps\0") => {
+                parts.btf_maps_section = Some(index);
+            }
+            Some(b'B') if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
+            Some(b'B') if t.starts_with(b".BTF.ext\0") => {
+                parts.btf_ext_section = Some(index);
+            }
+            Some(b'r') if t.starts_with(b".rodata") => {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
+            }
+            Some(b'd') if t.starts_with(b".data") => {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    Ok(())
 }
 
 fn push_program<'a>(
