@@ -626,7 +626,7 @@ fn finish<'a>(
     // `relocate` notices a call inside a section as it copies, and links by scanning.
     let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
     if parts.patches_ready && parts.rels_sorted && links {
-        parts.calls_ready = patch::scan_functions(parts, programs, table.patches, insns);
+        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
     }
     Ok(())
 }

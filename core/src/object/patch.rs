@@ -119,17 +119,29 @@ pub(crate) fn contiguous(programs: &[Program<'_>]) -> bool {
 /// it always did).
 #[inline(never)]
 pub(crate) fn scan_functions(
-    parts: &Parts<'_>,
     programs: &mut [Program<'_>],
     patches: &mut VecView<Patch>,
     insns: &mut VecView<Insn>,
 ) -> bool {
-    let mut hint = 0usize;
+    // The programs' `(section, offset)` as one word each, in their order: the lookup of a
+    // call's target searches these.
+    let mut keys = [0u64; 256];
+    let Some(keys) = keys.get_mut(..programs.len()) else {
+        return false; // more than the linker's start table holds: it scans
+    };
+    for (k, p) in keys.iter_mut().zip(programs.iter()) {
+        *k = key(p.section_index, p.offset);
+    }
+    let keys: &[u64] = keys;
     for i in 0..programs.len() {
         let Some(&p) = programs.get(i) else {
             return false;
         };
         let first = patches.len();
+        let others = p.reloc_count != p.map_reloc_count;
+        // A cursor over the function's own patches (one run, in offset order).
+        let mut k = p.patch_first as usize;
+        let end = k + p.reloc_count as usize;
         let mut pseudo_call = false;
         // The linker's scan: every `ld_imm64` (its second slot skipped) and every `call`.
         let mut second = false;
@@ -143,15 +155,51 @@ pub(crate) fn scan_functions(
                 continue;
             };
             let insn = Insn::from_bytes(c, cfg!(target_endian = "little"));
+            let pseudo = op == opcode::JMP | opcode::CALL && insn.src == super::PSEUDO_CALL;
             // What `relocate` looks for in every slot, second ones included.
-            pseudo_call |= op == opcode::JMP | opcode::CALL && insn.src == super::PSEUDO_CALL;
+            pseudo_call |= pseudo;
             if core::mem::replace(&mut second, op == opcode::LD_IMM64) {
                 continue;
             }
-            match reference(parts, programs, &p, patches, at, insn, &mut hint) {
-                None => {}
-                Some(Some(call)) if patches.push(call).is_ok() => {}
-                Some(_) => return false,
+            let ld = op == opcode::LD_IMM64;
+            // What cannot refer to code, told at once (as `code_target` tells it).
+            if !pseudo && !(ld && (others || insn.src == super::PSEUDO_FUNC)) {
+                continue;
+            }
+            let mut rel = None;
+            if others {
+                while patches
+                    .get(k)
+                    .is_some_and(|x| k < end && (x.at as usize) < at)
+                {
+                    k += 1;
+                }
+                if let Some(x) = patches.get(k).filter(|x| k < end && x.at as usize == at) {
+                    rel = Some(match x.kind {
+                        PatchKind::Code { section, value } => (section, u64::from(value), true),
+                        _ => (0, 0, false),
+                    });
+                }
+            }
+            // A map or data load, or a plain `ld_imm64`: no code.
+            if ld && rel.is_some_and(|r| !r.2)
+                || ld && rel.is_none() && insn.src != super::PSEUDO_FUNC
+            {
+                continue;
+            }
+            let Some(t) = target(programs, keys, &p, at, insn, rel) else {
+                return false;
+            };
+            let call = Patch {
+                at: at as u32,
+                kind: PatchKind::Call {
+                    program: t.0,
+                    offset: t.1,
+                    ld,
+                },
+            };
+            if patches.push(call).is_err() {
+                return false;
             }
         }
         if let Some(p) = programs.get_mut(i) {
@@ -182,52 +230,48 @@ pub(crate) fn scan_functions(
     true
 }
 
-/// The code reference (as a call-list entry) at instruction `at` of `p` (`insn`, an
-/// `ld_imm64` or a `call`): `None` when there is none, `Some(None)` when it resolves to no
-/// function. What cannot refer to code is told at once: helper calls, and without other
-/// relocations than map loads, an `ld_imm64` that is not `BPF_PSEUDO_FUNC`; the symbol of
-/// a relocation there is read from the function's patches (in offset order).
+/// `(section, offset)` as one word, ordered as the pair.
+#[inline(always)]
+fn key(section: u32, offset: u32) -> u64 {
+    (u64::from(section) << 32) | u64::from(offset)
+}
+
+/// Where the code reference at instruction `at` of `p` (`insn`, a bpf-to-bpf call or an
+/// `ld_imm64` of code, `rel` the symbol of its relocation if any) lands: `(program,
+/// instruction)`, or `None` when `code_target` would refuse it (the linker reports it).
 #[inline]
-fn reference(
-    parts: &Parts<'_>,
+fn target(
     programs: &[Program<'_>],
+    keys: &[u64],
     p: &Program<'_>,
-    patches: &[Patch],
     at: usize,
     insn: Insn,
-    hint: &mut usize,
-) -> Option<Option<Patch>> {
-    let ld = insn.code == opcode::LD_IMM64;
-    let others = p.reloc_count != p.map_reloc_count;
-    if ld {
-        if !others && insn.src != super::PSEUDO_FUNC {
-            return None;
+    rel: Option<(u32, u64, bool)>,
+) -> Option<(u32, u32)> {
+    let imm = i64::from(insn.imm);
+    let is_call = insn.code != opcode::LD_IMM64;
+    let (section, index) = match rel {
+        Some((_, _, false)) => return None, // a call against a symbol that is not code
+        Some((section, value, true)) => {
+            let index = if is_call {
+                (value / 8) as i64 + imm + 1
+            } else {
+                (value as i64 + imm) / 8
+            };
+            (section, index)
         }
-    } else if insn.src != super::PSEUDO_CALL {
+        None => (
+            p.section_index,
+            i64::from(p.offset / 8) + at as i64 + imm + 1,
+        ),
+    };
+    let byte = u32::try_from(u64::try_from(index).ok()?.checked_mul(INSN_SIZE as u64)?).ok()?;
+    let t = keys
+        .partition_point(|&k| k <= key(section, byte))
+        .checked_sub(1)?;
+    let q = programs.get(t)?;
+    if q.section_index != section || u64::from(byte) >= u64::from(q.offset) + q.code.len() as u64 {
         return None;
     }
-    let own = p.patch_first as usize;
-    let mine = patches
-        .get(own..own + p.reloc_count as usize)
-        .unwrap_or_default();
-    let reloc = || {
-        let k = mine.partition_point(|x| (x.at as usize) < at);
-        let x = mine.get(k).filter(|x| x.at as usize == at)?;
-        Some(match x.kind {
-            PatchKind::Code { section, value } => (section, u64::from(value), true),
-            _ => (0, 0, false),
-        })
-    };
-    match super::link::code_target(parts, programs, p, at, insn, reloc, hint) {
-        Ok(Some(t)) => Some(Some(Patch {
-            at: at as u32,
-            kind: PatchKind::Call {
-                program: t.program as u32,
-                offset: t.offset as u32,
-                ld,
-            },
-        })),
-        Ok(None) => None,
-        Err(_) => Some(None),
-    }
+    Some((t as u32, (byte - q.offset) / INSN_SIZE as u32))
 }
