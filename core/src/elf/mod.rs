@@ -235,16 +235,6 @@ impl<'a> Elf<'a> {
         RelTable::new(self, index, symbols, true)
     }
 
-    /// The REL table in section `index` with its header checked but not its entries: the
-    /// caller checks each entry's symbol index as it reads it.
-    pub(crate) fn rel_table_header(
-        &self,
-        index: u32,
-        symbols: &SymbolTable<'a>,
-    ) -> Result<RelTable<'a>> {
-        RelTable::new(self, index, symbols, false)
-    }
-
     #[inline(always)]
     fn section_unchecked(&self, index: u32) -> SectionHeader {
         // In range by construction: Header::parse checked shoff + shnum * shentsize.

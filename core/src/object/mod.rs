@@ -45,8 +45,8 @@ pub use relocate::{
 use crate::btf::Btf;
 
 use crate::elf::{
-    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, StrTab, SymbolTable, SHF_EXECINSTR,
-    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
+    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, SectionHeader, StrTab, SymbolTable,
+    SHF_EXECINSTR, SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn};
@@ -607,15 +607,20 @@ fn finish<'a>(
         sorted: true,
     };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    let mut lo = 0usize;
     for index in parts.rel_lo..parts.rel_hi {
         let Some(sh) = elf.section(index) else {
             continue;
         };
         if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
             if wide {
-                collect_relocations::<true>(parts, programs, maps, index, &mut table)?;
+                collect_relocations::<true>(
+                    parts, programs, maps, index, &sh, &mut lo, &mut table,
+                )?;
             } else {
-                collect_relocations::<false>(parts, programs, maps, index, &mut table)?;
+                collect_relocations::<false>(
+                    parts, programs, maps, index, &sh, &mut lo, &mut table,
+                )?;
             }
         }
     }
@@ -1214,28 +1219,43 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
     Ok(())
 }
 
-/// Validates every relocation of REL section `index`: each entry belongs to the program
-/// whose instructions contain its offset; records per program its REL section, the
-/// range of its entries in that table, its counts and what [`Object::relocate`] needs to
-/// answer without re-reading the table (`WIDE`: ELF64 records, else ELF32).
+/// Validates every relocation of REL section `index` (whose header is `rel`): each entry
+/// belongs to the program whose instructions contain its offset; records per program its
+/// REL section, the range of its entries in that table, its counts, and each entry's patch
+/// in the patch table (`WIDE`: ELF64 records, else ELF32). `lo` is where the search for
+/// the target section's programs starts (REL tables usually come in the order of their
+/// sections).
 #[inline(never)]
 fn collect_relocations<const WIDE: bool>(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
     maps: &[MapDef<'_>],
     index: u32,
+    rel: &SectionHeader,
+    lo: &mut usize,
     table_out: &mut PatchTable<'_>,
 ) -> Result<()> {
     let elf = &parts.elf;
-    let sh = elf.section(index).unwrap_or_default();
-    let target = sh.info;
+    let target = rel.info;
     // The programs of the target section: a contiguous run (programs are sorted).
-    let first = programs.partition_point(|p| p.section_index < target);
+    let first = if programs.get(*lo).is_some_and(|p| p.section_index == target)
+        && (*lo == 0
+            || programs
+                .get(*lo - 1)
+                .is_some_and(|p| p.section_index < target))
+    {
+        *lo
+    } else {
+        programs.partition_point(|p| p.section_index < target)
+    };
     let end = first
         + programs
             .get(first..)
             .unwrap_or_default()
-            .partition_point(|p| p.section_index == target);
+            .iter()
+            .take_while(|p| p.section_index == target)
+            .count();
+    *lo = end;
     let Some(section_programs) = programs.get_mut(first..end).filter(|s| !s.is_empty()) else {
         return Ok(()); // an executable section too small to be a program
     };
@@ -1243,28 +1263,33 @@ fn collect_relocations<const WIDE: bool>(
         section: elf.section_ref(index),
         what: "relocations without a symbol table",
     })?;
-    let table = elf.rel_table_header(index, &symbols)?;
+    let table = RelTable::checked_header(elf, index, rel, &symbols)?;
     let (rels, syms) = (table.data(), symbols.data());
+    let nsyms = symbols.len();
+    let n = table.len();
     // Entry `i`'s patch goes to `base + i`.
     let base = table_out.patches.len() as u32;
     let mut last_section = (u32::MAX, RelocKind::Extern);
     let mut prev_offset = 0u64;
-    // Entries usually come in offset order: try the program of the previous entry first.
+    let mut sorted = true;
+    let mut ready = table_out.ready;
+    let bad = |i: u32, offset: u64, what| Error::BadReloc {
+        section: elf.section_ref(target),
+        index: i,
+        insn: offset / 8,
+        what,
+    };
+    // Runs of entries of one program (entries usually come in offset order): the program
+    // is found once per run, its counts kept in locals until the run ends.
+    let mut i = 0u32;
+    // The program of the previous entry, tried first (the first program at the start).
     let mut cur = 0usize;
-    for i in 0..table.len() {
+    while i < n {
         let Some((offset, sym)) = raw_rel::<WIDE>(rels, i) else {
-            continue;
+            break;
         };
-        table_out.sorted &= offset >= prev_offset;
-        prev_offset = offset;
-        let bad = |what| Error::BadReloc {
-            section: elf.section_ref(target),
-            index: i,
-            insn: offset / 8,
-            what,
-        };
-        if sym >= symbols.len() {
-            return Err(bad("symbol index outside the symbol table"));
+        if sym >= nsyms {
+            return Err(bad(i, offset, "symbol index outside the symbol table"));
         }
         let contains = |p: &Program<'_>| {
             let start = u64::from(p.offset);
@@ -1275,10 +1300,10 @@ fn collect_relocations<const WIDE: bool>(
             cur = after
                 .checked_sub(1)
                 .filter(|&c| section_programs.get(c).is_some_and(contains))
-                .ok_or_else(|| bad("offset is outside every program of the section"))?;
+                .ok_or_else(|| bad(i, offset, "offset is outside every program of the section"))?;
         }
         let Some(prog) = section_programs.get_mut(cur) else {
-            continue;
+            break;
         };
         if prog.rel_section.is_some_and(|r| r != index) {
             return Err(Error::BadSection {
@@ -1286,59 +1311,87 @@ fn collect_relocations<const WIDE: bool>(
                 what: "second REL section for the same program",
             });
         }
-        // The checks of `Parts::classify`, in its order; the kind of a relocation that
-        // is not a map load is worked out only when someone asks for it.
-        if offset % 8 != 0 {
-            return Err(bad("offset is not on an instruction boundary"));
-        }
-        let rel_off = offset
-            .checked_sub(u64::from(prog.offset))
-            .ok_or_else(|| bad("offset before the program"))?;
-        let insn_index = rel_off / 8;
-        let count = prog.insn_count() as u64;
-        if insn_index >= count {
-            return Err(bad("offset past the end of the program"));
-        }
-        let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
-        let shndx = u32::from(shndx);
-        let target = parts.map_target(maps, shndx, value);
-        let map = match target {
-            MapTarget::None => None,
-            MapTarget::Bad(what) => return Err(bad(what)),
-            MapTarget::Map(map) | MapTarget::Value(map) => {
-                let code = prog.code.get(rel_off as usize).copied().unwrap_or(0);
-                if code != opcode::LD_IMM64 {
-                    return Err(bad("map relocation on an instruction that is not ld_imm64"));
-                }
-                if insn_index + 1 >= count {
-                    return Err(bad("ld_imm64 is missing its second slot"));
-                }
-                Some(map)
-            }
-        };
-        match patch::kind_of(parts, target, shndx, sym, value, &mut last_section) {
-            Some(kind) => patch::push(
-                table_out.patches,
-                &mut table_out.ready,
-                Patch {
-                    at: insn_index as u32,
-                    kind,
-                },
-            ),
-            None => table_out.ready = false,
-        }
         if prog.rel_section.is_none() {
             prog.rel_section = Some(index);
             prog.rel_first = i;
             prog.patch_first = base + i;
         }
-        prog.rel_end = i + 1;
-        prog.reloc_count += 1;
-        if let Some(map) = map {
-            prog.map_reloc_count += 1;
-            prog.maps_needed = prog.maps_needed.max(map + 1);
+        let start = u64::from(prog.offset);
+        let code = prog.code;
+        let end = start + code.len() as u64;
+        let count = code.len() as u64 / 8;
+        let (mut relocs, mut map_relocs, mut maps_needed) = (0u32, 0u32, prog.maps_needed);
+        // The run: entry `i` and those after it inside the same program.
+        let mut j = i;
+        let run_end = loop {
+            let Some((offset, sym)) = raw_rel::<WIDE>(rels, j) else {
+                break j;
+            };
+            if j != i {
+                if sym >= nsyms {
+                    if offset >= start && offset < end {
+                        return Err(bad(j, offset, "symbol index outside the symbol table"));
+                    }
+                    break j; // the next run reports it
+                }
+                if offset < start || offset >= end {
+                    break j;
+                }
+            }
+            sorted &= offset >= prev_offset;
+            prev_offset = offset;
+            // The checks of `Parts::classify`, in its order.
+            if offset % 8 != 0 {
+                return Err(bad(j, offset, "offset is not on an instruction boundary"));
+            }
+            let rel_off = offset - start;
+            let insn_index = rel_off / 8;
+            let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
+            let shndx = u32::from(shndx);
+            let target = parts.map_target(maps, shndx, value);
+            match target {
+                MapTarget::None => {}
+                MapTarget::Bad(what) => return Err(bad(j, offset, what)),
+                MapTarget::Map(map) | MapTarget::Value(map) => {
+                    let op = code.get(rel_off as usize).copied().unwrap_or(0);
+                    if op != opcode::LD_IMM64 {
+                        return Err(bad(
+                            j,
+                            offset,
+                            "map relocation on an instruction that is not ld_imm64",
+                        ));
+                    }
+                    if insn_index + 1 >= count {
+                        return Err(bad(j, offset, "ld_imm64 is missing its second slot"));
+                    }
+                    map_relocs += 1;
+                    maps_needed = maps_needed.max(map + 1);
+                }
+            }
+            match patch::kind_of(parts, target, shndx, sym, value, &mut last_section) {
+                Some(kind) => patch::push(
+                    table_out.patches,
+                    &mut ready,
+                    Patch {
+                        at: insn_index as u32,
+                        kind,
+                    },
+                ),
+                None => ready = false,
+            }
+            relocs += 1;
+            j += 1;
+        };
+        if let Some(prog) = section_programs.get_mut(cur) {
+            prog.rel_end = run_end;
+            prog.reloc_count += relocs;
+            prog.map_reloc_count += map_relocs;
+            prog.maps_needed = maps_needed;
         }
+        i = run_end;
     }
+    table_out.ready = ready;
+    table_out.sorted &= sorted;
     Ok(())
 }
 
@@ -1381,7 +1434,7 @@ pub(crate) enum MapTarget {
 
 impl<'a> Parts<'a> {
     /// What a relocation against a symbol of section `shndx` whose value is `value` loads.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn map_target(&self, maps: &[MapDef<'_>], shndx: u32, value: u64) -> MapTarget {
         if shndx == 0 {
             return MapTarget::None;
