@@ -885,14 +885,13 @@ fn scan_sections<'a, const N: usize>(
                 }
                 symtab = index;
             }
-            SHT_NOBITS => {
+            SHT_NOBITS
                 if tab
                     .get(sh.name as usize..)
-                    .is_some_and(|t| t.starts_with(b".bss"))
-                {
-                    parts.data_lo = parts.data_lo.min(index);
-                    parts.data_hi = index + 1;
-                }
+                    .is_some_and(|t| t.starts_with(b".bss")) =>
+            {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
             }
             _ => {}
         }
@@ -1447,9 +1446,11 @@ impl<'a> Parts<'a> {
         }
         if Some(shndx) == self.btf_maps_section {
             let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
-            if self.btf_map_stride != 0 {
+            if let Some(i) = value
+                .wrapping_sub(self.btf_map_base)
+                .checked_div(self.btf_map_stride)
+            {
                 let d = value.wrapping_sub(self.btf_map_base);
-                let i = d / self.btf_map_stride;
                 return if value >= self.btf_map_base
                     && d % self.btf_map_stride == 0
                     && i < (hi - lo) as u64

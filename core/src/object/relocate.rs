@@ -432,4 +432,90 @@ mod tests {
         }
         assert!(checked > 10, "{checked}");
     }
+
+    /// The patch table, call lists and decoded-instruction cache are shortcuts: with a
+    /// storage that has no room for them (or too little, so they stop part way), every
+    /// program relocates, links and lays out exactly as with them. Every fixture, plus
+    /// `SLUICE_EXTRA_OBJS=DIR`.
+    #[test]
+    fn the_patch_table_answers_as_rereading_does() {
+        use crate::object::LinkedPart;
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
+        let mut dirs = std::vec![dir];
+        dirs.extend(std::env::var_os("SLUICE_EXTRA_OBJS").map(std::path::PathBuf::from));
+        let mut checked = 0;
+        let entries = dirs.iter().flat_map(|d| std::fs::read_dir(d).unwrap());
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "o") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let mut full = std::boxed::Box::new(ObjectStorage::new());
+            let mut none =
+                std::boxed::Box::new(ObjectStorage::<256, 128, 16384, 0, 0>::with_capacities());
+            let mut some =
+                std::boxed::Box::new(ObjectStorage::<256, 128, 16384, 7, 5>::with_capacities());
+            let (Ok(a), Ok(b), Ok(c)) = (
+                Object::open(&bytes, &mut full),
+                Object::open(&bytes, &mut none),
+                Object::open(&bytes, &mut some),
+            ) else {
+                continue;
+            };
+            assert_eq!(a.programs().len(), b.programs().len());
+            assert_eq!(a.maps(), b.maps());
+            let pro = [Insn::default(); 2];
+            for prog in 0..a.programs().len() {
+                let (pa, pb) = (&a.programs()[prog], &b.programs()[prog]);
+                assert_eq!(
+                    (
+                        pa.section_name,
+                        pa.name,
+                        pa.offset,
+                        pa.reloc_count(),
+                        pa.map_reloc_count()
+                    ),
+                    (
+                        pb.section_name,
+                        pb.name,
+                        pb.offset,
+                        pb.reloc_count(),
+                        pb.map_reloc_count()
+                    )
+                );
+                for fds in [&[][..], &[7][..], &[3; 128][..]] {
+                    for (prologue, cap) in [(&[][..], 1 << 16), (&pro[..], 1 << 16), (&pro[..], 20)]
+                    {
+                        let mut out = [
+                            std::vec![Insn::default(); cap],
+                            std::vec![Insn::default(); cap],
+                            std::vec![Insn::default(); cap],
+                        ];
+                        let [oa, ob, oc] = &mut out;
+                        let ra = a.relocate(prog, prologue, fds, oa);
+                        let rb = b.relocate(prog, prologue, fds, ob);
+                        let rc = c.relocate(prog, prologue, fds, oc);
+                        let at = std::format!("{} program {prog}", path.display());
+                        assert_eq!(ra, rb, "{at}");
+                        assert_eq!(ra, rc, "{at}");
+                        if let Ok(n) = ra {
+                            assert_eq!(oa[..n], ob[..n], "{at}");
+                            assert_eq!(oa[..n], oc[..n], "{at}");
+                        }
+                    }
+                }
+                assert_eq!(a.linked_len(prog), b.linked_len(prog));
+                let mut la = [LinkedPart::default(); 64];
+                let mut lb = [LinkedPart::default(); 64];
+                let na = a.link_layout(prog, &mut la);
+                assert_eq!(na, b.link_layout(prog, &mut lb));
+                if let Ok(n) = na {
+                    assert_eq!(la[..n], lb[..n]);
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 10, "{checked}");
+    }
 }
