@@ -668,7 +668,7 @@ impl<'a, 's> Object<'a, 's> {
     /// Copies function `p` to `start` of the sink's body and patches its map, global
     /// data and `.kconfig` loads; keeps the first error in `late`. Once a function does
     /// not fit, nothing more is written.
-    #[inline]
+    #[inline(never)]
     fn emit(&self, p: &Program<'_>, start: usize, s: &mut Sink<'_>, late: &mut Option<Error>) {
         if !s.fits {
             return;
@@ -695,7 +695,7 @@ impl<'a, 's> Object<'a, 's> {
 
     /// [`Object::patch_relocs`] from the patch table: the same patches in the same order,
     /// the same first error.
-    #[inline]
+    #[inline(always)]
     pub(super) fn apply_patches(
         &self,
         p: &Program<'_>,

@@ -93,6 +93,9 @@ pub struct ObjectStorage<
     patches: Vec<Patch, L>,
     /// Every function's instructions, decoded once (while they fit).
     insns: Vec<Insn, I>,
+    /// What the object knows besides its tables: written in place by the open phase, so
+    /// the [`Object`] handed out is a few references.
+    parts: Parts<'a>,
 }
 
 impl ObjectStorage<'_> {
@@ -117,6 +120,7 @@ impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: us
             btf_index: empty(),
             patches: empty(),
             insns: empty(),
+            parts: Parts::EMPTY,
         }
     }
 }
@@ -153,7 +157,7 @@ impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: us
 #[derive(Clone, Copy, Debug)]
 #[doc(alias = "bpf_object")]
 pub struct Object<'a, 's> {
-    parts: Parts<'a>,
+    parts: &'s Parts<'a>,
     maps: &'s [MapDef<'a>],
     programs: &'s [Program<'a>],
     /// Relocation patches and code references (see [`DEFAULT_PATCHES`]).
@@ -210,6 +214,36 @@ struct Parts<'a> {
     rels_sorted: bool,
 }
 
+impl Parts<'_> {
+    /// Nothing known yet (what a new storage holds).
+    const EMPTY: Self = Parts {
+        elf: Elf::EMPTY,
+        symbols: None,
+        license: None,
+        version: None,
+        maps_section: None,
+        map_def_size: 0,
+        map_count: 0,
+        btf_maps_section: None,
+        btf_map_symbols: 0,
+        btf_maps_sorted: false,
+        btf_map_stride: 0,
+        btf_map_base: 0,
+        btf_section: None,
+        btf_ext_section: None,
+        data_lo: u32::MAX,
+        data_hi: 0,
+        first_data_map: 0,
+        externs: 0,
+        kconfig_map: None,
+        rel_lo: 0,
+        rel_hi: 0,
+        patches_ready: false,
+        calls_ready: false,
+        rels_sorted: false,
+    };
+}
+
 impl<'a, 's> Object<'a, 's> {
     /// Opens an eBPF object from its bytes into `storage` (whatever it held before is
     /// dropped). Never touches the kernel, never allocates.
@@ -230,6 +264,7 @@ impl<'a, 's> Object<'a, 's> {
             btf_index,
             patches,
             insns,
+            parts,
         } = storage;
         programs.clear();
         maps.clear();
@@ -237,8 +272,9 @@ impl<'a, 's> Object<'a, 's> {
         btf_index.clear();
         patches.clear();
         insns.clear();
-        let mut parts = fill(
+        fill(
             bytes,
+            parts,
             programs.as_mut_view(),
             maps.as_mut_view(),
             execs.as_mut_view(),
@@ -247,14 +283,14 @@ impl<'a, 's> Object<'a, 's> {
         // for global data, whose maps are mmap-able depending on their DATASEC: there a BTF
         // that does not parse is as if absent (no mmap-able maps), as libbpf treats it.
         let btf = if parts.btf_map_symbols > 0 || parts.externs > 0 {
-            parse_btf(&parts, btf_index)?
+            parse_btf(parts, btf_index)?
         } else if parts.data_lo < parts.data_hi {
-            parse_btf(&parts, btf_index).ok().flatten()
+            parse_btf(parts, btf_index).ok().flatten()
         } else {
             None
         };
         finish(
-            &mut parts,
+            parts,
             btf.as_ref(),
             programs.as_mut_view(),
             maps.as_mut_view(),
@@ -265,6 +301,7 @@ impl<'a, 's> Object<'a, 's> {
         let maps: &'s Vec<MapDef<'a>, M> = maps;
         let patches: &'s Vec<Patch, L> = patches;
         let insns: &'s Vec<Insn, I> = insns;
+        let parts: &'s Parts<'a> = parts;
         Ok(Object {
             parts,
             maps: maps.as_slice(),
@@ -380,10 +417,11 @@ fn capacity(what: &'static str, limit: usize) -> Error {
 /// The open phase proper, non-generic: the tables are views of the caller's storage.
 fn fill<'a>(
     bytes: &'a [u8],
+    parts: &mut Parts<'a>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
     execs: &mut VecView<ExecSection<'a>>,
-) -> Result<Parts<'a>> {
+) -> Result<()> {
     // The seed's rule first: an object in the other byte order is refused as such, not
     // as the garbage its fields read as in ours.
     let object_little = match bytes.get(5) {
@@ -421,8 +459,9 @@ fn fill<'a>(
             object_little: h.is_little_endian(),
         });
     }
-    // From here on every field is in the target's byte order: read natively.
-    let mut parts = Parts {
+    // From here on every field is in the target's byte order: read natively. Written in
+    // place, into the caller's storage.
+    *parts = Parts {
         elf,
         symbols: None,
         license: None,
@@ -451,17 +490,17 @@ fn fill<'a>(
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
-        sections::<64>(&mut parts, execs, &mut names)?
+        sections::<64>(parts, execs, &mut names)?
     } else {
-        sections::<40>(&mut parts, execs, &mut names)?
+        sections::<40>(parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
         parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
     }
     if wide {
-        collect_symbols::<24>(&mut parts, execs, programs, maps, &mut names)?;
+        collect_symbols::<24>(parts, execs, programs, maps, &mut names)?;
     } else {
-        collect_symbols::<16>(&mut parts, execs, programs, maps, &mut names)?;
+        collect_symbols::<16>(parts, execs, programs, maps, &mut names)?;
     }
     // Sections without function symbols (hand-written or stripped objects): one program each.
     let little = h.is_little_endian();
@@ -474,7 +513,7 @@ fn fill<'a>(
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
-    Ok(parts)
+    Ok(())
 }
 
 /// Parses `.BTF` into the storage's type index.

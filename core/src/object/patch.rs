@@ -20,11 +20,11 @@ use heapless::vec::VecView;
 /// references (the peers' `large` object has 1,000; Debian's libbpf-tools at most 289).
 pub const DEFAULT_PATCHES: usize = 2048;
 
-/// Default capacity of the decoded-instruction cache (12 bytes each): every function of
-/// an object of up to this many instructions is decoded once at open, and relocating
-/// copies it (the peers' `globals` object has 811; `large` 9,996, of which the first
-/// functions are cached and the rest decoded when relocated).
-pub const DEFAULT_INSNS: usize = 4096;
+/// Default capacity of the decoded-instruction cache (12 bytes each): the functions other
+/// functions call (`.text` subprograms) are decoded once at open, and relocating copies
+/// them into every program that calls them (the peers' `globals` object has 97 such
+/// instructions; a function that does not fit is decoded each time).
+pub const DEFAULT_INSNS: usize = 1024;
 
 /// One patch of a function's instructions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

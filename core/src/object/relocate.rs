@@ -251,7 +251,7 @@ impl<'a, 's> Object<'a, 's> {
         if p.map_reloc_count != 0 {
             if self.parts.patches_ready {
                 // Every fd is there (checked above): no error to come.
-                let _ = self.apply_patches(p, map_fds, body);
+                let _ = self.apply_patches_out_of_line(p, map_fds, body);
             } else if self.parts.elf.header().class == Class::Elf64 {
                 self.patch_maps::<true>(p, map_fds, body);
             } else {
@@ -259,6 +259,17 @@ impl<'a, 's> Object<'a, 's> {
             }
         }
         Ok(total)
+    }
+
+    /// [`Object::apply_patches`], as a call of its own (kept out of `relocate`'s loop).
+    #[inline(never)]
+    fn apply_patches_out_of_line(
+        &self,
+        p: &Program<'_>,
+        map_fds: &[i32],
+        slots: &mut [Insn],
+    ) -> Result<()> {
+        self.apply_patches(p, map_fds, slots)
     }
 
     /// Writes the instructions of `p` into `slots` (as many as it holds): copied from the
