@@ -490,6 +490,28 @@ fn a_relocation_inside_aliased_functions_belongs_to_the_first() {
     );
 }
 
+/// A global data section whose name is not UTF-8 (found by the `object` fuzz target) is an
+/// error naming the section, not a map without a name.
+#[test]
+fn a_data_section_name_that_is_not_utf8_is_an_error() {
+    let b = with_sections(vec![Sec::new(".rodata.\u{7f}", 1, 2, vec![1; 8])]);
+    assert!(open(&b).is_ok());
+    let mut bad = b.clone();
+    let at = bad.windows(9).position(|w| w == b".rodata.\x7f").unwrap() + 8;
+    bad[at] = 0xff;
+    let e = open(&bad).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            sluice_core::Error::BadSection {
+                what: "global data section name is not valid UTF-8",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
 /// Deterministic pseudo-random corruption: no input panics; truncations all fail cleanly.
 #[test]
 fn truncations_and_corruptions_never_panic() {

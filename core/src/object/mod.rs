@@ -624,7 +624,15 @@ fn finish<'a>(
         } else {
             elf.section_data(&sh)
         };
-        let name = elf.section_name(&sh);
+        // The map is named after its section: a name that is not UTF-8 names no map
+        // (found by the `object` fuzz target: it gave a map with an empty name).
+        let name = elf
+            .shstrtab()
+            .get(sh.name)
+            .ok_or_else(|| Error::BadSection {
+                section: elf.section_ref(index),
+                what: "global data section name is not valid UTF-8",
+            })?;
         let mut def = MapDef::internal(name, kind, index, size, initial);
         def.set_mmapable(btf.is_some_and(|b| mmapable(b, name)));
         maps.push(def).map_err(|_| capacity("maps", map_cap))?;
