@@ -655,11 +655,27 @@ fn finish<'a>(
     };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
     let mut lo = 0usize;
+    // The headers in `rel_lo..rel_hi` (program sections and their REL tables, usually
+    // interleaved) told apart by native reads; the REL tables of code read in full.
+    let headers = elf.section_table();
+    let entsize = usize::from(elf.header().shentsize);
+    let raw = |index: u32| {
+        let at = (index as usize).checked_mul(entsize)?;
+        headers.get(at..at.checked_add(entsize)?)
+    };
+    let is_exec = |index: u32| {
+        raw(index).is_some_and(|h| match h.first_chunk::<64>() {
+            Some(h) if wide => RawSection::read(h).is_exec(),
+            _ => h
+                .first_chunk::<40>()
+                .is_some_and(|h| RawSection::read(h).is_exec()),
+        })
+    };
     for index in parts.rel_lo..parts.rel_hi {
-        let Some(sh) = elf.section(index) else {
+        let Some(sh) = raw(index).and_then(|h| full_header(h, wide)) else {
             continue;
         };
-        if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
+        if sh.sh_type == SHT_REL && is_exec(sh.info) {
             if wide {
                 collect_relocations::<true>(
                     parts, programs, maps, index, &sh, &mut lo, &mut table,
@@ -828,6 +844,40 @@ fn sections<'a, const N: usize>(
     }
 }
 
+/// A whole section header read natively from its bytes `h` (`wide`: `Elf64_Shdr`).
+#[inline]
+fn full_header(h: &[u8], wide: bool) -> Option<SectionHeader> {
+    Some(if wide {
+        let b = h.first_chunk::<64>()?;
+        SectionHeader {
+            name: ne_u32(b, 0),
+            sh_type: ne_u32(b, 4),
+            flags: ne_u64(b, 8),
+            addr: ne_u64(b, 16),
+            offset: ne_u64(b, 24),
+            size: ne_u64(b, 32),
+            link: ne_u32(b, 40),
+            info: ne_u32(b, 44),
+            addralign: ne_u64(b, 48),
+            entsize: ne_u64(b, 56),
+        }
+    } else {
+        let b = h.first_chunk::<40>()?;
+        SectionHeader {
+            name: ne_u32(b, 0),
+            sh_type: ne_u32(b, 4),
+            flags: ne_u32(b, 8).into(),
+            addr: ne_u32(b, 12).into(),
+            offset: ne_u32(b, 16).into(),
+            size: ne_u32(b, 20).into(),
+            link: ne_u32(b, 24),
+            info: ne_u32(b, 28),
+            addralign: ne_u32(b, 32).into(),
+            entsize: ne_u32(b, 36).into(),
+        }
+    })
+}
+
 /// Checks every section header as [`Elf::parse`] does (extent inside the file, name
 /// inside the section name table), and reports the first that fails.
 #[cold]
@@ -874,8 +924,9 @@ fn scan_sections<'a, const N: usize>(
     let tab = names.tab.data();
     // `name >= max(len, 1)`: with no table, only name 0 is allowed.
     let name_limit = (tab.len() as u64).max(1);
-    // Whether any header fails the checks, without a branch per header.
-    let mut bad = false;
+    // Whether any header fails the checks, without a branch per header: the largest
+    // name index and the furthest end of contents (saturated) are compared at the end.
+    let (mut max_name, mut max_end) = (0u32, 0u64);
     // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
     // around on every iteration.
     let mut symtab = u32::MAX;
@@ -885,9 +936,14 @@ fn scan_sections<'a, const N: usize>(
             continue;
         };
         let sh = RawSection::read(raw);
-        let has_data = (sh.sh_type != SHT_NOBITS) & (sh.sh_type != SHT_NULL);
-        let (end, overflow) = sh.offset.overflowing_add(sh.size);
-        bad |= (u64::from(sh.name) >= name_limit) | (has_data & (overflow | (end > file_len)));
+        // SHT_NULL (0) and SHT_NOBITS (8) have no contents in the file.
+        let end = if sh.sh_type & !SHT_NOBITS != 0 {
+            sh.offset.saturating_add(sh.size)
+        } else {
+            0
+        };
+        max_end = max_end.max(end);
+        max_name = max_name.max(sh.name);
         match sh.sh_type {
             SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
                 exec_section(parts, execs, names, index, RawSection::read(raw))?;
@@ -949,7 +1005,10 @@ fn scan_sections<'a, const N: usize>(
         rel_lo,
         rel_hi,
     };
-    Ok((scan, bad))
+    Ok((
+        scan,
+        u64::from(max_name) >= name_limit || max_end > file_len,
+    ))
 }
 
 /// The contents of section `sh` (empty when outside the file: the checks report it).
