@@ -30,9 +30,13 @@ step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh 
 # Kprobe record tests (runtime/tests/guest_kprobe.rs + the sluice binary) in one x86_64 and one
 # arm64 guest kernel with 2 vCPUs; the host kernel has no kprobes, so there they only skip.
 step_guest_record() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/record.sh; }
+# The second seed's scenario (runtime/tests/guest_seed.rs, aarch64-ci/guest/seed.sh): the probe
+# resolved on this host from each guest kernel's -dbg vmlinux (≈0.8 GB download per arch, cached),
+# compared with perf probe -D, recorded in the x86_64 and arm64 guests.
+step_guest_seed() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh --dbg && aarch64-ci/guest/seed.sh; }
 step_lockfile() { git diff --exit-code Cargo.lock; }
 
-all=(fmt clippy test nostd i686 nostd_example static cross guest guest_record lockfile)
+all=(fmt clippy test nostd i686 nostd_example static cross guest guest_record guest_seed lockfile)
 steps=("${@:-${all[@]}}")
 failed=()
 for s in "${steps[@]}"; do

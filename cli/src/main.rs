@@ -30,13 +30,16 @@ usage:
       goes to stderr: samples per event, lost per CPU, probes removed
   sluice probes [--clean]
       list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
-  sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] SPEC
+  sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] [--emit OUT | --lines] SPEC
       print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
       bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs
       such as 'kprobe/vfs_read(void *, char *buf, unsigned long)' need no debug info;
       variables ('uprobe//bin/app:process(file->f_mapping->a_ops, bytes)') are looked up
       in the uprobe's binary (or its build-id/debuglink debug file), a kprobe's in FILE
-      (a vmlinux with DWARF); one listing per site (every inlined instance)
+      (a vmlinux with DWARF); one listing per site (every inlined instance), each with
+      its resolved spec (variables as fetch-args: no debug info needed to record it);
+      --emit: write the resolved specs to OUT, one per line, for `record --event
+      PROG=SPEC` elsewhere; --lines: per line of the function, where the variables are
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";

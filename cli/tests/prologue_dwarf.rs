@@ -89,7 +89,7 @@ fn ours(bin: &Path, spec: &str) -> Vec<String> {
 }
 
 /// Every site: `site N: ...`, `bpf_prologue: insn num=N` and exactly N instructions in the
-/// verifier's format, `fetch-args:`, `tracefs:`.
+/// verifier's format, `fetch-args:`, `tracefs:`, `spec:`.
 fn check_listing(out: &str) {
     let lines: Vec<&str> = out.lines().collect();
     let mut i = 0;
@@ -113,7 +113,8 @@ fn check_listing(out: &str) {
         }
         assert!(lines[i + 2 + n].starts_with("fetch-args: "), "{out}");
         assert!(lines[i + 3 + n].starts_with("tracefs: p "), "{out}");
-        i += n + 4;
+        assert!(lines[i + 4 + n].starts_with("spec: "), "{out}");
+        i += n + 5;
     }
     assert!(site > 0, "{out}");
 }
@@ -306,4 +307,103 @@ fn debug_info_errors_name_file_function_variable_and_pc() {
         out.contains("call bpf_probe_read_kernel#113") && !out.contains("read_user"),
         "a kprobe reads kernel memory: {out}"
     );
+}
+
+/// `--emit FILE`: the resolved spec of each site, a spec without variables whose own
+/// prologue (printed with no debug info at all) is the site's, instruction for instruction;
+/// `--lines`: per line with code, what `FUNC:LINE` gives, or why not.
+#[test]
+fn emitted_specs_need_no_debug_info_and_lines_list_where_variables_live() {
+    let Some(bin) = build("chain", "2") else {
+        return;
+    };
+    let b = bin.display().to_string();
+    let spec =
+        format!("uprobe/{b}:generic_perform_write(file->f_mapping->a_ops, bytes, offset, $err)");
+    let file = bin.with_extension("spec");
+    let f = file.display().to_string();
+    let (code, out, err) = sluice(&["prologue", "--emit", &f, &spec]);
+    assert_eq!(code, 0, "{err}");
+    check_listing(&out);
+    let emitted = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = emitted.lines().collect();
+    assert_eq!(lines.len(), 1, "{emitted}");
+    let resolved = lines[0];
+    assert_eq!(
+        out.lines().find_map(|l| l.strip_prefix("spec: ")),
+        Some(resolved)
+    );
+    assert!(
+        resolved.starts_with(&format!("uprobe/{b}:0x"))
+            && resolved.ends_with("(a_ops=+16(+24(%di)):u64, bytes=%si:u64, offset=%dx:s64, $err)"),
+        "{resolved}"
+    );
+    // The resolved spec through the path without debug info: the same instructions.
+    let (code, plain, err) = sluice(&["prologue", resolved]);
+    assert_eq!(code, 0, "{err}");
+    let listing = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("bpf_prologue:"))
+            .take_while(|l| l.starts_with('(') || l.starts_with("bpf_prologue:"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert!(listing(&plain).len() > 20, "{plain}");
+    assert_eq!(listing(&plain), listing(&out));
+    // And the same place: the site's file offset.
+    let offset = out
+        .lines()
+        .find_map(|l| {
+            l.split_once("(file offset ")
+                .map(|(_, o)| o.trim_end_matches(')'))
+        })
+        .unwrap();
+    assert!(
+        resolved.contains(&format!(":{offset}(")),
+        "{offset} {resolved}"
+    );
+
+    let (code, out, err) = sluice(&[
+        "prologue",
+        "--lines",
+        &format!("uprobe/{b}:generic_perform_write(chunk, bytes)"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split('\t').collect()).collect();
+    assert!(rows.len() >= 3, "{out}");
+    assert!(
+        rows.iter()
+            .all(|r| r.len() == 3 && r[0].starts_with("generic_perform_write:")),
+        "{out}"
+    );
+    let good: Vec<&Vec<&str>> = rows.iter().filter(|r| r[1] != "-").collect();
+    assert!(
+        !good.is_empty() && good.len() < rows.len(),
+        "some lines see chunk, some not: {out}"
+    );
+    // Each listed line resolves the same way on its own (the perf form, whose `:LINE` is a
+    // kernel probe's: the binary stands in for a vmlinux through --debuginfo).
+    for row in &rows {
+        let (code, one, err) = sluice(&[
+            "prologue",
+            "--debuginfo",
+            &b,
+            &format!("{} chunk bytes", row[0]),
+        ]);
+        if row[1] == "-" {
+            assert_eq!(code, 2, "{row:?}: {one}");
+            assert!(err.contains(row[2]), "{row:?}: {err}");
+        } else {
+            assert_eq!(code, 0, "{row:?}: {err}");
+            let fetch = one.lines().find_map(|l| l.strip_prefix("fetch-args: "));
+            assert_eq!(fetch, Some(row[2]), "{one}");
+        }
+    }
+    let (code, _, err) = sluice(&[
+        "prologue",
+        "--lines",
+        &format!("uprobe/{b}:generic_perform_write+4(chunk)"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--lines scans the whole function"), "{err}");
 }

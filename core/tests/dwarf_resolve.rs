@@ -11,7 +11,7 @@ use std::process::Command;
 
 use sluice_core::dwarf::{
     debug_file_candidates, debuglink, debuglink_crc, DebugSections, Error, FetchSyntax, LocBase,
-    ProbeSite, PrologueSkip, Resolver,
+    Lookup, ProbeSite, PrologueSkip, Resolver,
 };
 use sluice_core::elf::Elf;
 use sluice_core::probe::{self, Section};
@@ -477,4 +477,229 @@ fn two_hundred_inlined_sites() {
     let mut addrs: Vec<&str> = sites.iter().map(|l| l.split(' ').next().unwrap()).collect();
     addrs.dedup();
     assert_eq!(addrs.len(), 200, "distinct addresses");
+}
+
+/// Every result (sites, fetch-args, or the error's text) of `specs` in `bin`, looked up
+/// through the unit index and through the walk over every unit.
+fn both_lookups(bin: &[u8], specs: &[&str]) -> (Vec<String>, Vec<String>, usize, usize) {
+    let elf = Elf::parse(bin).unwrap();
+    let sections = DebugSections::load(&elf).unwrap();
+    let mut out = [Vec::new(), Vec::new()];
+    let mut parsed = 0;
+    let mut units = 0;
+    for (i, lookup) in [Lookup::Indexed, Lookup::Exhaustive]
+        .into_iter()
+        .enumerate()
+    {
+        let r = Resolver::new(&elf, &sections).unwrap().with_lookup(lookup);
+        for spec in specs {
+            // The grammar takes up to 4 fetched arguments: the first 4 of longer lists.
+            let spec = &spec.split(' ').take(5).collect::<Vec<_>>().join(" ");
+            let Ok(Section::Probe(p)) = probe::parse(spec) else {
+                panic!("bad spec {spec}");
+            };
+            let text = match r.resolve_spec(&p) {
+                Ok(sites) => sites
+                    .iter()
+                    .map(|s| format!("{} {}", line(&r, s), s.inlined))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                Err(e) => format!("error: {e}"),
+            };
+            out[i].push(format!("{spec} => {text}"));
+        }
+        if lookup == Lookup::Indexed {
+            parsed = r.parsed_unit_count();
+            units = r.unit_count().unwrap();
+        }
+    }
+    let [indexed, exhaustive] = out;
+    (indexed, exhaustive, parsed, units)
+}
+
+/// The unit index finds what the walk over every unit finds, on the fixtures (every spec of
+/// `tests/golden/dwarf/vars_specs.txt`, gcc and clang, -O0 and -O2, DWARF 4 and 5) and on
+/// a program of three units sharing a header's inline function, same-named static
+/// functions, and a global defined in another unit than the one probed.
+#[test]
+fn indexed_lookup_equals_exhaustive() {
+    let specs_file = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/dwarf/vars_specs.txt"),
+    )
+    .unwrap();
+    let mut specs: Vec<&str> = specs_file
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    specs.extend(["nosuchfunc x", "process nosuchvar", "main counter zz"]);
+    let mut builds = 0;
+    for (cc, flags) in [
+        ("gcc", &["-g", "-O0"][..]),
+        ("gcc", &["-g", "-O2"]),
+        ("gcc", &["-gdwarf-4", "-O2"]),
+        ("clang", &["-g", "-O0"]),
+        ("clang", &["-g", "-O2"]),
+    ] {
+        let out = out_dir().join(format!("vars_{cc}{}", flags.join("")));
+        let ok = Command::new(cc)
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(source())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: {cc} {flags:?} unavailable");
+            continue;
+        }
+        builds += 1;
+        let (indexed, exhaustive, _, _) = both_lookups(&std::fs::read(&out).unwrap(), &specs);
+        assert_eq!(indexed, exhaustive, "{cc} {flags:?}");
+    }
+    if builds == 0 {
+        return;
+    }
+    let dir = out_dir().join("multi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = [
+        (
+            "multi.h",
+            "static inline __attribute__((always_inline)) int hinline(int v) { return v * 7 + 1; }\n\
+             extern int shared_counter;\nint a_entry(int n);\nint b_entry(int n);\n",
+        ),
+        (
+            "a.c",
+            "#include \"multi.h\"\nint shared_counter = 3;\n\
+             static __attribute__((noinline)) int helper(int x) { return x + shared_counter; }\n\
+             int a_entry(int n) { return hinline(n) + helper(n); }\n",
+        ),
+        (
+            "b.c",
+            "#include \"multi.h\"\n\
+             static __attribute__((noinline)) int helper(int y) { return y - shared_counter; }\n\
+             int b_entry(int n) { return hinline(n + 1) + helper(n); }\n",
+        ),
+        (
+            "c.c",
+            "#include \"multi.h\"\nint main(int argc, char **argv) {\n\
+             (void)argv; return a_entry(argc) + b_entry(argc);\n}\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let bin = dir.join("multi");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O2", "-o"])
+        .arg(&bin)
+        .args(["a.c", "b.c", "c.c"].map(|f| dir.join(f)))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: gcc unavailable");
+        return;
+    }
+    let bytes = std::fs::read(&bin).unwrap();
+    let specs = [
+        "hinline shared_counter",
+        "helper x",
+        "helper y",
+        "a_entry n shared_counter",
+        "b_entry n shared_counter",
+        "main argc",
+        "nosuchfunc x",
+    ];
+    let (indexed, exhaustive, parsed, units) = both_lookups(&bytes, &specs);
+    assert_eq!(indexed, exhaustive);
+    // Two inlined instances of hinline (a.c and b.c), one helper per unit.
+    assert_eq!(indexed[0].matches("true").count(), 2, "{}", indexed[0]);
+    assert!(indexed[1].contains("error: variable 'x'"), "{}", indexed[1]);
+    assert!(indexed[3].contains("shared_counter=@"), "{}", indexed[3]);
+    assert!(indexed[4].contains("shared_counter=@"), "{}", indexed[4]);
+    assert_eq!(units, 3);
+    // `main argc` alone needs c.c; the other specs a.c and b.c: each unit parsed is one the
+    // specs name, and a lookup of one name parses only its units.
+    assert!(parsed <= units, "{parsed} of {units}");
+    let elf = Elf::parse(&bytes).unwrap();
+    let sections = DebugSections::load(&elf).unwrap();
+    let r = Resolver::new(&elf, &sections).unwrap();
+    let Ok(Section::Probe(p)) = probe::parse("main argc") else {
+        panic!()
+    };
+    r.resolve_spec(&p).unwrap();
+    assert_eq!(r.parsed_unit_count(), 1, "main lives in c.c alone");
+}
+
+/// Compressed sections are inflated when first read, not when found: `Resolver::new`
+/// inflates the ones every lookup reads, the location lists wait for a location list.
+#[test]
+fn compressed_sections_inflate_when_read() {
+    let Some(packed) = build("vars_gz_lazy", &["-g", "-O2", "-gz=zlib"]) else {
+        return;
+    };
+    let packed = std::fs::read(packed).unwrap();
+    let elf = Elf::parse(&packed).unwrap();
+    let sections = DebugSections::load(&elf).unwrap();
+    assert!(sections.is_compressed(".debug_info"));
+    assert!(
+        !sections.is_inflated(".debug_info"),
+        "load inflates nothing"
+    );
+    let r = Resolver::new(&elf, &sections).unwrap();
+    assert!(sections.is_inflated(".debug_info"));
+    assert!(sections.is_compressed(".debug_loclists"));
+    assert!(!sections.is_inflated(".debug_loclists"));
+    // `scaled` is only in a location list (with no entry at the probed address).
+    let Ok(Section::Probe(p)) = probe::parse("scale x factor scaled") else {
+        panic!()
+    };
+    let e = r.resolve_spec(&p).unwrap_err();
+    assert!(e.to_string().contains("no location at this address"), "{e}");
+    assert!(sections.is_inflated(".debug_loclists"));
+}
+
+/// `resolve_lines` (one lookup of the function, every line with code) answers for each line
+/// exactly what `resolve` answers for `FUNC:LINE`, and the lines it leaves out have no code.
+#[test]
+fn line_scan_agrees_with_single_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/dwarf/chain.c");
+    for opt in ["-O0", "-O2"] {
+        let bin = out_dir().join(format!("chain{opt}"));
+        let ok = Command::new("gcc")
+            .args(["-g", opt, "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: gcc {opt} unavailable");
+            return;
+        }
+        let bytes = std::fs::read(&bin).unwrap();
+        let elf = Elf::parse(&bytes).unwrap();
+        let sections = DebugSections::load(&elf).unwrap();
+        let r = Resolver::new(&elf, &sections).unwrap();
+        let Ok(Section::Probe(p)) = probe::parse("generic_perform_write chunk bytes") else {
+            panic!()
+        };
+        let args = p.args().exprs();
+        let scan = r.resolve_lines("generic_perform_write", args).unwrap();
+        let listed: Vec<u32> = scan.iter().map(|(l, _)| *l).collect();
+        assert!(scan.iter().any(|(_, s)| s.is_ok()), "{opt}: {scan:?}");
+        assert!(scan.iter().any(|(_, s)| s.is_err()), "{opt}: {scan:?}");
+        for line in 0..20u32 {
+            let one = r.resolve("generic_perform_write", probe::Place::Line(line), args);
+            match scan.iter().find(|(l, _)| *l == line) {
+                Some((_, got)) => assert_eq!(got, &one, "{opt} line {line}"),
+                None => assert!(
+                    matches!(one, Err(Error::NoPlace { .. })),
+                    "{opt} line {line} not listed ({listed:?}) but {one:?}"
+                ),
+            }
+        }
+        assert!(matches!(
+            r.resolve_lines("no_such_function", args),
+            Err(Error::FunctionNotFound(_))
+        ));
+    }
 }

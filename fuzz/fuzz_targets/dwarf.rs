@@ -12,7 +12,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_core::dwarf::{DebugSections, FetchSyntax, PrologueSkip, Resolver};
+use sluice_core::dwarf::{DebugSections, FetchSyntax, Lookup, PrologueSkip, Resolver};
 use sluice_core::elf::Elf;
 use sluice_core::probe::{self, Section};
 use sluice_core::prologue::{self, ArgLocs, Memory};
@@ -100,14 +100,18 @@ fuzz_target!(|data: &[u8]| {
     let Ok(resolver) = Resolver::new(&elf, &sections) else {
         return;
     };
-    let _ = resolver.unit_count();
+    let _ = resolver.unit_count().map_err(|e| e.to_string());
     for spec in SPECS {
         run(&resolver, spec);
     }
     if let Some(spec) = tail_spec(data) {
         run(&resolver, spec);
+        // The walk over every unit too: the index must not be the only path fuzzed.
         if let Ok(entry) = Resolver::new(&elf, &sections) {
-            run(&entry.with_prologue_skip(PrologueSkip::Never), spec);
+            let entry = entry
+                .with_prologue_skip(PrologueSkip::Never)
+                .with_lookup(Lookup::Exhaustive);
+            run(&entry, spec);
         }
     }
 });

@@ -15,18 +15,20 @@
 //! `$err` keeps its place. Dereferences read kernel memory for kprobes and user memory for
 //! uprobes. Errors name the file, the function, and the variable and address involved.
 
+use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 
 use sluice_core::arch::Arch;
 use sluice_core::dwarf::{
     debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, ProbeSite, Resolver,
 };
-use sluice_core::elf::Elf;
+use sluice_core::elf::{Elf, SHT_SYMTAB, STT_FUNC};
 use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
 use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
 use sluice_core::Insn;
 
 use crate::error::{Error, Result};
+use crate::sys::mmap::Mmap;
 use crate::tracefs::ProbeTarget;
 
 /// Whether `arg` needs debug info: it names a variable, or steps through members (which need
@@ -67,14 +69,15 @@ pub struct Site {
 }
 
 /// A probed ELF file and the file its DWARF was found in (the same one, or a separate debug
-/// file).
+/// file), both mapped read-only ([`Mmap`]): a lookup reads only the pages it needs, and
+/// drops those of `.debug_info` it only grepped ([`Resolver::with_release`]).
 #[derive(Debug)]
 pub struct DebugInfo {
     code_path: PathBuf,
-    code: Vec<u8>,
+    code: Mmap,
     debug_path: PathBuf,
     /// `None`: the DWARF is in `code`.
-    debug: Option<Vec<u8>>,
+    debug: Option<Mmap>,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -97,12 +100,12 @@ impl DebugInfo {
     /// [`Error::Io`] when a file cannot be read; [`Error::Usage`] naming the file when it is
     /// no ELF file or no debug info was found (with the candidates tried).
     pub fn open(target: &Path, debug: Option<&Path>) -> Result<DebugInfo> {
-        let code = std::fs::read(target).map_err(io(target))?;
-        let elf = Elf::parse(&code)
+        let code = Mmap::open(target).map_err(io(target))?;
+        let elf = Elf::parse(code.bytes())
             .map_err(|e| usage(format!("{}: not an ELF file: {e}", target.display())))?;
         if let Some(d) = debug {
-            let bytes = std::fs::read(d).map_err(io(d))?;
-            let delf = Elf::parse(&bytes)
+            let bytes = Mmap::open(d).map_err(io(d))?;
+            let delf = Elf::parse(bytes.bytes())
                 .map_err(|e| usage(format!("{}: not an ELF file: {e}", d.display())))?;
             DebugSections::load(&delf)
                 .map_err(|e| usage(format!("{}: no usable debug info: {e}", d.display())))?;
@@ -113,6 +116,7 @@ impl DebugInfo {
                 debug: Some(bytes),
             });
         }
+        // Cheap: finds the sections, inflates none.
         if DebugSections::load(&elf).is_ok() {
             return Ok(DebugInfo {
                 code_path: target.to_path_buf(),
@@ -123,10 +127,10 @@ impl DebugInfo {
         }
         let candidates = debug_file_candidates(&elf, &target.to_string_lossy());
         for cand in &candidates {
-            let Ok(bytes) = std::fs::read(cand) else {
+            let Ok(bytes) = Mmap::open(Path::new(cand)) else {
                 continue;
             };
-            let usable = Elf::parse(&bytes)
+            let usable = Elf::parse(bytes.bytes())
                 .ok()
                 .is_some_and(|e| DebugSections::load(&e).is_ok());
             if usable {
@@ -160,6 +164,13 @@ impl DebugInfo {
         &self.debug_path
     }
 
+    /// The architecture of the probed file, when sluice has tables for its ELF machine.
+    #[must_use]
+    pub fn arch(&self) -> Option<Arch> {
+        let elf = Elf::parse(self.code.bytes()).ok()?;
+        Arch::from_machine(elf.header().machine)
+    }
+
     /// Every site of `spec`, each with its prologue for `spec`'s argument list and its
     /// fetch-args.
     ///
@@ -170,6 +181,49 @@ impl DebugInfo {
     /// or is a tracepoint, an argument cannot be passed in a register (`:string`), or the
     /// prologue's capacity is exceeded.
     pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
+        self.with_resolver(spec, |ctx, func, dwarf_args| {
+            let resolved = ctx
+                .resolver
+                .resolve(func, spec.place(), dwarf_args)
+                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+            resolved.iter().map(|site| ctx.site(spec, site)).collect()
+        })
+    }
+
+    /// Every line of `spec`'s function with code, relative to its declaration (as
+    /// `FUNC:LINE` counts), each with the sites of `spec`'s arguments at that line or why
+    /// they cannot be fetched there: where a probe can see its variables, found with one
+    /// lookup of the function. `spec`'s own place is ignored.
+    ///
+    /// # Errors
+    /// As [`DebugInfo::sites`] for what concerns the whole function (not found, no debug
+    /// info); per line, the error [`DebugInfo::sites`] would give for `FUNC:LINE`.
+    #[allow(clippy::type_complexity)]
+    pub fn lines(&self, spec: &ProbeSpec<'_>) -> Result<Vec<(u32, Result<Vec<Site>>)>> {
+        self.with_resolver(spec, |ctx, func, dwarf_args| {
+            let scan = ctx
+                .resolver
+                .resolve_lines(func, dwarf_args)
+                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+            Ok(scan
+                .into_iter()
+                .map(|(line, found)| {
+                    let sites = found
+                        .map_err(|e| ctx.usage(func, &describe(&e)))
+                        .and_then(|v| v.iter().map(|site| ctx.site(spec, site)).collect());
+                    (line, sites)
+                })
+                .collect())
+        })
+    }
+
+    /// Runs `f` with a resolver over this file's DWARF, `spec`'s function and the arguments
+    /// that need debug info.
+    fn with_resolver<T>(
+        &self,
+        spec: &ProbeSpec<'_>,
+        f: impl FnOnce(&Ctx<'_, '_>, &str, &[Arg<'_>]) -> Result<T>,
+    ) -> Result<T> {
         let file = self.code_path.display();
         let func = spec.func().ok_or_else(|| {
             usage(format!(
@@ -178,72 +232,199 @@ impl DebugInfo {
         })?;
         let ctx = |e: &dyn std::fmt::Display| usage(format!("{file}: {func}: {e}"));
         let memory = Memory::of(spec.kind()).map_err(|e| ctx(&e))?;
-        let code = Elf::parse(&self.code).map_err(|e| ctx(&e))?;
+        let code = Elf::parse(self.code.bytes()).map_err(|e| ctx(&e))?;
         let debug_elf = match &self.debug {
-            Some(b) => Elf::parse(b).map_err(|e| ctx(&e))?,
+            Some(b) => Elf::parse(b.bytes()).map_err(|e| ctx(&e))?,
             None => code,
         };
         let sections = DebugSections::load(&debug_elf)
             .map_err(|e| usage(format!("{}: {func}: {e}", self.debug_path.display())))?;
-        let resolver = Resolver::new(&code, &sections).map_err(|e| ctx(&e))?;
-        let arch = resolver.arch();
-        let exprs = spec.args().exprs();
-        let dwarf_args: Vec<Arg<'_>> = exprs
+        let map = self.debug.as_ref().unwrap_or(&self.code);
+        let release = |part: &[u8]| {
+            map.release(part);
+        };
+        let resolver = Resolver::new(&code, &sections)
+            .map_err(|e| ctx(&e))?
+            .with_release(&release);
+        let dwarf_args: Vec<Arg<'_>> = spec
+            .args()
+            .exprs()
             .iter()
             .filter(|a| needs_debug_info(a))
             .cloned()
             .collect();
-        let resolved = resolver
-            .resolve(func, spec.place(), &dwarf_args)
-            .map_err(|e| ctx(&describe(&e)))?;
-        let kernel_syms = match spec.target() {
-            Target::Kernel { .. } => Some(kernel_symbols(&self.code)),
-            _ => None,
+        let c = Ctx {
+            file: &self.code_path,
+            resolver: &resolver,
+            memory,
+            code,
+            lookups: Cell::new(0),
+            kernel_syms: OnceCell::new(),
         };
-        let mut out = Vec::with_capacity(resolved.len());
-        for site in &resolved {
-            let at = |e: &dyn std::fmt::Display| {
-                usage(format!("{file}: {func} at {:#x}: {e}", site.address))
-            };
-            let target = match spec.target() {
-                Target::User { path, .. } => ProbeTarget::User {
-                    path: PathBuf::from(path),
-                    offset: site
-                        .file_offset
-                        .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
-                    func: site.function.clone(),
-                },
-                Target::Kernel { .. } => {
-                    let (sym, off) = kernel_syms
-                        .as_deref()
-                        .and_then(|s| containing_symbol(s, site.address))
-                        .ok_or_else(|| at(&"no function symbol holds the address"))?;
-                    ProbeTarget::Kernel {
-                        func: sym,
-                        offset: off,
-                    }
-                }
-                _ => return Err(at(&"not a kprobe or uprobe")),
-            };
-            let syntax = match spec.kind() {
-                ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
-                    load_bias: resolver.load_bias(site.address).unwrap_or(0),
-                },
-                _ => FetchSyntax::Kprobe,
-            };
-            let built = build_site(arch, memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
-            out.push(Site {
-                function: site.function.clone(),
-                address: site.address,
-                file_offset: site.file_offset,
-                inlined: site.inlined,
-                target,
-                prologue: built.0,
-                fetch_args: built.1,
-                perf_fetch_args: built.2,
-            });
+        f(&c, func, &dwarf_args)
+    }
+}
+
+/// What turning a resolved [`ProbeSite`] into a [`Site`] needs.
+struct Ctx<'r, 's> {
+    file: &'r Path,
+    resolver: &'r Resolver<'s>,
+    memory: Memory,
+    /// The probed file, whose `.symtab` names the kernel function holding a site.
+    code: Elf<'s>,
+    /// Kernel symbol lookups so far: the first few scan the symbol table in place, more
+    /// (`--lines` over a long function) sort it once.
+    lookups: Cell<usize>,
+    kernel_syms: OnceCell<Vec<(u64, u64, &'s str)>>,
+}
+
+impl Ctx<'_, '_> {
+    fn usage(&self, func: &str, e: &dyn std::fmt::Display) -> Error {
+        usage(format!("{}: {func}: {e}", self.file.display()))
+    }
+
+    /// The kernel function symbol holding `address` and the offset into it.
+    fn kernel_symbol(&self, address: u64) -> Option<(String, u64)> {
+        let n = self.lookups.get();
+        self.lookups.set(n.saturating_add(1));
+        if n < 8 {
+            return containing_symbol(function_symbols(&self.code), address);
         }
-        Ok(out)
+        let sorted = self.kernel_syms.get_or_init(|| {
+            let mut v: Vec<_> = function_symbols(&self.code).collect();
+            v.sort_unstable();
+            v
+        });
+        // The last symbol at or below `address` in (address, size, name) order is the
+        // maximum `containing_symbol` picks.
+        let i = sorted.partition_point(|s| s.0 <= address).checked_sub(1)?;
+        containing_symbol(sorted.get(i).copied().into_iter(), address)
+    }
+
+    /// One site's target, prologue and fetch-args.
+    fn site(&self, spec: &ProbeSpec<'_>, site: &ProbeSite) -> Result<Site> {
+        let file = self.file.display();
+        let func = spec.func().unwrap_or("?");
+        let at = |e: &dyn std::fmt::Display| {
+            usage(format!("{file}: {func} at {:#x}: {e}", site.address))
+        };
+        let target = match spec.target() {
+            Target::User { path, .. } => ProbeTarget::User {
+                path: PathBuf::from(path),
+                offset: site
+                    .file_offset
+                    .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
+                func: site.function.clone(),
+            },
+            Target::Kernel { .. } => {
+                let (sym, off) = self
+                    .kernel_symbol(site.address)
+                    .ok_or_else(|| at(&"no function symbol holds the address"))?;
+                ProbeTarget::Kernel {
+                    func: sym,
+                    offset: off,
+                }
+            }
+            _ => return Err(at(&"not a kprobe or uprobe")),
+        };
+        let syntax = match spec.kind() {
+            ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
+                load_bias: self.resolver.load_bias(site.address).unwrap_or(0),
+            },
+            _ => FetchSyntax::Kprobe,
+        };
+        let arch = self.resolver.arch();
+        let exprs = spec.args().exprs();
+        let built = build_site(arch, self.memory, spec, exprs, site, syntax).map_err(|e| at(&e))?;
+        Ok(Site {
+            function: site.function.clone(),
+            address: site.address,
+            file_offset: site.file_offset,
+            inlined: site.inlined,
+            target,
+            prologue: built.0,
+            fetch_args: built.1,
+            perf_fetch_args: built.2,
+        })
+    }
+}
+
+/// `spec` with its place and arguments as resolved at `site`: the probe at the site's
+/// symbol and offset (a uprobe at its file offset), every variable replaced by the
+/// fetch-arg that reads it there (`a_ops=+144(+216(+8(%sp))):u64`), `$err` kept in place,
+/// and the event name and group kept. Such a spec needs no debug info where it is
+/// recorded (`sluice record --event PROG=SPEC` on a device without the `vmlinux`), and its
+/// prologue and kernel fetch-args are the ones computed here, for this build of the code
+/// only.
+///
+/// # Errors
+/// [`Error::Usage`] when a fetch-arg has no spelling the spec grammar reads (a uprobe's
+/// `@+OFFSET` global), or the result does not parse.
+pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
+    let names = crate::session::unique_arg_names(&site.fetch_args);
+    let mut fetched = names.iter();
+    let mut args = Vec::new();
+    for a in spec.args().exprs() {
+        if a.is_err() {
+            args.push("$err".to_owned());
+        } else {
+            let f = fetched.next().ok_or_else(|| {
+                usage(format!(
+                    "'{spec}': site {:#x} has fewer fetch-args than the spec",
+                    site.address
+                ))
+            })?;
+            args.push(f.clone());
+        }
+    }
+    let ret = spec.kind().is_return();
+    let text = match (&site.target, spec.event()) {
+        (ProbeTarget::Kernel { func, offset }, Some(event)) => {
+            let group = spec.group().map_or_else(String::new, |g| format!("{g}:"));
+            let place = if ret {
+                "%return".to_owned()
+            } else {
+                format!("+{offset}")
+            };
+            let mut t = format!("{group}{event}={func}{place}");
+            for a in &args {
+                t.push(' ');
+                t.push_str(a);
+            }
+            t
+        }
+        (ProbeTarget::Kernel { func, offset }, None) => {
+            let head = if ret {
+                format!("kretprobe/{func}")
+            } else {
+                format!("kprobe/{func}+{offset}")
+            };
+            with_list(head, &args)
+        }
+        (ProbeTarget::User { path, offset, .. }, _) => {
+            let kind = if ret { "uretprobe" } else { "uprobe" };
+            with_list(format!("{kind}/{}:{offset:#x}", path.display()), &args)
+        }
+    };
+    let problem = match sluice_core::probe::parse(&text) {
+        Ok(sluice_core::probe::Section::Probe(_)) => None,
+        Ok(_) => Some("no probe spec".to_owned()),
+        Err(e) => Some(format!("the spec grammar cannot take it: {e}")),
+    };
+    match problem {
+        None => Ok(text),
+        Some(why) => Err(usage(format!(
+            "'{spec}': at {:#x} it reads as '{text}': {why}",
+            site.address
+        ))),
+    }
+}
+
+fn with_list(head: String, args: &[String]) -> String {
+    if args.is_empty() {
+        head
+    } else {
+        format!("{head}({})", args.join(", "))
     }
 }
 
@@ -338,28 +519,35 @@ fn convention_loc<'a>(
     })
 }
 
-/// Function symbols of a kernel image: (address, size, name), sorted by address.
-fn kernel_symbols(data: &[u8]) -> Vec<(u64, u64, String)> {
-    use object::{Object as _, ObjectSymbol as _};
-    let Ok(file) = object::File::parse(data) else {
-        return Vec::new();
-    };
-    let mut syms: Vec<(u64, u64, String)> = file
-        .symbols()
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.is_definition())
-        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
-        .collect();
-    syms.sort_unstable();
-    syms
+/// `STT_GNU_IFUNC`: an indirect function (its symbol is where the resolver runs).
+const STT_GNU_IFUNC: u8 = 10;
+
+/// The defined function symbols (`STT_FUNC`, `STT_GNU_IFUNC`) of `elf`'s `.symtab`:
+/// (address, size, name), read in place.
+fn function_symbols<'a>(elf: &Elf<'a>) -> impl Iterator<Item = (u64, u64, &'a str)> + 'a {
+    let table = elf
+        .sections()
+        .find(|(_, sh)| sh.sh_type == SHT_SYMTAB)
+        .and_then(|(i, _)| elf.symbol_table(i).ok());
+    table.into_iter().flat_map(|t| {
+        (0..t.len()).filter_map(move |i| {
+            let s = t.get(i)?;
+            let func = matches!(s.kind(), STT_FUNC | STT_GNU_IFUNC) && s.shndx != 0;
+            func.then(|| Some((s.value, s.size, t.name(&s)?)))?
+        })
+    })
 }
 
 /// The function symbol holding `address` and the offset into it: the last symbol at or
-/// below it, if its size covers it (a size of 0 counts as covering).
-fn containing_symbol(syms: &[(u64, u64, String)], address: u64) -> Option<(String, u64)> {
-    let i = syms.partition_point(|s| s.0 <= address).checked_sub(1)?;
-    let (start, size, name) = syms.get(i)?;
+/// below it (the largest address, then size, then name), if its size covers it (a size of
+/// 0 counts as covering).
+fn containing_symbol<'a>(
+    syms: impl Iterator<Item = (u64, u64, &'a str)>,
+    address: u64,
+) -> Option<(String, u64)> {
+    let (start, size, name) = syms.filter(|s| s.0 <= address).max()?;
     let off = address - start;
-    (*size == 0 || off < *size).then(|| (name.clone(), off))
+    (size == 0 || off < size).then(|| (name.to_owned(), off))
 }
 
 /// The file whose DWARF describes a probe of `spec`: the binary named by a uprobe, else
@@ -424,16 +612,18 @@ mod tests {
 
     #[test]
     fn symbol_holding_an_address() {
-        let syms = vec![
-            (0x1000, 0x20, "a".to_string()),
-            (0x1020, 0, "b".to_string()),
-            (0x2000, 0x10, "c".to_string()),
+        let syms = [
+            (0x2000, 0x10, "c"),
+            (0x1000, 0x20, "a"),
+            (0x1020, 0, "b"),
+            (0x1000, 0x8, "a_alias"),
         ];
-        assert_eq!(containing_symbol(&syms, 0x1000), Some(("a".into(), 0)));
-        assert_eq!(containing_symbol(&syms, 0x101f), Some(("a".into(), 0x1f)));
-        assert_eq!(containing_symbol(&syms, 0x1500), Some(("b".into(), 0x4e0)));
-        assert_eq!(containing_symbol(&syms, 0x2010), None);
-        assert_eq!(containing_symbol(&syms, 0xfff), None);
+        let at = |a| containing_symbol(syms.iter().copied(), a);
+        assert_eq!(at(0x1000), Some(("a".into(), 0)));
+        assert_eq!(at(0x101f), Some(("a".into(), 0x1f)));
+        assert_eq!(at(0x1500), Some(("b".into(), 0x4e0)));
+        assert_eq!(at(0x2010), None);
+        assert_eq!(at(0xfff), None);
     }
 
     #[test]

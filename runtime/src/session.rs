@@ -334,8 +334,9 @@ pub fn unique_arg_names(args: &[String]) -> Vec<String> {
 }
 
 /// The tracefs fetch-args a spec's arguments translate to: registers, `$retval`, `$stack`,
-/// `$stackN`, `$argN`, `$comm` without steps. Others (C variables, member steps) need debug
-/// info and a prologue: they are left to the program and logged.
+/// `$stackN`, `$argN`, `$comm`, `@ADDR` and `\IMM` without steps, inside their `+OFF(...)`
+/// memory reads (`+144(+216(+8(%sp)))`). Others (C variables, member steps) need debug info
+/// and a prologue: they are left to the program and logged.
 #[must_use]
 pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
     let mut out = Vec::new();
@@ -350,6 +351,8 @@ pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
             ArgBase::StackN(n) => format!("$stack{n}"),
             ArgBase::ArgN(n) => format!("$arg{n}"),
             ArgBase::Comm => "$comm".into(),
+            ArgBase::Addr(a) => format!("@{a:#x}"),
+            ArgBase::Imm(v) => format!("\\{v}"),
             ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
                 log::info!(
                     "argument {} of '{spec}' is not a tracefs fetch-arg: left to the program",
@@ -371,7 +374,9 @@ pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
         let ty = a
             .fetch_type()
             .map_or_else(String::new, |t| format!(":{}", t.as_str()));
-        out.push(format!("{name}={base}{ty}"));
+        let reads: String = a.derefs().iter().rev().map(|o| format!("{o:+}(")).collect();
+        let close = ")".repeat(a.derefs().len());
+        out.push(format!("{name}={reads}{base}{close}{ty}"));
     }
     out.join(" ")
 }
@@ -956,4 +961,40 @@ fn end_workload(child: &mut Child, sig: i32) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> probe::ProbeSpec<'_> {
+        match probe::parse(s).unwrap() {
+            Section::Probe(p) => p,
+            Section::Title(t) => panic!("{t}"),
+        }
+    }
+
+    #[test]
+    fn fetch_args_keep_memory_reads() {
+        assert_eq!(
+            fetch_args(&spec(
+                "w=generic_perform_write+147 a_ops=+144(+216(+8(%sp))):u64 bytes=%bx:u64 \
+                 offset=-16(%sp)"
+            )),
+            "a_ops=+144(+216(+8(%sp))):u64 bytes=%bx:u64 offset=-16(%sp)"
+        );
+        assert_eq!(
+            fetch_args(&spec(
+                "kprobe/f(+8(@0x1000):u8, \\3, file->f_pos, $err, +8($stack2))"
+            )),
+            "arg1=+8(@0x1000):u8 arg2=\\3 arg5=+8($stack2)"
+        );
+    }
+
+    #[test]
+    fn repeated_names_become_distinct() {
+        let args = ["v=%di".to_owned(), "v=%si".to_owned(), "w=%dx".to_owned()];
+        assert_eq!(unique_arg_names(&args), ["v=%di", "v_2=%si", "w=%dx"]);
+    }
 }

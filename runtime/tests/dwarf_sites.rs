@@ -17,7 +17,7 @@ use std::process::Command;
 
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::prologue::PROBE_READ_KERNEL;
-use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::debuginfo::{resolved_spec, DebugInfo};
 use sluice_runtime::loader::{program_spec, prologue_for, site_prologues};
 use sluice_runtime::tracefs::ProbeTarget;
 use sluice_runtime::LoadOptions;
@@ -146,6 +146,97 @@ fn kernel_probes_read_kernel_memory_from_the_given_file() {
             .iter()
             .any(|insn| insn.code == 0x85 && insn.imm == PROBE_READ_KERNEL));
         assert_eq!(prologue_for(p, i, &opts).unwrap(), s.prologue);
+    });
+}
+
+/// A spec resolved on one machine (`sluice prologue --emit`) is a spec without variables:
+/// loaded with no debug info at all, it gets the prologue and the kernel fetch-args the
+/// debug info gave for its site, at the same place.
+#[test]
+fn resolved_specs_load_the_same_prologue_without_debug_info() {
+    let Some(bin) = build_vars("resolved_spec", "2") else {
+        return;
+    };
+    let b = bin.display().to_string();
+    with_object(|obj, i| {
+        let p = &obj.programs()[i];
+        let cases = [
+            (format!("uprobe/{b}:scale(x, factor, $err)"), false),
+            (
+                format!("uprobe/{b}:process+0($err, %si, file->pos, $arg4)"),
+                false,
+            ),
+            (
+                format!("uprobe/{b}:process(a_ops=file->f_mapping->a_ops, bytes, bytes)"),
+                false,
+            ),
+            (
+                "kprobe/process+0(file->f_mapping->refs, sc)".to_string(),
+                true,
+            ),
+            (
+                "w=process+0 file->f_mapping->a_ops->flags us".to_string(),
+                true,
+            ),
+        ];
+        let mut checked = 0;
+        for (spec, kernel) in cases {
+            let mut opts = opts_with(obj, i, spec.clone());
+            if kernel {
+                opts.debuginfo = Some(bin.clone());
+            }
+            let sites = site_prologues(p, i, &opts).unwrap();
+            let parsed = match sluice_core::probe::parse(&spec).unwrap() {
+                sluice_core::probe::Section::Probe(s) => s,
+                sluice_core::probe::Section::Title(t) => panic!("{t}"),
+            };
+            for site in &sites {
+                let resolved = resolved_spec(&parsed, site).unwrap();
+                assert!(!resolved.contains("->"), "{resolved}");
+                let plain = opts_with(obj, i, resolved.clone());
+                assert_eq!(plain.debuginfo, None);
+                assert_eq!(
+                    prologue_for(p, i, &plain).unwrap(),
+                    site.prologue,
+                    "{spec} -> {resolved}"
+                );
+                // The kernel's fetch-args: the site's, names made distinct.
+                let again = match sluice_core::probe::parse(&resolved).unwrap() {
+                    sluice_core::probe::Section::Probe(s) => s,
+                    sluice_core::probe::Section::Title(t) => panic!("{t}"),
+                };
+                assert_eq!(
+                    sluice_runtime::session::fetch_args(&again),
+                    sluice_runtime::session::unique_arg_names(&site.fetch_args).join(" "),
+                    "{resolved}"
+                );
+                assert_eq!(again.event(), parsed.event());
+                match &site.target {
+                    ProbeTarget::Kernel { func, offset } => {
+                        assert_eq!(again.func(), Some(func.as_str()));
+                        assert_eq!(again.place(), sluice_core::probe::Place::Offset(*offset));
+                    }
+                    ProbeTarget::User { offset, .. } => assert_eq!(
+                        again.target(),
+                        sluice_core::probe::Target::UserOffset {
+                            path: &b,
+                            offset: *offset
+                        }
+                    ),
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 6, "{checked}");
+        // A uprobe's global is an offset in the file (`@+0x...`): no spec spelling.
+        let spec = format!("uprobe/{b}:process+0(counter)");
+        let sites = site_prologues(p, i, &opts_with(obj, i, spec.clone())).unwrap();
+        let parsed = match sluice_core::probe::parse(&spec).unwrap() {
+            sluice_core::probe::Section::Probe(s) => s,
+            sluice_core::probe::Section::Title(t) => panic!("{t}"),
+        };
+        let e = resolved_spec(&parsed, &sites[0]).unwrap_err().to_string();
+        assert!(e.contains("@+0x") && e.contains("cannot take"), "{e}");
     });
 }
 

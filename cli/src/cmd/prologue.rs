@@ -1,15 +1,23 @@
-//! `sluice prologue [--arch ARCH] [--debuginfo FILE] 'SPEC'`: the instructions sluice puts
-//! before a probe's program to fetch its arguments, printed as perf printed them, with the
-//! equivalent kprobe-tracer fetch-args. Needs no kernel.
+//! `sluice prologue [--arch ARCH] [--debuginfo FILE] [--emit OUT | --lines] 'SPEC'`: the
+//! instructions sluice puts before a probe's program to fetch its arguments, printed as perf
+//! printed them, with the equivalent kprobe-tracer fetch-args. Needs no kernel.
 //!
 //! Arguments that name variables are resolved through DWARF: a uprobe's in the binary its
 //! spec names (or FILE), a kprobe's in FILE (a `vmlinux` with debug info). Each site (the
-//! function, every inlined instance) gets its own prologue and fetch-args.
+//! function, every inlined instance) gets its own prologue and fetch-args, and its
+//! *resolved spec* (`spec:`): the same probe with the site's place and a fetch-arg for each
+//! variable, which needs no debug info where it is recorded. `--emit OUT` writes those
+//! specs, one per line, for `sluice record --event PROG="$(cat OUT)"` on a machine without
+//! the debug info (an appliance whose kernel's `vmlinux` stays on the build host).
+//!
+//! `--lines` lists every line of the function with code (`FUNC:LINE`, relative to its
+//! declaration) and, per line, the fetch-args of SPEC's variables there or why they cannot
+//! be fetched: where to probe to see them.
 
 use crate::fail::Failure;
 use sluice_core::arch::Arch;
 use sluice_core::disasm::Listing;
-use sluice_core::probe::{self, ProbeSpec, Section, Target};
+use sluice_core::probe::{self, Place, ProbeSpec, Section, Target};
 use sluice_core::prologue::{self, Prologue, Value, NEEDS_DEBUG_INFO};
 use sluice_core::Error;
 use sluice_runtime::debuginfo::{self, DebugInfo};
@@ -23,6 +31,8 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     let mut arch = None;
     let mut spec = None;
     let mut debuginfo: Option<PathBuf> = None;
+    let mut emit: Option<PathBuf> = None;
+    let mut lines = false;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
         match arg {
             Long("arch") | Short('a') => {
@@ -40,6 +50,8 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
             Long("debuginfo") | Short('d') => {
                 debuginfo = Some(parser.value().map_err(crate::fail::usage)?.into());
             }
+            Long("emit") => emit = Some(parser.value().map_err(crate::fail::usage)?.into()),
+            Long("lines") => lines = true,
             Value(v) if spec.is_none() => {
                 spec = Some(v.string().map_err(crate::fail::usage)?);
             }
@@ -50,12 +62,29 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         Failure::usage_msg("prologue: missing SPEC, e.g. 'kprobe/vfs_read(void *, char *buf, unsigned long count)'".into())
     })?;
     let parsed = parse(&spec)?;
-    if debuginfo::spec_needs_debug_info(&parsed) {
+    if lines {
+        if emit.is_some() {
+            return Err(Failure::usage_msg(
+                "prologue: --lines lists lines; --emit writes the specs of one place".into(),
+            ));
+        }
         print!(
             "{}",
-            render_sites(arch, &spec, &parsed, debuginfo.as_deref())?
+            render_lines(arch, &spec, &parsed, debuginfo.as_deref())?
         );
         return Ok(());
+    }
+    if debuginfo::spec_needs_debug_info(&parsed) {
+        let (text, specs) = render_sites(arch, &spec, &parsed, debuginfo.as_deref())?;
+        if let Some(out) = &emit {
+            write_specs(out, &spec, &specs)?;
+        }
+        print!("{text}");
+        return Ok(());
+    }
+    if let Some(out) = &emit {
+        // Nothing to resolve: the spec is its own resolved form.
+        write_specs(out, &spec, &[Ok(spec.clone())])?;
     }
     let arch = arch.or(Arch::native()).unwrap_or(Arch::X86_64);
     print!("{}", render(arch, &spec)?);
@@ -71,14 +100,33 @@ fn parse(spec: &str) -> Result<ProbeSpec<'_>, Failure> {
     }
 }
 
-/// The text for a spec whose arguments name variables: per site its place, prologue and
-/// fetch-args (as `perf probe -n -v` spells them, then as sluice writes them to tracefs).
-fn render_sites(
-    arch: Option<Arch>,
+/// Writes the resolved specs, one per line; fails if any site has none.
+fn write_specs(out: &Path, spec: &str, specs: &[Result<String, String>]) -> Result<(), Failure> {
+    let mut text = String::new();
+    for (n, s) in specs.iter().enumerate() {
+        match s {
+            Ok(s) => {
+                text.push_str(s);
+                text.push('\n');
+            }
+            Err(e) => {
+                return Err(Failure::input(format!(
+                    "'{spec}': site {}: no resolved spec: {e}",
+                    n + 1
+                )))
+            }
+        }
+    }
+    std::fs::write(out, text)
+        .map_err(|e| Failure::input(format!("{}: cannot write: {e}", out.display())))
+}
+
+/// The file with the code (and perhaps the DWARF) of `parsed`, and a separate debug file.
+fn code_and_debug<'d>(
     spec: &str,
     parsed: &ProbeSpec<'_>,
-    debug: Option<&Path>,
-) -> Result<String, Failure> {
+    debug: Option<&'d Path>,
+) -> Result<(PathBuf, Option<&'d Path>), Failure> {
     // The code: a uprobe's binary (FILE when the binary is not on this machine), else FILE.
     let code = match (parsed.target(), debug) {
         (Target::User { path, .. }, Some(d)) if !Path::new(path).exists() => d.to_path_buf(),
@@ -105,13 +153,17 @@ fn render_sites(
         }
     };
     let separate = debug.filter(|d| *d != code.as_path());
-    let info =
-        DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
-    let sites = info
-        .sites(parsed)
-        .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    Ok((code, separate))
+}
+
+/// `--arch A` must be the file's architecture (`got`, read from the mapped file).
+fn check_arch(
+    arch: Option<Arch>,
+    spec: &str,
+    code: &Path,
+    got: Option<Arch>,
+) -> Result<(), Failure> {
     if let Some(want) = arch {
-        let got = elf_arch(&code);
         if got.is_some_and(|g| g != want) {
             return Err(Failure::input(format!(
                 "'{spec}': --arch {want}, but {} is {}",
@@ -120,7 +172,85 @@ fn render_sites(
             )));
         }
     }
+    Ok(())
+}
+
+/// `--lines`: per line of the function with code, the sites and fetch-args of the spec's
+/// arguments there, or why they cannot be fetched.
+fn render_lines(
+    arch: Option<Arch>,
+    spec: &str,
+    parsed: &ProbeSpec<'_>,
+    debug: Option<&Path>,
+) -> Result<String, Failure> {
+    let func = parsed.func().ok_or_else(|| {
+        Failure::input(format!(
+            "'{spec}': --lines needs a function (kprobe/FUNC, uprobe/PATH:FUNC or FUNC)"
+        ))
+    })?;
+    if !matches!(parsed.place(), Place::Entry) {
+        return Err(Failure::input(format!(
+            "'{spec}': --lines scans the whole function: give it without +OFF, :LINE or %return"
+        )));
+    }
+    let (code, separate) = code_and_debug(spec, parsed, debug)?;
+    let info =
+        DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    check_arch(arch, spec, &code, info.arch())?;
+    let scan = info
+        .lines(parsed)
+        .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     let mut out = String::new();
+    for (line, found) in scan {
+        match found {
+            Ok(sites) => {
+                for site in sites {
+                    let _ = writeln!(
+                        out,
+                        "{func}:{line}\t{}\t{}",
+                        place_of(&site.target),
+                        site.perf_fetch_args.join(" ")
+                    );
+                }
+            }
+            Err(e) => {
+                // The error names the file and function again: keep what follows them.
+                let text = e.to_string();
+                let why = text
+                    .split_once(&format!("{func}: "))
+                    .map_or(text.as_str(), |(_, w)| w);
+                let _ = writeln!(out, "{func}:{line}\t-\t{why}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn place_of(target: &ProbeTarget) -> String {
+    match target {
+        ProbeTarget::User { path, offset, .. } => format!("{}:{offset:#x}", path.display()),
+        ProbeTarget::Kernel { func, offset } => format!("{func}+{offset}"),
+    }
+}
+
+/// The text for a spec whose arguments name variables: per site its place, prologue and
+/// fetch-args (as `perf probe -n -v` spells them, then as sluice writes them to tracefs),
+/// and its resolved spec; and the resolved specs (or why a site has none).
+fn render_sites(
+    arch: Option<Arch>,
+    spec: &str,
+    parsed: &ProbeSpec<'_>,
+    debug: Option<&Path>,
+) -> Result<(String, Vec<Result<String, String>>), Failure> {
+    let (code, separate) = code_and_debug(spec, parsed, debug)?;
+    let info =
+        DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    check_arch(arch, spec, &code, info.arch())?;
+    let sites = info
+        .sites(parsed)
+        .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+    let mut out = String::new();
+    let mut specs = Vec::new();
     let kind = if parsed.kind().is_return() { 'r' } else { 'p' };
     for (n, site) in sites.iter().enumerate() {
         let _ = write!(
@@ -142,20 +272,20 @@ fn render_sites(
             let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(out, "fetch-args: {}", site.perf_fetch_args.join(" "));
-        let place = match &site.target {
-            ProbeTarget::User { path, offset, .. } => format!("{}:{offset:#x}", path.display()),
-            ProbeTarget::Kernel { func, offset } => format!("{func}+{offset}"),
-        };
+        let place = place_of(&site.target);
         let _ = writeln!(out, "tracefs: {kind} {place} {}", site.fetch_args.join(" "));
+        let resolved = debuginfo::resolved_spec(parsed, site).map_err(|e| e.to_string());
+        match &resolved {
+            Ok(r) => {
+                let _ = writeln!(out, "spec: {r}");
+            }
+            Err(e) => {
+                let _ = writeln!(out, "spec: none ({e})");
+            }
+        }
+        specs.push(resolved);
     }
-    Ok(out)
-}
-
-/// The architecture of the ELF file at `path`, if it has one sluice knows.
-fn elf_arch(path: &Path) -> Option<Arch> {
-    let bytes = std::fs::read(path).ok()?;
-    let elf = sluice_core::elf::Elf::parse(&bytes).ok()?;
-    Arch::from_machine(elf.header().machine)
+    Ok((out, specs))
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.

@@ -280,23 +280,16 @@ fn record(args: Args) -> Result<(), Failure> {
         out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
         error: None,
         count: 0,
+        buf: String::with_capacity(512),
+        comms: Comms::default(),
+        json: args.json,
     };
-    let mut comms = Comms::default();
-    let json_mode = args.json;
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
     let mut sink = |s: &Session, e: &Event| match e {
-        Event::Lost { source, cpu, lost } => {
-            if let Some(line) = format_lost(s, *source, *cpu, *lost, json_mode) {
-                lines.put(&line);
-            }
-        }
+        Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
         Event::Sample { source, sample } => {
-            pairer.push(*source, sample.clone(), &mut |item| {
-                if let Some(line) = format_item(s, &item, json_mode, &mut comms) {
-                    lines.put(&line);
-                }
-            });
+            pairer.push(*source, sample, &mut |item| lines.item(s, item));
         }
     };
     let ctl = RunControl {
@@ -308,11 +301,7 @@ fn record(args: Args) -> Result<(), Failure> {
     let stop = session
         .run(ctl, &mut sink)
         .map_err(|e| session_failure(&e))?;
-    pairer.flush(&mut |item| {
-        if let Some(line) = format_item(&session, &item, json_mode, &mut comms) {
-            lines.put(&line);
-        }
-    });
+    pairer.flush(&mut |item| lines.item(&session, item));
     let mut write_error = lines.error.take();
     if let Err(e) = lines.out.flush() {
         write_error.get_or_insert(e);
@@ -372,107 +361,94 @@ fn record(args: Args) -> Result<(), Failure> {
     }
 }
 
-/// The output lines and the first write error.
+/// The output lines and the first write error; each line is built in one reused buffer.
 struct Lines {
     out: std::io::BufWriter<Box<dyn std::io::Write>>,
     error: Option<std::io::Error>,
     count: u64,
+    buf: String,
+    comms: Comms,
+    json: bool,
 }
 
 impl Lines {
-    fn put(&mut self, line: &str) {
-        if let Err(e) = writeln!(self.out, "{line}") {
+    /// Writes the line in `buf` and empties it.
+    fn put(&mut self) {
+        self.buf.push('\n');
+        if let Err(e) = self.out.write_all(self.buf.as_bytes()) {
             self.error.get_or_insert(e);
         }
+        self.buf.clear();
         self.count += 1;
         // Readers (a terminal, a pipe, `tail -f FILE`) see lines as they come.
         if self.count % 64 == 0 {
             let _ = self.out.flush();
         }
     }
-}
 
-fn format_lost(
-    s: &Session,
-    source: usize,
-    cpu: Option<u32>,
-    lost: u64,
-    json_mode: bool,
-) -> Option<String> {
-    let name = s.sources().get(source).map_or("?", |x| x.name.as_str());
-    if json_mode {
-        Some(json::lost_line(name, cpu, lost))
-    } else {
-        eprintln!(
-            "sluice: LOST {lost} records of {name} on CPU {}",
-            cpu.map_or_else(|| "?".into(), |c| c.to_string())
-        );
-        None
-    }
-}
-
-fn format_item(s: &Session, item: &Item, json_mode: bool, comms: &mut Comms) -> Option<String> {
-    match item {
-        Item::One((source, sample)) => format_sample(s, *source, sample, json_mode, comms),
-        Item::Pair { output, trace } => {
-            let (SourceKind::Trace { format, .. }, SourceKind::Output { map }) = (
-                &s.sources().get(trace.0)?.kind,
-                &s.sources().get(output.0)?.kind,
-            ) else {
-                return None;
-            };
-            let fields = output::decode(format, &trace.1.raw);
-            let t = format_sample(s, trace.0, &trace.1, json_mode, comms)?;
-            Some(if json_mode {
-                let o = format_sample(s, output.0, &output.1, json_mode, comms)?;
-                json::pair_line(&t, &o, &output.1.raw, &fields)
-            } else {
-                text::pair_line(&t, map, &output.1.raw, &fields)
-            })
-        }
-    }
-}
-
-fn format_sample(
-    s: &Session,
-    source: usize,
-    sample: &sluice_runtime::ring::SampleEvent,
-    json_mode: bool,
-    comms: &mut Comms,
-) -> Option<String> {
-    let src = s.sources().get(source)?;
-    let comm = comms.get(sample.pid, sample.tid);
-    match &src.kind {
-        SourceKind::Trace { format, .. } => {
-            let fields = output::decode(format, &sample.raw);
-            Some(if json_mode {
-                let h = head(&comm, sample, &src.name);
-                json::trace_line(&h, sample.ip, &fields)
-            } else {
-                let h = text::head(
-                    &comm,
-                    sample.pid,
-                    sample.tid,
-                    sample.cpu,
-                    sample.time,
-                    &src.name,
-                );
-                text::trace_line(&h, sample.ip, &fields)
-            })
-        }
-        SourceKind::Output { map } => Some(if json_mode {
-            json::output_line(&head(&comm, sample, &src.name), map, &sample.raw)
+    fn lost(&mut self, s: &Session, source: usize, cpu: Option<u32>, lost: u64) {
+        let name = s.sources().get(source).map_or("?", |x| x.name.as_str());
+        if self.json {
+            json::lost_line(&mut self.buf, name, cpu, lost);
+            self.put();
         } else {
-            let h = text::head(
-                &comm,
-                sample.pid,
-                sample.tid,
-                sample.cpu,
-                sample.time,
-                &src.name,
+            eprintln!(
+                "sluice: LOST {lost} records of {name} on CPU {}",
+                cpu.map_or_else(|| "?".into(), |c| c.to_string())
             );
-            text::output_line(&h, map, &sample.raw)
-        }),
+        }
+    }
+
+    fn item(&mut self, s: &Session, item: Item<'_>) {
+        let sources = s.sources();
+        let buf = &mut self.buf;
+        match item {
+            Item::One(source, sample) => {
+                let Some(src) = sources.get(source) else {
+                    return;
+                };
+                let h = head(self.comms.get(sample.pid, sample.tid), sample, &src.name);
+                match (&src.kind, self.json) {
+                    (SourceKind::Trace { format, .. }, json_mode) => {
+                        let fields = output::decode(format, &sample.raw);
+                        if json_mode {
+                            json::trace_line(buf, &h, sample.ip, &fields);
+                        } else {
+                            text::trace_line(buf, &h, sample.ip, &fields);
+                        }
+                    }
+                    (SourceKind::Output { map }, true) => {
+                        json::output_line(buf, &h, map, &sample.raw)
+                    }
+                    (SourceKind::Output { map }, false) => {
+                        text::output_line(buf, &h, map, &sample.raw)
+                    }
+                }
+            }
+            Item::Pair { output, trace } => {
+                let (Some(t_src), Some(o_src)) = (sources.get(trace.0), sources.get(output.0))
+                else {
+                    return;
+                };
+                let (SourceKind::Trace { format, .. }, SourceKind::Output { map }) =
+                    (&t_src.kind, &o_src.kind)
+                else {
+                    return;
+                };
+                let fields = output::decode(format, &trace.1.raw);
+                let t = trace.1;
+                let comm = self.comms.get(t.pid, t.tid);
+                let th = head(comm, t, &t_src.name);
+                let raw = &output.1.raw;
+                if self.json {
+                    let oh = head(comm, output.1, &o_src.name);
+                    json::pair_line(buf, (&th, t.ip), &fields, (&oh, map), raw);
+                } else {
+                    text::pair_line(buf, (&th, t.ip), &fields, map, raw);
+                }
+            }
+        }
+        self.put();
     }
 }
 
@@ -480,8 +456,8 @@ fn head<'a>(
     comm: &'a str,
     s: &sluice_runtime::ring::SampleEvent,
     event: &'a str,
-) -> json::Head<'a> {
-    json::Head {
+) -> output::Head<'a> {
+    output::Head {
         comm,
         pid: s.pid,
         tid: s.tid,

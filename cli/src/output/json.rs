@@ -1,41 +1,49 @@
 //! One JSON object per line, hand-serialised (no serde in the binary).
 
-use std::fmt::Write as _;
+use super::{decimal_into, hex_into, hex_u64_into, payload_text, signed_into, Head, Value};
 
-use super::{hex, payload_text, Value};
-
-/// A JSON string literal of `s`.
-pub fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+/// Appends `s` as a JSON string literal to `out`.
+pub fn string_into(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    let mut plain = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(s.get(plain..i).unwrap_or_default());
+        plain = i + c.len_utf8();
+        if escape.is_empty() {
+            out.push_str("\\u00");
+            hex_into(out, &[c as u8]);
+        } else {
+            out.push_str(escape);
         }
     }
+    out.push_str(s.get(plain..).unwrap_or_default());
     out.push('"');
-    out
 }
 
 fn value(out: &mut String, v: &Value) {
     match v {
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
+        Value::Int(i) => signed_into(out, *i),
+        Value::UInt(u) => decimal_into(out, *u),
+        Value::Hex(h) => {
+            out.push('"');
+            hex_u64_into(out, *h);
+            out.push('"');
         }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
+        Value::Str(s) => string_into(out, s),
+        Value::Bytes(b) => {
+            out.push('"');
+            hex_into(out, b);
+            out.push('"');
         }
-        Value::Hex(h) => out.push_str(&string(&format!("{h:#x}"))),
-        Value::Str(s) => out.push_str(&string(s)),
-        Value::Bytes(b) => out.push_str(&string(&hex(b))),
         Value::List(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -50,92 +58,106 @@ fn value(out: &mut String, v: &Value) {
     }
 }
 
-/// The members every sample line starts with.
-pub struct Head<'a> {
-    /// Process name.
-    pub comm: &'a str,
-    /// Process id.
-    pub pid: Option<u32>,
-    /// Thread id.
-    pub tid: Option<u32>,
-    /// CPU.
-    pub cpu: Option<u32>,
-    /// Perf timestamp, ns.
-    pub time: Option<u64>,
-    /// `GROUP:EVENT` or `bpf-output:MAP`.
-    pub event: &'a str,
-}
-
-fn head(h: &Head<'_>) -> String {
-    let n = |v: Option<u32>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
-    format!(
-        "{{\"type\":\"sample\",\"event\":{},\"comm\":{},\"pid\":{},\"tid\":{},\"cpu\":{},\"time\":{}",
-        string(h.event),
-        string(h.comm),
-        n(h.pid),
-        n(h.tid),
-        n(h.cpu),
-        h.time.map_or_else(|| "null".to_owned(), |t| t.to_string())
-    )
-}
-
-/// A trace sample with its decoded fields.
-pub fn trace_line(h: &Head<'_>, ip: Option<u64>, fields: &[(String, Value)]) -> String {
-    let mut s = head(h);
-    if let Some(ip) = ip {
-        let _ = write!(s, ",\"ip\":{}", string(&format!("{ip:#x}")));
+fn number(out: &mut String, v: Option<u64>) {
+    match v {
+        Some(v) => decimal_into(out, v),
+        None => out.push_str("null"),
     }
-    s.push_str(",\"fields\":{");
+}
+
+fn head(out: &mut String, h: &Head<'_>) {
+    out.push_str("{\"type\":\"sample\",\"event\":");
+    string_into(out, h.event);
+    out.push_str(",\"comm\":");
+    string_into(out, h.comm);
+    out.push_str(",\"pid\":");
+    number(out, h.pid.map(u64::from));
+    out.push_str(",\"tid\":");
+    number(out, h.tid.map(u64::from));
+    out.push_str(",\"cpu\":");
+    number(out, h.cpu.map(u64::from));
+    out.push_str(",\"time\":");
+    number(out, h.time);
+}
+
+fn trace_members(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&str, Value)]) {
+    head(out, h);
+    if let Some(ip) = ip {
+        out.push_str(",\"ip\":\"");
+        hex_u64_into(out, ip);
+        out.push('"');
+    }
+    out.push_str(",\"fields\":{");
     for (i, (name, v)) in fields.iter().enumerate() {
         if i > 0 {
-            s.push(',');
+            out.push(',');
         }
-        s.push_str(&string(name));
-        s.push(':');
-        value(&mut s, v);
+        string_into(out, name);
+        out.push(':');
+        value(out, v);
     }
-    s.push_str("}}");
-    s
+    out.push('}');
 }
 
-/// A bpf-output sample.
-pub fn output_line(h: &Head<'_>, map: &str, raw: &[u8]) -> String {
-    let mut s = head(h);
-    let _ = write!(
-        s,
-        ",\"map\":{},\"size\":{},\"data\":{}",
-        string(map),
-        raw.len(),
-        string(&hex(raw))
-    );
+fn output_members(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
+    head(out, h);
+    out.push_str(",\"map\":");
+    string_into(out, map);
+    out.push_str(",\"size\":");
+    decimal_into(out, raw.len() as u64);
+    out.push_str(",\"data\":\"");
+    hex_into(out, raw);
+    out.push('"');
     if let Some(t) = payload_text(raw) {
-        let _ = write!(s, ",\"str\":{}", string(&t));
+        out.push_str(",\"str\":");
+        string_into(out, t);
     }
-    s.push('}');
-    s
 }
 
-/// A bpf-output and the trace sample of the same hit ([`super::pair`]):
-/// `{"type":"pair","sample":TRACE,"output":OUTPUT}`, the two lines as [`trace_line`] and
+/// Appends a trace sample with its decoded fields.
+pub fn trace_line(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&str, Value)]) {
+    trace_members(out, h, ip, fields);
+    out.push('}');
+}
+
+/// Appends a bpf-output sample.
+pub fn output_line(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
+    output_members(out, h, map, raw);
+    out.push('}');
+}
+
+/// Appends a bpf-output and the trace sample of the same hit ([`super::pair`]):
+/// `{"type":"pair","sample":TRACE,"output":OUTPUT}`, the two objects as [`trace_line`] and
 /// [`output_line`] make them, the output with `"words"`: its payload typed by the
 /// sample's fields ([`super::pair::words`]; `null` when it is not whole words).
-pub fn pair_line(trace: &str, output: &str, raw: &[u8], fields: &[(String, Value)]) -> String {
-    let mut words = String::new();
+pub fn pair_line(
+    out: &mut String,
+    trace: (&Head<'_>, Option<u64>),
+    fields: &[(&str, Value)],
+    output: (&Head<'_>, &str),
+    raw: &[u8],
+) {
+    out.push_str("{\"type\":\"pair\",\"sample\":");
+    trace_line(out, trace.0, trace.1, fields);
+    out.push_str(",\"output\":");
+    output_members(out, output.0, output.1, raw);
+    out.push_str(",\"words\":");
     match super::pair::words(raw, fields) {
-        Some(w) => value(&mut words, &Value::List(w)),
-        None => words.push_str("null"),
+        Some(w) => value(out, &Value::List(w)),
+        None => out.push_str("null"),
     }
-    let output = output.strip_suffix('}').unwrap_or(output);
-    format!("{{\"type\":\"pair\",\"sample\":{trace},\"output\":{output},\"words\":{words}}}}}")
+    out.push_str("}}");
 }
 
-/// A LOST record.
-pub fn lost_line(event: &str, cpu: Option<u32>, lost: u64) -> String {
-    format!(
-        "{{\"type\":\"lost\",\"event\":{},\"cpu\":{},\"lost\":{lost}}}",
-        string(event),
-        cpu.map_or_else(|| "null".to_owned(), |c| c.to_string())
-    )
+/// Appends a LOST record.
+pub fn lost_line(out: &mut String, event: &str, cpu: Option<u32>, lost: u64) {
+    out.push_str("{\"type\":\"lost\",\"event\":");
+    string_into(out, event);
+    out.push_str(",\"cpu\":");
+    number(out, cpu.map(u64::from));
+    out.push_str(",\"lost\":");
+    decimal_into(out, lost);
+    out.push('}');
 }
 
 #[cfg(test)]
@@ -143,9 +165,21 @@ pub fn lost_line(event: &str, cpu: Option<u32>, lost: u64) -> String {
 mod tests {
     use super::*;
 
+    fn line(f: impl FnOnce(&mut String)) -> String {
+        let mut s = String::new();
+        f(&mut s);
+        s
+    }
+
+    fn string(s: &str) -> String {
+        line(|o| string_into(o, s))
+    }
+
     #[test]
     fn strings_escape() {
         assert_eq!(string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+        assert_eq!(string("é\u{1f}x"), "\"é\\u001fx\"");
+        assert_eq!(string(""), "\"\"");
     }
 
     #[test]
@@ -158,21 +192,26 @@ mod tests {
             time: Some(5),
             event: "a:b",
         };
+        let head = "\"type\":\"sample\",\"event\":\"a:b\",\"comm\":\"cat\",\"pid\":1,\"tid\":2,\"cpu\":0,\"time\":5";
+        let x = [("x", Value::List(vec![Value::Int(-1), Value::Missing]))];
         assert_eq!(
-            trace_line(&h, None, &[("x".into(), Value::List(vec![Value::Int(-1), Value::Missing]))]),
-            "{\"type\":\"sample\",\"event\":\"a:b\",\"comm\":\"cat\",\"pid\":1,\"tid\":2,\"cpu\":0,\"time\":5,\"fields\":{\"x\":[-1,null]}}"
+            line(|s| trace_line(s, &h, Some(0x10), &x)),
+            format!("{{{head},\"ip\":\"0x10\",\"fields\":{{\"x\":[-1,null]}}}}")
+        );
+        let a = [("a", Value::Int(5))];
+        assert_eq!(
+            line(|s| pair_line(s, (&h, None), &a, (&h, "m"), &5u64.to_ne_bytes())),
+            format!(
+                "{{\"type\":\"pair\",\"sample\":{{{head},\"fields\":{{\"a\":5}}}},\
+                 \"output\":{{{head},\"map\":\"m\",\"size\":8,\"data\":\"0500000000000000\",\"words\":[5]}}}}"
+            )
         );
         assert_eq!(
-            pair_line(
-                "{\"t\":1}",
-                "{\"o\":2}",
-                &5u64.to_ne_bytes(),
-                &[("a".into(), Value::Int(5))]
-            ),
-            "{\"type\":\"pair\",\"sample\":{\"t\":1},\"output\":{\"o\":2,\"words\":[5]}}"
+            line(|s| output_line(s, &h, "m", b"ab\0")),
+            format!("{{{head},\"map\":\"m\",\"size\":3,\"data\":\"616200\",\"str\":\"ab\"}}")
         );
         assert_eq!(
-            lost_line("e", Some(3), 9),
+            line(|s| lost_line(s, "e", Some(3), 9)),
             "{\"type\":\"lost\",\"event\":\"e\",\"cpu\":3,\"lost\":9}"
         );
     }

@@ -30,14 +30,34 @@ pub enum Value {
     Missing,
 }
 
+/// A sample's decoded fields: name (borrowed from the event's format) and value.
+pub type Fields<'f> = Vec<(&'f str, Value)>;
+
 /// The fields of `raw` laid out by `format`, the `common_*` ones left out.
-pub fn decode(format: &EventFormat, raw: &[u8]) -> Vec<(String, Value)> {
+pub fn decode<'f>(format: &'f EventFormat, raw: &[u8]) -> Fields<'f> {
     format
         .fields
         .iter()
         .filter(|f| !f.name.starts_with("common_"))
-        .map(|f| (f.name.clone(), field_value(f, raw)))
+        .map(|f| (f.name.as_str(), field_value(f, raw)))
         .collect()
+}
+
+/// The members every sample line starts with, in text and in JSON.
+#[derive(Clone, Copy, Debug)]
+pub struct Head<'a> {
+    /// Process name.
+    pub comm: &'a str,
+    /// Process id.
+    pub pid: Option<u32>,
+    /// Thread id.
+    pub tid: Option<u32>,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// Perf timestamp, ns.
+    pub time: Option<u64>,
+    /// `GROUP:EVENT` or `bpf-output:MAP`.
+    pub event: &'a str,
 }
 
 fn is_char(f: &Field) -> bool {
@@ -107,21 +127,83 @@ pub fn until_nul(b: &[u8]) -> String {
 
 /// The printable text at the start of a bpf-output payload, if it is one: non-empty,
 /// printable ASCII up to a NUL.
-pub fn payload_text(b: &[u8]) -> Option<String> {
+pub fn payload_text(b: &[u8]) -> Option<&str> {
     let end = b.iter().position(|&c| c == 0)?;
     let text = b.get(..end)?;
-    (!text.is_empty() && text.iter().all(|c| (0x20..0x7f).contains(c)))
-        .then(|| String::from_utf8_lossy(text).into_owned())
+    if text.is_empty() || !text.iter().all(|c| (0x20..0x7f).contains(c)) {
+        return None;
+    }
+    std::str::from_utf8(text).ok()
 }
 
-/// Lower-case hex of `b`.
-pub fn hex(b: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
+/// The lower-case hex digit of `n` (0..16).
+fn hex_digit(n: u8) -> u8 {
+    if n < 10 {
+        b'0' + n
+    } else {
+        b'a' + (n - 10)
     }
-    s
+}
+
+/// Appends the lower-case hex of `b` to `out`.
+pub fn hex_into(out: &mut String, b: &[u8]) {
+    out.reserve(b.len() * 2);
+    // Through a stack chunk and one `push_str` each: per-`char` pushes cost as much again.
+    let mut chunk = [0u8; 128];
+    for part in b.chunks(chunk.len() / 2) {
+        for (pair, &x) in chunk.chunks_exact_mut(2).zip(part) {
+            if let [hi, lo] = pair {
+                *hi = hex_digit(x >> 4);
+                *lo = hex_digit(x & 0xf);
+            }
+        }
+        ascii_into(out, chunk.get(..part.len() * 2).unwrap_or_default());
+    }
+}
+
+/// Appends ASCII bytes (digits made here) to `out`.
+fn ascii_into(out: &mut String, ascii: &[u8]) {
+    out.push_str(std::str::from_utf8(ascii).unwrap_or("?"));
+}
+
+/// The decimal digits of `v`, written at the end of `buf`.
+pub fn decimal_digits(v: u64, buf: &mut [u8; 20]) -> &str {
+    let mut v = v;
+    let mut n = 0;
+    for d in buf.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+        n += 1;
+        if v == 0 {
+            break;
+        }
+    }
+    let digits = buf.get(buf.len() - n..).unwrap_or_default();
+    std::str::from_utf8(digits).unwrap_or("?")
+}
+
+/// Appends `v` in decimal to `out` (no `fmt` machinery: this runs per field per sample).
+pub fn decimal_into(out: &mut String, v: u64) {
+    out.push_str(decimal_digits(v, &mut [0; 20]));
+}
+
+/// Appends `v` in decimal, with its sign, to `out`.
+pub fn signed_into(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    decimal_into(out, v.unsigned_abs());
+}
+
+/// Appends `0x` and the shortest lower-case hex of `v` to `out` (as `{:#x}` prints it).
+pub fn hex_u64_into(out: &mut String, v: u64) {
+    let mut buf = [b'0'; 16];
+    let digits = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
+    for (i, d) in buf.iter_mut().rev().take(digits).enumerate() {
+        *d = hex_digit(((v >> (i * 4)) & 0xf) as u8);
+    }
+    out.push_str("0x");
+    ascii_into(out, buf.get(16 - digits..).unwrap_or_default());
 }
 
 /// Process names by pid, read once from `/proc/PID/comm` (perf learns them from COMM
@@ -133,21 +215,18 @@ pub struct Comms {
 
 impl Comms {
     /// The name of `tid` (its thread's name, else its process's).
-    pub fn get(&mut self, pid: Option<u32>, tid: Option<u32>) -> String {
+    pub fn get(&mut self, pid: Option<u32>, tid: Option<u32>) -> &str {
         let key = tid.or(pid).unwrap_or(0);
-        self.names
-            .entry(key)
-            .or_insert_with(|| {
-                let read = |p: u32| {
-                    std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .ok()
-                        .map(|s| s.trim_end().to_owned())
-                };
-                tid.and_then(read)
-                    .or_else(|| pid.and_then(read))
-                    .unwrap_or_else(|| format!(":{key}"))
-            })
-            .clone()
+        self.names.entry(key).or_insert_with(|| {
+            let read = |p: u32| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .ok()
+                    .map(|s| s.trim_end().to_owned())
+            };
+            tid.and_then(read)
+                .or_else(|| pid.and_then(read))
+                .unwrap_or_else(|| format!(":{key}"))
+        })
     }
 }
 
@@ -185,14 +264,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ("nr".into(), Value::Int(-3)),
-                ("filename".into(), Value::Hex(0xdead_beef)),
-                ("comm".into(), Value::Str("cat".into())),
-                ("name".into(), Value::Str("/etc".into())),
-                (
-                    "args".into(),
-                    Value::List(vec![Value::UInt(1), Value::UInt(2)])
-                ),
+                ("nr", Value::Int(-3)),
+                ("filename", Value::Hex(0xdead_beef)),
+                ("comm", Value::Str("cat".into())),
+                ("name", Value::Str("/etc".into())),
+                ("args", Value::List(vec![Value::UInt(1), Value::UInt(2)])),
             ]
         );
     }
@@ -205,15 +281,46 @@ mod tests {
         }
         let mut r = raw();
         r[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
-        assert!(decode(&f, &r).contains(&("name".into(), Value::Missing)));
-        assert_eq!(decode(&f, &[])[0], ("nr".into(), Value::Missing));
+        assert!(decode(&f, &r).contains(&("name", Value::Missing)));
+        assert_eq!(decode(&f, &[])[0], ("nr", Value::Missing));
     }
 
     #[test]
     fn payload_text_only_when_printable() {
-        assert_eq!(payload_text(b"/etc/x\0\0").as_deref(), Some("/etc/x"));
+        assert_eq!(payload_text(b"/etc/x\0\0"), Some("/etc/x"));
         assert_eq!(payload_text(b"\x01\x02\0"), None);
         assert_eq!(payload_text(b"no nul"), None);
-        assert_eq!(hex(&[0, 0xab]), "00ab");
+        let mut s = String::new();
+        hex_into(&mut s, &[0, 0xab]);
+        assert_eq!(s, "00ab");
+    }
+
+    #[test]
+    fn numbers_print_as_fmt_does() {
+        for v in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            255,
+            4096,
+            0xdead_beef,
+            u64::MAX,
+            u64::MAX / 3,
+        ] {
+            let mut s = String::new();
+            decimal_into(&mut s, v);
+            assert_eq!(s, v.to_string());
+            s.clear();
+            hex_u64_into(&mut s, v);
+            assert_eq!(s, format!("{v:#x}"));
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX, -4096] {
+            let mut s = String::new();
+            signed_into(&mut s, v);
+            assert_eq!(s, v.to_string());
+        }
     }
 }

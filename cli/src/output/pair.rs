@@ -52,18 +52,25 @@ enum Role {
 /// A sample and the index of its source in [`Session::sources`](sluice_runtime::session::Session::sources).
 pub type Sourced = (usize, SampleEvent);
 
-/// What to print, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Item {
+/// What to print, in order: samples borrowed for the time of the call (only the outputs
+/// held back for pairing are copied).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item<'s> {
     /// A sample on its own.
-    One(Sourced),
+    One(usize, &'s SampleEvent),
     /// An output and the trace sample of the same hit.
     Pair {
         /// The bpf-output sample.
-        output: Sourced,
+        output: (usize, &'s SampleEvent),
         /// The trace sample.
-        trace: Sourced,
+        trace: (usize, &'s SampleEvent),
     },
+}
+
+impl<'s> Item<'s> {
+    fn one(s: &'s Sourced) -> Self {
+        Item::One(s.0, &s.1)
+    }
 }
 
 /// Pairs outputs with trace samples by the rule of the module docs.
@@ -114,7 +121,7 @@ impl Pairer {
     }
 
     /// Takes the next sample of source `source`; hands what can be printed now to `emit`.
-    pub fn push(&mut self, source: usize, sample: SampleEvent, emit: &mut dyn FnMut(Item)) {
+    pub fn push(&mut self, source: usize, sample: &SampleEvent, emit: &mut dyn FnMut(Item<'_>)) {
         // Outputs too old to pair with anything still to come print first, in order.
         if let Some(now) = sample.time {
             while let Some(at) = self
@@ -122,7 +129,7 @@ impl Pairer {
                 .iter()
                 .position(|(_, s)| s.time.is_none_or(|t| t.saturating_add(WINDOW_NS) < now))
             {
-                emit(Item::One(self.held.remove(at)));
+                emit(Item::one(&self.held.remove(at)));
             }
         }
         let earlier = self.take_held(sample.tid);
@@ -134,35 +141,35 @@ impl Pairer {
                 };
                 if close {
                     emit(Item::Pair {
-                        output: out,
+                        output: (out.0, &out.1),
                         trace: (source, sample),
                     });
                 } else {
-                    emit(Item::One(out));
-                    emit(Item::One((source, sample)));
+                    emit(Item::one(&out));
+                    emit(Item::One(source, sample));
                 }
             }
             (role, earlier) => {
                 if let Some(out) = earlier {
-                    emit(Item::One(out));
+                    emit(Item::one(&out));
                 }
                 if matches!(role, Role::Output(_)) && sample.tid.is_some() && pairable(&sample.raw)
                 {
                     if self.held.len() >= MAX_HELD && !self.held.is_empty() {
-                        emit(Item::One(self.held.remove(0)));
+                        emit(Item::one(&self.held.remove(0)));
                     }
-                    self.held.push((source, sample));
+                    self.held.push((source, sample.clone()));
                 } else {
-                    emit(Item::One((source, sample)));
+                    emit(Item::One(source, sample));
                 }
             }
         }
     }
 
     /// Prints everything held (at the end of a run).
-    pub fn flush(&mut self, emit: &mut dyn FnMut(Item)) {
+    pub fn flush(&mut self, emit: &mut dyn FnMut(Item<'_>)) {
         for h in self.held.drain(..) {
-            emit(Item::One(h));
+            emit(Item::one(&h));
         }
     }
 }
@@ -174,13 +181,13 @@ fn pairable(raw: &[u8]) -> bool {
 
 /// The payload as words typed by `fields` (module docs), or `None` when it is not whole
 /// words.
-pub fn words(raw: &[u8], fields: &[(String, Value)]) -> Option<Vec<Value>> {
+pub fn words(raw: &[u8], fields: &[(&str, Value)]) -> Option<Vec<Value>> {
     let whole = raw.len() / 8 * 8;
     let (body, pad) = raw.split_at_checked(whole)?;
     if body.is_empty() || pad.iter().any(|&b| b != 0) {
         return None;
     }
-    let mut typed = fields.iter().filter(|(n, _)| n != "__probe_ip");
+    let mut typed = fields.iter().filter(|(n, _)| *n != "__probe_ip");
     Some(
         body.chunks_exact(8)
             .map(|c| {
@@ -245,9 +252,9 @@ mod tests {
     fn run(input: &[(usize, u32, u64)]) -> Vec<String> {
         let mut p = Pairer::new(&sources());
         let mut got = Vec::new();
-        let mut emit = |i: Item| {
+        let mut emit = |i: Item<'_>| {
             got.push(match i {
-                Item::One((src, s)) => format!("{src}@{}", s.time.unwrap()),
+                Item::One(src, s) => format!("{src}@{}", s.time.unwrap()),
                 Item::Pair { output, trace } => format!(
                     "{}@{}+{}@{}",
                     output.0,
@@ -258,7 +265,7 @@ mod tests {
             });
         };
         for &(src, tid, time) in input {
-            p.push(src, s(tid, time), &mut emit);
+            p.push(src, &s(tid, time), &mut emit);
         }
         p.flush(&mut emit);
         got
@@ -310,10 +317,10 @@ mod tests {
         }
         raw.extend_from_slice(&[0; 4]);
         let fields = vec![
-            ("__probe_ip".into(), Value::UInt(1)),
-            ("a".into(), Value::Int(-3)),
-            ("b".into(), Value::UInt(250)),
-            ("p".into(), Value::Hex(7)),
+            ("__probe_ip", Value::UInt(1)),
+            ("a", Value::Int(-3)),
+            ("b", Value::UInt(250)),
+            ("p", Value::Hex(7)),
         ];
         assert_eq!(
             words(&raw, &fields).unwrap(),

@@ -1,50 +1,80 @@
 //! `perf script`-like lines: `COMM PID/TID [CPU] SECS.USECS: GROUP:EVENT: field=value ...`.
 
-use std::fmt::Write as _;
+use super::{
+    decimal_digits, decimal_into, hex_into, hex_u64_into, payload_text, signed_into, Head, Value,
+};
 
-use super::{hex, payload_text, Value};
-
-/// `SECS.USECS` of a perf timestamp in nanoseconds.
-pub fn timestamp(ns: Option<u64>) -> String {
+/// Appends `SECS.USECS` of a perf timestamp in nanoseconds.
+pub fn timestamp(out: &mut String, ns: Option<u64>) {
     let ns = ns.unwrap_or(0);
-    format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000)
+    decimal_into(out, ns / 1_000_000_000);
+    out.push('.');
+    let us = (ns % 1_000_000_000) / 1_000;
+    let mut six = [b'0'; 6];
+    for (d, scale) in six.iter_mut().zip([100_000, 10_000, 1_000, 100, 10, 1]) {
+        *d = b'0' + ((us / scale) % 10) as u8;
+    }
+    out.push_str(std::str::from_utf8(&six).unwrap_or("??????"));
 }
 
-/// The line's head: `COMM PID/TID [CPU] SECS.USECS: EVENT:`.
-pub fn head(
-    comm: &str,
-    pid: Option<u32>,
-    tid: Option<u32>,
-    cpu: Option<u32>,
-    time: Option<u64>,
-    event: &str,
-) -> String {
-    let n = |v: Option<u32>| v.map_or_else(|| "-1".to_owned(), |v| v.to_string());
-    format!(
-        "{comm:>16} {:>6}/{:<6} [{:03}] {}: {event}:",
-        n(pid),
-        n(tid),
-        cpu.unwrap_or(0),
-        timestamp(time)
-    )
+/// Appends `text` padded with spaces to `width`, on the left (`right`) or the right.
+fn padded(out: &mut String, text: &str, width: usize, right: bool) {
+    const SPACES: &str = "                ";
+    let pad = SPACES
+        .get(..width.saturating_sub(text.chars().count()))
+        .unwrap_or_default();
+    if right {
+        out.push_str(pad);
+        out.push_str(text);
+    } else {
+        out.push_str(text);
+        out.push_str(pad);
+    }
+}
+
+/// Appends the line's head: `COMM PID/TID [CPU] SECS.USECS: EVENT:`.
+pub fn head(out: &mut String, h: &Head<'_>) {
+    let id = |out: &mut String, v: Option<u32>, right: bool| {
+        let mut digits = [0; 20];
+        let text = match v {
+            Some(v) => decimal_digits(u64::from(v), &mut digits),
+            None => "-1",
+        };
+        padded(out, text, 6, right);
+    };
+    padded(out, h.comm, 16, true);
+    out.push(' ');
+    id(out, h.pid, true);
+    out.push('/');
+    id(out, h.tid, false);
+    out.push_str(" [");
+    let cpu = h.cpu.unwrap_or(0);
+    if cpu < 100 {
+        out.push('0');
+    }
+    if cpu < 10 {
+        out.push('0');
+    }
+    decimal_into(out, u64::from(cpu));
+    out.push_str("] ");
+    timestamp(out, h.time);
+    out.push_str(": ");
+    out.push_str(h.event);
+    out.push(':');
 }
 
 fn value(out: &mut String, v: &Value) {
     match v {
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::Hex(h) => {
-            let _ = write!(out, "{h:#x}");
-        }
+        Value::Int(i) => signed_into(out, *i),
+        Value::UInt(u) => decimal_into(out, *u),
+        Value::Hex(h) => hex_u64_into(out, *h),
         Value::Str(s) => {
+            use std::fmt::Write as _;
             let _ = write!(out, "{s:?}");
         }
         Value::Bytes(b) => {
-            let _ = write!(out, "0x{}", hex(b));
+            out.push_str("0x");
+            hex_into(out, b);
         }
         Value::List(items) => {
             out.push('[');
@@ -60,46 +90,63 @@ fn value(out: &mut String, v: &Value) {
     }
 }
 
-/// A trace sample: the head, then ` name=value` per field (IP first when sampled).
-pub fn trace_line(head: &str, ip: Option<u64>, fields: &[(String, Value)]) -> String {
-    let mut s = head.to_owned();
+/// Appends a trace sample: the head, then ` name=value` per field (IP first when sampled).
+pub fn trace_line(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&str, Value)]) {
+    head(out, h);
     if let Some(ip) = ip {
-        let _ = write!(s, " ip={ip:#x}");
+        out.push_str(" ip=");
+        hex_u64_into(out, ip);
     }
     for (name, v) in fields {
-        let _ = write!(s, " {name}=");
-        value(&mut s, v);
+        out.push(' ');
+        out.push_str(name);
+        out.push('=');
+        value(out, v);
     }
-    s
 }
 
-/// A bpf-output sample: the head, the map, the size, the bytes in hex, and the text when
-/// the payload starts with printable text.
-pub fn output_line(head: &str, map: &str, raw: &[u8]) -> String {
-    let mut s = format!("{head} map={map} size={} data={}", raw.len(), hex(raw));
+/// Appends a bpf-output sample: the head, the map, the size, the bytes in hex, and the
+/// text when the payload starts with printable text.
+pub fn output_line(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
+    head(out, h);
+    out.push_str(" map=");
+    out.push_str(map);
+    out.push_str(" size=");
+    decimal_into(out, raw.len() as u64);
+    out.push_str(" data=");
+    hex_into(out, raw);
     if let Some(t) = payload_text(raw) {
-        let _ = write!(s, " str={t:?}");
+        use std::fmt::Write as _;
+        let _ = write!(out, " str={t:?}");
     }
-    s
 }
 
-/// A bpf-output and the trace sample of the same hit ([`super::pair`]): the trace line,
-/// then ` | bpf(MAP): w0 w1 ...`, the payload's words typed by the sample's fields
+/// Appends a bpf-output and the trace sample of the same hit ([`super::pair`]): the trace
+/// line, then ` | bpf(MAP): w0 w1 ...`, the payload's words typed by the sample's fields
 /// ([`super::pair::words`]), or ` | bpf(MAP): data=HEX` when it is not whole words.
-pub fn pair_line(trace: &str, map: &str, raw: &[u8], fields: &[(String, Value)]) -> String {
-    let mut s = format!("{trace} | bpf({map}):");
+pub fn pair_line(
+    out: &mut String,
+    trace: (&Head<'_>, Option<u64>),
+    fields: &[(&str, Value)],
+    map: &str,
+    raw: &[u8],
+) {
+    trace_line(out, trace.0, trace.1, fields);
+    out.push_str(" | bpf(");
+    out.push_str(map);
+    out.push_str("):");
     match super::pair::words(raw, fields) {
         Some(words) => {
             for w in &words {
-                s.push(' ');
-                value(&mut s, w);
+                out.push(' ');
+                value(out, w);
             }
         }
         None => {
-            let _ = write!(s, " data={}", hex(raw));
+            out.push_str(" data=");
+            hex_into(out, raw);
         }
     }
-    s
 }
 
 #[cfg(test)]
@@ -107,45 +154,63 @@ pub fn pair_line(trace: &str, map: &str, raw: &[u8], fields: &[(String, Value)])
 mod tests {
     use super::*;
 
+    fn h(event: &str) -> Head<'_> {
+        Head {
+            comm: "cat",
+            pid: Some(12),
+            tid: Some(13),
+            cpu: Some(1),
+            time: Some(1_234_567_891_234),
+            event,
+        }
+    }
+
+    fn line(f: impl FnOnce(&mut String)) -> String {
+        let mut s = String::new();
+        f(&mut s);
+        s
+    }
+
     #[test]
     fn lines_look_like_perf_script() {
-        let h = head(
-            "cat",
-            Some(12),
-            Some(13),
-            Some(1),
-            Some(1_234_567_891_234),
-            "syscalls:sys_enter_openat",
-        );
+        let ev = "syscalls:sys_enter_openat";
         assert_eq!(
-            h,
+            line(|s| head(s, &h(ev))),
             "             cat     12/13     [001] 1234.567891: syscalls:sys_enter_openat:"
         );
-        let l = trace_line(
-            "h:",
-            None,
-            &[
-                ("dfd".into(), Value::Int(-100)),
-                ("f".into(), Value::Hex(16)),
-            ],
-        );
-        assert_eq!(l, "h: dfd=-100 f=0x10");
+        let unknown = Head {
+            comm: "a-very-long-command-name",
+            pid: None,
+            tid: Some(1_234_567),
+            cpu: Some(123),
+            time: Some(5_000),
+            event: "e",
+        };
         assert_eq!(
-            pair_line(
-                "h: a=-3 b=250",
-                "out",
-                &[(-3i64).to_ne_bytes(), 250u64.to_ne_bytes()].concat(),
-                &[("a".into(), Value::Int(-3)), ("b".into(), Value::UInt(250))]
-            ),
-            "h: a=-3 b=250 | bpf(out): -3 250"
+            line(|s| head(s, &unknown)),
+            format!(
+                "{:>16} {:>6}/{:<6} [{:03}] {}: e:",
+                "a-very-long-command-name", "-1", 1_234_567, 123, "0.000005"
+            )
+        );
+        let fields = [("dfd", Value::Int(-100)), ("f", Value::Hex(16))];
+        assert_eq!(
+            line(|s| trace_line(s, &h("e"), Some(0xff), &fields)),
+            "             cat     12/13     [001] 1234.567891: e: ip=0xff dfd=-100 f=0x10"
+        );
+        let fields = [("a", Value::Int(-3)), ("b", Value::UInt(250))];
+        let raw = [(-3i64).to_ne_bytes(), 250u64.to_ne_bytes()].concat();
+        assert_eq!(
+            line(|s| pair_line(s, (&h("e"), None), &fields, "out", &raw)),
+            "             cat     12/13     [001] 1234.567891: e: a=-3 b=250 | bpf(out): -3 250"
         );
         assert_eq!(
-            pair_line("h:", "out", b"ab\0", &[]),
-            "h: | bpf(out): data=616200"
+            line(|s| pair_line(s, (&h("e"), None), &[], "out", b"ab\0")),
+            "             cat     12/13     [001] 1234.567891: e: | bpf(out): data=616200"
         );
         assert_eq!(
-            output_line("h:", "m", b"ab\0"),
-            "h: map=m size=3 data=616200 str=\"ab\""
+            line(|s| output_line(s, &h("m"), "m", b"ab\0")),
+            "             cat     12/13     [001] 1234.567891: m: map=m size=3 data=616200 str=\"ab\""
         );
     }
 }

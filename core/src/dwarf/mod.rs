@@ -1,9 +1,12 @@
 //! DWARF resolution of probe points and argument locations (feature `dwarf`, uses `alloc`).
 //!
 //! ```text
-//! ELF (+ separate debug file) ──DebugSections::load──► .debug_* (inflated when compressed)
+//! ELF (+ separate debug file) ──DebugSections::load──► .debug_* (a compressed one inflated
+//!                                                      when first read)
+//! FUNC ──index (grep .debug_info for references to "FUNC")──► the units that may hold it
 //! FUNC[+OFF|:LINE|%return] ──Resolver::sites──► one ProbeSite per address (out-of-line
-//!                                               function, every inlined instance)
+//!                                               function, every inlined instance), those
+//!                                               units alone parsed
 //! ARG (var, var->m.n[2]) ──Resolver::resolve──► ArgLocation per site: register / global /
 //!                                               frame slot / constant, derefs, size, sign
 //! ArgLocation ──fetch_arg──► `+104(+248(%di)):u64`, as `perf probe` writes it
@@ -21,9 +24,15 @@
 //! lists (`.debug_loc`, `.debug_loclists`); `DW_OP_fbreg` goes through the frame base, and a
 //! `DW_OP_call_frame_cfa` frame base through the CFI (`.eh_frame`, `.debug_frame`).
 //!
+//! Lazy and indexed: nothing is parsed up front, a unit is parsed when a DIE of it is first
+//! read, and a function or global is looked for only in the units whose bytes reference its
+//! name (the module `index` says why that finds exactly what perf's walk over every unit
+//! finds, and when it falls back to that walk); [`Lookup::Exhaustive`] walks every unit.
+//!
 //! Debug info is untrusted: nothing here panics on it, and every walk that follows
 //! references (abstract origins, type chains, scopes) is bounded.
 
+mod index;
 mod location;
 mod resolve;
 mod sections;
@@ -33,7 +42,7 @@ use alloc::string::String;
 use core::fmt;
 
 pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
-pub use resolve::{ProbeSite, PrologueSkip, Resolver, MAX_DEPTH};
+pub use resolve::{Lookup, ProbeSite, PrologueSkip, Release, Resolver, MAX_DEPTH};
 pub use sections::{
     build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,
     MAX_INFLATED,

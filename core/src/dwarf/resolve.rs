@@ -1,11 +1,17 @@
 //! Probe points and variables: [`Resolver`].
 
+use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use gimli::constants as dw;
-use gimli::{AttributeValue, EndianSlice, Operation, RunTimeEndian, UnitOffset, UnwindSection};
+use gimli::{
+    AttributeValue, EndianSlice, Operation, RunTimeEndian, Section as _, UnitOffset, UnwindSection,
+};
 
+use core::cell::{OnceCell, RefCell};
+
+use super::index;
 use super::location::{ArgLocation, LocBase, ResolvedArg};
 use super::sections::{DebugSections, NAMES};
 use super::types::Kind;
@@ -99,26 +105,74 @@ enum Val {
     Memory(Start, Vec<i64>, i64),
 }
 
+/// How the resolver finds the units that may hold a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Lookup {
+    /// Grep `.debug_info` for references to the name's string and parse only the units
+    /// that hold one (see the module `index`); every unit when the file's forms do not
+    /// allow it.
+    #[default]
+    Indexed,
+    /// Parse every unit, as `perf probe` does: the reference the indexed path is tested
+    /// against.
+    Exhaustive,
+}
+
+/// A hook the resolver calls with each window of `.debug_info` it has grepped and will not
+/// read again in that pass: a caller that mapped the file can drop those pages.
+pub type Release<'s> = &'s dyn Fn(&[u8]);
+
+/// The units of `.debug_info`: their headers, found in one walk, and each unit parsed the
+/// first time a DIE of it is read.
+struct Units<'s> {
+    headers: Vec<gimli::UnitHeader<R<'s>>>,
+    /// Start of each unit in `.debug_info`, for `DW_FORM_ref_addr` and the grep's hits.
+    starts: Vec<usize>,
+    parsed: Vec<OnceCell<gimli::Unit<R<'s>>>>,
+}
+
 /// Resolves probe points and variable locations in one ELF file's DWARF.
+///
+/// Nothing is parsed up front: the unit headers are walked by the first lookup (in the same
+/// pass as its grep), a unit is parsed when a DIE of it is first read, and compressed
+/// sections other than those every lookup reads (`.debug_info`, `.debug_abbrev`, the
+/// strings, `.debug_line`, `.debug_addr`) are inflated when first needed.
 pub struct Resolver<'s> {
     arch: Arch,
     code: Elf<'s>,
+    debug: &'s DebugSections<'s>,
+    /// Every section but the location and range lists.
     dwarf: gimli::Dwarf<R<'s>>,
-    units: Vec<gimli::Unit<R<'s>>>,
-    /// Start of each unit in `.debug_info`, for `DW_FORM_ref_addr`.
-    unit_starts: Vec<usize>,
+    /// The same with the location and range lists, made when first needed.
+    lists: OnceCell<gimli::Dwarf<R<'s>>>,
+    units: OnceCell<Units<'s>>,
+    /// Candidate units per name already looked up.
+    candidates: RefCell<Vec<(Vec<u8>, Vec<usize>)>>,
+    /// Globals already looked up, per unit and name.
+    globals: RefCell<BTreeMap<(usize, String), Option<DieRef>>>,
+    lookup: Lookup,
+    /// Whether the abbreviations allow the grep (see `index::indexable`).
+    indexable: OnceCell<bool>,
+    release: Option<Release<'s>>,
     skip: PrologueSkip,
-    /// `.debug_frame`, when the code's `.eh_frame` does not cover an address.
-    debug_frame: &'s [u8],
+    endian: RunTimeEndian,
 }
+
+/// The sections the base [`gimli::Dwarf`] reads; the lists come later.
+const LIST_SECTIONS: [&str; 4] = [
+    ".debug_loc",
+    ".debug_loclists",
+    ".debug_ranges",
+    ".debug_rnglists",
+];
 
 impl<'s> Resolver<'s> {
     /// A resolver for the code in `code` described by `debug` (the same file's sections, or
-    /// a separate debug file's).
+    /// a separate debug file's). Cheap: it parses no unit.
     ///
     /// # Errors
     /// [`Error::UnknownMachine`] for an architecture without register tables;
-    /// [`Error::Dwarf`] when a unit header does not parse.
+    /// [`Error::Decompress`] when a compressed section every lookup reads does not inflate.
     pub fn new(code: &Elf<'s>, debug: &'s DebugSections<'_>) -> Result<Self, Error> {
         let machine = code.header().machine;
         let arch = Arch::from_machine(machine).ok_or(Error::UnknownMachine(machine))?;
@@ -127,36 +181,37 @@ impl<'s> Resolver<'s> {
         } else {
             RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<R<'s>, gimli::Error> {
-            let data = NAMES
-                .iter()
-                .position(|n| *n == id.name())
-                .and_then(|i| debug.data.get(i))
-                .map_or(&[][..], |c| c.as_ref());
-            Ok(EndianSlice::new(data, endian))
-        };
-        let dwarf = gimli::Dwarf::load(load).map_err(gimli_err("debug sections"))?;
-        let mut units = Vec::new();
-        let mut unit_starts = Vec::new();
-        let mut headers = dwarf.units();
-        while let Some(header) = headers.next().map_err(gimli_err("unit header"))? {
-            let start = header
-                .offset()
-                .as_debug_info_offset()
-                .map_or(usize::MAX, |o| o.0);
-            let unit = dwarf.unit(header).map_err(gimli_err("unit"))?;
-            units.push(unit);
-            unit_starts.push(start);
-        }
+        let dwarf = load_dwarf(debug, endian, false)?;
         Ok(Resolver {
             arch,
             code: *code,
+            debug,
             dwarf,
-            units,
-            unit_starts,
+            lists: OnceCell::new(),
+            units: OnceCell::new(),
+            candidates: RefCell::new(Vec::new()),
+            globals: RefCell::new(BTreeMap::new()),
+            lookup: Lookup::Indexed,
+            indexable: OnceCell::new(),
+            release: None,
             skip: PrologueSkip::Auto,
-            debug_frame: debug.section(".debug_frame"),
+            endian,
         })
+    }
+
+    /// The same resolver with another way of finding units (see [`Lookup`]).
+    #[must_use]
+    pub fn with_lookup(mut self, lookup: Lookup) -> Self {
+        self.lookup = lookup;
+        self
+    }
+
+    /// The same resolver calling `release` with each window of `.debug_info` its grep is
+    /// done with (see [`Release`]).
+    #[must_use]
+    pub fn with_release(mut self, release: Release<'s>) -> Self {
+        self.release = Some(release);
+        self
     }
 
     /// The same resolver with another prologue-skipping rule for `FUNC` alone.
@@ -172,10 +227,21 @@ impl<'s> Resolver<'s> {
         self.arch
     }
 
-    /// Number of compilation units.
+    /// Number of units in `.debug_info` (walks their headers the first time).
+    ///
+    /// # Errors
+    /// [`Error::Dwarf`] when a unit header does not parse.
+    pub fn unit_count(&self) -> Result<usize, Error> {
+        Ok(self.units()?.headers.len())
+    }
+
+    /// Number of units parsed so far: what the index saves is the difference to
+    /// [`Resolver::unit_count`].
     #[must_use]
-    pub fn unit_count(&self) -> usize {
-        self.units.len()
+    pub fn parsed_unit_count(&self) -> usize {
+        self.units
+            .get()
+            .map_or(0, |u| u.parsed.iter().filter(|c| c.get().is_some()).count())
     }
 
     /// The file offset of a link-time address: in the allocated section that holds it.
@@ -201,11 +267,137 @@ impl<'s> Resolver<'s> {
             .map(|off| address.wrapping_sub(off))
     }
 
+    /// The unit headers, walked once; when `grep` is given, the same pass over
+    /// `.debug_info` greps for its needles and returns the hit offsets.
+    fn walk(&self, grep: Option<&index::Needles>) -> Result<(&Units<'s>, Vec<usize>), Error> {
+        let info = self.dwarf.debug_info.reader().slice();
+        let mut hits = Vec::new();
+        let have = self.units.get();
+        if have.is_some() && grep.is_none() {
+            return Ok((self.units()?, hits));
+        }
+        let mut headers = Vec::new();
+        let mut starts = Vec::new();
+        let mut iter = self.dwarf.units();
+        let mut next_header = if have.is_some() { usize::MAX } else { 0 };
+        let overlap = grep.map_or(0, index::Needles::overlap);
+        let mut start = 0usize;
+        // Bounded: each window advances by WINDOW bytes, each header by its length.
+        loop {
+            let end = start.saturating_add(index::WINDOW).min(info.len());
+            while next_header < end {
+                match iter.next().map_err(gimli_err("unit header"))? {
+                    Some(h) => {
+                        let at = h
+                            .offset()
+                            .as_debug_info_offset()
+                            .map_or(usize::MAX, |o| o.0);
+                        next_header = at.saturating_add(h.length_including_self());
+                        starts.push(at);
+                        headers.push(h);
+                    }
+                    None => next_header = usize::MAX,
+                }
+            }
+            if let Some(n) = grep {
+                let hay = info
+                    .get(start..end.saturating_add(overlap).min(info.len()))
+                    .unwrap_or_default();
+                let before = hits.len();
+                n.grep(hay, end - start, &mut hits);
+                for h in hits.get_mut(before..).into_iter().flatten() {
+                    *h = h.saturating_add(start);
+                }
+            }
+            if let (Some(release), Some(done)) = (self.release, info.get(start..end)) {
+                release(done);
+            }
+            if end >= info.len() || (grep.is_none() && next_header == usize::MAX) {
+                break;
+            }
+            start = end;
+        }
+        if have.is_none() {
+            let parsed = headers.iter().map(|_| OnceCell::new()).collect();
+            let _ = self.units.set(Units {
+                headers,
+                starts,
+                parsed,
+            });
+        }
+        Ok((self.units()?, hits))
+    }
+
+    fn units(&self) -> Result<&Units<'s>, Error> {
+        if let Some(u) = self.units.get() {
+            return Ok(u);
+        }
+        self.walk(None).map(|(u, _)| u)
+    }
+
     pub(super) fn unit(&self, index: usize) -> Result<&gimli::Unit<R<'s>>, Error> {
-        self.units.get(index).ok_or(Error::Limit {
-            what: "unit index",
-            limit: self.units.len() as u32,
-        })
+        let units = self.units()?;
+        let (Some(cell), Some(header)) = (units.parsed.get(index), units.headers.get(index)) else {
+            return Err(Error::Limit {
+                what: "unit index",
+                limit: units.headers.len() as u32,
+            });
+        };
+        if let Some(u) = cell.get() {
+            return Ok(u);
+        }
+        let unit = self.dwarf.unit(*header).map_err(gimli_err("unit"))?;
+        Ok(cell.get_or_init(|| unit))
+    }
+
+    /// The DWARF with the location and range lists (inflated on first use).
+    fn lists(&self) -> Result<&gimli::Dwarf<R<'s>>, Error> {
+        if let Some(d) = self.lists.get() {
+            return Ok(d);
+        }
+        let d = load_dwarf(self.debug, self.endian, true)?;
+        Ok(self.lists.get_or_init(|| d))
+    }
+
+    /// The units that may hold a DIE named `name`, in `.debug_info` order: those the grep
+    /// hits (see the module `index`), or every unit.
+    fn candidate_units(&self, name: &[u8]) -> Result<Vec<usize>, Error> {
+        if let Some((_, c)) = self.candidates.borrow().iter().find(|(n, _)| n == name) {
+            return Ok(c.clone());
+        }
+        let indexable = self.lookup == Lookup::Indexed
+            && *self
+                .indexable
+                .get_or_init(|| index::indexable(self.dwarf.debug_abbrev.reader().slice()));
+        let needles = if indexable {
+            index::Needles::new(
+                name,
+                [
+                    self.dwarf.debug_str.reader().slice(),
+                    self.dwarf.debug_line_str.reader().slice(),
+                ],
+                self.endian == RunTimeEndian::Little,
+            )
+        } else {
+            None
+        };
+        let found = match &needles {
+            Some(n) => {
+                let (units, mut hits) = self.walk(Some(n))?;
+                hits.sort_unstable();
+                let mut c: Vec<usize> = hits
+                    .iter()
+                    .filter_map(|&h| index::unit_at(&units.starts, h))
+                    .collect();
+                c.dedup();
+                c
+            }
+            None => (0..self.units()?.headers.len()).collect(),
+        };
+        self.candidates
+            .borrow_mut()
+            .push((Vec::from(name), found.clone()));
+        Ok(found)
     }
 
     pub(super) fn entry(
@@ -237,12 +429,10 @@ impl<'s> Resolver<'s> {
                 (offset.0 < len).then_some(DieRef { unit: from, offset })
             }
             AttributeValue::DebugInfoRef(target) => {
-                let index = self
-                    .unit_starts
-                    .iter()
-                    .rposition(|&start| start <= target.0)?;
-                let unit = self.units.get(index)?;
-                let offset = target.to_unit_offset(&unit.header)?;
+                let units = self.units().ok()?;
+                let index = index::unit_at(&units.starts, target.0)?;
+                let header = units.headers.get(index)?;
+                let offset = target.to_unit_offset(header)?;
                 Some(DieRef {
                     unit: index,
                     offset,
@@ -339,7 +529,7 @@ impl<'s> Resolver<'s> {
             return Ok(out);
         }
         let mut iter = self
-            .dwarf
+            .lists()?
             .die_ranges(unit, &entry)
             .map_err(gimli_err("DIE ranges"))?;
         while let Some(r) = iter.next().map_err(gimli_err("DIE ranges"))? {
@@ -375,69 +565,110 @@ impl<'s> Resolver<'s> {
     /// instances, in `.debug_info` order.
     fn find_sites(&self, func: &str) -> Result<Vec<Site>, Error> {
         let mut sites = Vec::new();
-        for (index, unit) in self.units.iter().enumerate() {
-            let mut cursor = unit.entries();
-            let mut depth: isize = 0;
-            // Concrete subprograms enclosing the current DIE: (depth, DIE).
-            let mut outer: Vec<(isize, DieRef)> = Vec::new();
-            // Depths of the sites found that enclose the current DIE.
-            let mut inside: Vec<isize> = Vec::new();
-            while let Some((delta, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
-                depth = depth.saturating_add(delta);
-                while outer.last().is_some_and(|(d, _)| *d >= depth) {
-                    outer.pop();
-                }
-                while inside.last().is_some_and(|d| *d >= depth) {
-                    inside.pop();
-                }
-                let tag = entry.tag();
-                if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
-                    continue;
-                }
-                let die = DieRef {
-                    unit: index,
-                    offset: entry.offset(),
-                };
-                let has_code = entry
-                    .attr_value(dw::DW_AT_low_pc)
-                    .map_err(gimli_err("DW_AT_low_pc"))?
-                    .is_some()
-                    || entry
-                        .attr_value(dw::DW_AT_ranges)
-                        .map_err(gimli_err("DW_AT_ranges"))?
-                        .is_some();
-                if tag == dw::DW_TAG_subprogram && has_code {
-                    outer.push((depth, die));
-                }
-                if !has_code {
-                    continue;
-                }
-                // Cheap test first: the DIE's own name; else follow its origin.
-                let name = match entry
-                    .attr_value(dw::DW_AT_name)
-                    .map_err(gimli_err("DW_AT_name"))?
-                {
-                    Some(v) => Some(self.string(unit, v)?),
-                    None => self.name_of(die)?,
-                };
-                if name != Some(func.as_bytes()) {
-                    continue;
-                }
-                let nested = !inside.is_empty();
-                inside.push(depth);
-                if nested {
-                    // GCC's partial inlining puts a copy of a function inside its own
-                    // out-of-line body; like perf, probe the function once there.
-                    continue;
-                }
-                sites.push(Site {
-                    die,
-                    outer: outer.last().map(|(_, d)| *d),
-                    inlined: tag == dw::DW_TAG_inlined_subroutine,
-                });
-            }
+        for index in self.candidate_units(func.as_bytes())? {
+            self.unit_sites(index, func.as_bytes(), &mut sites)?;
         }
         Ok(sites)
+    }
+
+    /// The sites of `func` in one unit. A raw walk: only subprograms and inlined
+    /// subroutines have their attributes read, every other DIE's are skipped by their
+    /// forms' sizes, and a name reached through an origin is looked up once per origin.
+    fn unit_sites(&self, index: usize, func: &[u8], sites: &mut Vec<Site>) -> Result<(), Error> {
+        let unit = self.unit(index)?;
+        let mut raw = unit.entries_raw(None).map_err(gimli_err("DIE tree"))?;
+        // Concrete subprograms enclosing the current DIE: (depth, DIE).
+        let mut outer: Vec<(isize, DieRef)> = Vec::new();
+        // Depths of the sites found that enclose the current DIE.
+        let mut inside: Vec<isize> = Vec::new();
+        // Origins already looked up: whether their name is `func`.
+        let mut origins: BTreeMap<usize, bool> = BTreeMap::new();
+        // Bounded: every entry read consumes at least its abbreviation code.
+        while !raw.is_empty() {
+            let depth = raw.next_depth();
+            let offset = raw.next_offset();
+            let Some(abbrev) = raw.read_abbreviation().map_err(gimli_err("DIE tree"))? else {
+                continue;
+            };
+            while outer.last().is_some_and(|(d, _)| *d >= depth) {
+                outer.pop();
+            }
+            while inside.last().is_some_and(|d| *d >= depth) {
+                inside.pop();
+            }
+            let tag = abbrev.tag();
+            if tag != dw::DW_TAG_subprogram && tag != dw::DW_TAG_inlined_subroutine {
+                raw.skip_attributes(abbrev.attributes())
+                    .map_err(gimli_err("DIE attributes"))?;
+                continue;
+            }
+            let die = DieRef {
+                unit: index,
+                offset,
+            };
+            let (mut has_code, mut name, mut origin, mut spec) = (false, None, None, None);
+            for &a in abbrev.attributes() {
+                let attr = raw.read_attribute(a).map_err(gimli_err("DIE attributes"))?;
+                match attr.name() {
+                    dw::DW_AT_low_pc | dw::DW_AT_ranges => has_code = true,
+                    dw::DW_AT_name if name.is_none() => name = Some(attr.value()),
+                    dw::DW_AT_abstract_origin if origin.is_none() => origin = Some(attr.value()),
+                    dw::DW_AT_specification if spec.is_none() => spec = Some(attr.value()),
+                    _ => {}
+                }
+            }
+            if tag == dw::DW_TAG_subprogram && has_code {
+                outer.push((depth, die));
+            }
+            if !has_code {
+                continue;
+            }
+            // Cheap test first: the DIE's own name; else its origin's (once per origin).
+            let matches = match name {
+                Some(v) => self.string(unit, v)? == func,
+                None => match origin.or(spec).and_then(|v| self.reference(index, unit, v)) {
+                    None => false,
+                    Some(target) => {
+                        let key = self.die_key(target);
+                        match origins.get(&key) {
+                            Some(&m) => m,
+                            None => {
+                                let m = self.name_of(target)? == Some(func);
+                                origins.insert(key, m);
+                                m
+                            }
+                        }
+                    }
+                },
+            };
+            if !matches {
+                continue;
+            }
+            let nested = !inside.is_empty();
+            inside.push(depth);
+            if nested {
+                // GCC's partial inlining puts a copy of a function inside its own
+                // out-of-line body; like perf, probe the function once there.
+                continue;
+            }
+            sites.push(Site {
+                die,
+                outer: outer.last().map(|(_, d)| *d),
+                inlined: tag == dw::DW_TAG_inlined_subroutine,
+            });
+        }
+        Ok(())
+    }
+
+    /// A DIE's offset in `.debug_info` (a key unique across units).
+    fn die_key(&self, die: DieRef) -> usize {
+        let start = self
+            .units
+            .get()
+            .and_then(|u| u.starts.get(die.unit))
+            .copied()
+            .unwrap_or(0);
+        start.saturating_add(die.offset.0)
     }
 
     fn line_rows(&self, unit_index: usize) -> Result<Vec<LineRow>, Error> {
@@ -462,7 +693,7 @@ impl<'s> Resolver<'s> {
 
     /// The path of file `index` of a unit's line table, as bytes (its last component).
     fn file_name(&self, unit_index: usize, index: u64) -> Option<&'s [u8]> {
-        let unit = self.units.get(unit_index)?;
+        let unit = self.unit(unit_index).ok()?;
         let header = unit.line_program.as_ref()?.header();
         let file = header.file(index)?;
         let path = self.dwarf.attr_string(unit, file.path_name()).ok()?.slice();
@@ -641,8 +872,70 @@ impl<'s> Resolver<'s> {
         if sites.is_empty() {
             return Err(Error::FunctionNotFound(String::from(func)));
         }
-        let mut out = Vec::new();
+        self.resolve_in(func, &sites, place, args)
+    }
+
+    /// Every line of `func` with code (relative to its declaration, as `FUNC:LINE` counts
+    /// them), each with [`Resolver::resolve`]'s answer for `args` there: where the variables
+    /// of a probe can be fetched, the way `perf probe -V FUNC:LINE` tells for one line.
+    /// The function is looked up once.
+    ///
+    /// # Errors
+    /// [`Error::FunctionNotFound`]; errors of the debug info itself. Per line, the first
+    /// argument that does not resolve, as [`Resolver::resolve`].
+    #[allow(clippy::type_complexity)]
+    pub fn resolve_lines(
+        &self,
+        func: &str,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<(u32, Result<Vec<ProbeSite>, Error>)>, Error> {
+        let sites = self.find_sites(func)?;
+        if sites.is_empty() {
+            return Err(Error::FunctionNotFound(String::from(func)));
+        }
+        let mut lines: Vec<u32> = Vec::new();
         for site in &sites {
+            let Some(decl) = self.udata_of(site.die, dw::DW_AT_decl_line)? else {
+                continue;
+            };
+            let decl_file = self.udata_of(site.die, dw::DW_AT_decl_file)?;
+            let want_file = decl_file.and_then(|f| self.file_name(site.die.unit, f));
+            let ranges = self.ranges(site.die)?;
+            let inlines = self.nested_inline_ranges(site.die)?;
+            let inside = |a: u64, r: &[(u64, u64)]| r.iter().any(|&(b, e)| a >= b && a < e);
+            for r in self.line_rows(site.die.unit)? {
+                if !r.is_stmt || r.end_sequence || r.line < decl {
+                    continue;
+                }
+                if !inside(r.address, &ranges) || inside(r.address, &inlines) {
+                    continue;
+                }
+                if want_file.is_some() && self.file_name(site.die.unit, r.file) != want_file {
+                    continue;
+                }
+                if let Ok(rel) = u32::try_from(r.line - decl) {
+                    lines.push(rel);
+                }
+            }
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        Ok(lines
+            .into_iter()
+            .map(|rel| (rel, self.resolve_in(func, &sites, Place::Line(rel), args)))
+            .collect())
+    }
+
+    /// [`Resolver::resolve`] for sites already found.
+    fn resolve_in(
+        &self,
+        func: &str,
+        sites: &[Site],
+        place: Place,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<ProbeSite>, Error> {
+        let mut out = Vec::new();
+        for site in sites {
             for address in self.addresses(func, site, place)? {
                 let mut resolved = Vec::new();
                 for arg in args.iter().filter(|a| !a.is_err()) {
@@ -828,11 +1121,8 @@ impl<'s> Resolver<'s> {
     fn available(&self, site: &Site, pc: u64) -> Available {
         let mut seen: Vec<(u32, DieRef, &'s [u8])> = Vec::new();
         let _ = self.scope_variables(site.die, pc, 0, &mut seen);
-        // Innermost wins: drop an entry when a deeper one has the same name.
-        let shadowed = |i: usize, depth: u32, name: &[u8]| {
-            seen.iter()
-                .enumerate()
-                .any(|(j, &(d, _, n))| n == name && (d > depth || (d == depth && j < i)))
+        let shadowed = |i: usize, _depth: u32, name: &[u8]| {
+            seen.get(i).map(|&(_, d, _)| d) != innermost(&seen, name)
         };
         let mut out = Available::default();
         let mut push = |name: &[u8]| -> bool {
@@ -889,7 +1179,8 @@ impl<'s> Resolver<'s> {
     }
 
     /// Appends the named parameters and variables of `scope`, then of the lexical blocks
-    /// around `pc` in it (recursively), each with its nesting depth.
+    /// around `pc` in it (recursively), each with its nesting depth: the one walk both the
+    /// lookup of a variable ([`innermost`]) and the list of available ones read.
     fn scope_variables(
         &self,
         scope: DieRef,
@@ -942,12 +1233,18 @@ impl<'s> Resolver<'s> {
     /// The variable or parameter `name` visible at `pc` in `site`: the innermost lexical
     /// block's first, then the function's, then the unit's globals, then other units'.
     fn find_variable(&self, site: &Site, pc: u64, name: &str) -> Result<DieRef, Error> {
-        if let Some(d) = self.search_scope(site.die, pc, name, 0)? {
+        let mut seen = Vec::new();
+        self.scope_variables(site.die, pc, 0, &mut seen)?;
+        if let Some(d) = innermost(&seen, name.as_bytes()) {
             return Ok(d);
         }
-        // Globals: this unit first, then every other.
+        // Globals: this unit first, then every other that may name it.
         let mut order: Vec<usize> = alloc::vec![site.die.unit];
-        order.extend((0..self.units.len()).filter(|&u| u != site.die.unit));
+        order.extend(
+            self.candidate_units(name.as_bytes())?
+                .into_iter()
+                .filter(|&u| u != site.die.unit),
+        );
         let mut declared = None;
         for u in order {
             if let Some(d) = self.global(u, name)? {
@@ -968,53 +1265,6 @@ impl<'s> Resolver<'s> {
         })
     }
 
-    fn search_scope(
-        &self,
-        scope: DieRef,
-        pc: u64,
-        name: &str,
-        depth: u32,
-    ) -> Result<Option<DieRef>, Error> {
-        if depth > MAX_DEPTH {
-            return Err(Error::Limit {
-                what: "nested lexical blocks",
-                limit: MAX_DEPTH,
-            });
-        }
-        let unit = self.unit(scope.unit)?;
-        let mut tree = unit
-            .entries_tree(Some(scope.offset))
-            .map_err(gimli_err("scope"))?;
-        let root = tree.root().map_err(gimli_err("scope"))?;
-        let mut children = root.children();
-        let mut found = None;
-        let mut blocks = Vec::new();
-        while let Some(child) = children.next().map_err(gimli_err("scope child"))? {
-            let e = child.entry();
-            let die = DieRef {
-                unit: scope.unit,
-                offset: e.offset(),
-            };
-            match e.tag() {
-                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable
-                    if found.is_none() && self.name_of(die)? == Some(name.as_bytes()) =>
-                {
-                    found = Some(die);
-                }
-                dw::DW_TAG_lexical_block => blocks.push(die),
-                _ => {}
-            }
-        }
-        for block in blocks {
-            if self.ranges(block)?.iter().any(|&(b, e)| pc >= b && pc < e) {
-                if let Some(inner) = self.search_scope(block, pc, name, depth + 1)? {
-                    return Ok(Some(inner));
-                }
-            }
-        }
-        Ok(found)
-    }
-
     fn has_location(&self, die: DieRef) -> Result<bool, Error> {
         let (_, e) = self.entry(die)?;
         Ok(e.attr_value(dw::DW_AT_location)
@@ -1025,8 +1275,20 @@ impl<'s> Resolver<'s> {
                 .is_some())
     }
 
-    /// A unit-level variable `name` with a location (or a constant value).
+    /// A unit-level variable `name` with a location (or a constant value), else its
+    /// declaration. Remembered per unit and name: every site of a function inlined in many
+    /// places asks the same units for the same global.
     fn global(&self, unit_index: usize, name: &str) -> Result<Option<DieRef>, Error> {
+        let key = (unit_index, String::from(name));
+        if let Some(found) = self.globals.borrow().get(&key) {
+            return Ok(*found);
+        }
+        let found = self.global_uncached(unit_index, name)?;
+        self.globals.borrow_mut().insert(key, found);
+        Ok(found)
+    }
+
+    fn global_uncached(&self, unit_index: usize, name: &str) -> Result<Option<DieRef>, Error> {
         let unit = self.unit(unit_index)?;
         let mut tree = unit.entries_tree(None).map_err(gimli_err("unit"))?;
         let root = tree.root().map_err(gimli_err("unit"))?;
@@ -1076,7 +1338,7 @@ impl<'s> Resolver<'s> {
             Some(AttributeValue::Exprloc(expr)) => self.eval(site, unit, expr, pc, name),
             Some(v) => {
                 let mut iter = self
-                    .dwarf
+                    .lists()?
                     .attr_locations(unit, v)
                     .map_err(gimli_err("location list"))?
                     .ok_or(na("location attribute of an unknown form"))?;
@@ -1227,7 +1489,7 @@ impl<'s> Resolver<'s> {
             Some(AttributeValue::Exprloc(e)) => e,
             Some(v) => {
                 let mut iter = self
-                    .dwarf
+                    .lists()?
                     .attr_locations(unit, v)
                     .map_err(gimli_err("frame base list"))?
                     .ok_or(na("frame base of an unknown form"))?;
@@ -1246,7 +1508,7 @@ impl<'s> Resolver<'s> {
         let first = iter.next().map_err(gimli_err("frame base"))?;
         let second = iter.next().map_err(gimli_err("frame base"))?;
         match (first, second) {
-            (Some(Operation::CallFrameCFA), None) => self.cfa(pc, name),
+            (Some(Operation::CallFrameCFA), None) => self.cfa(unit.encoding(), pc, name),
             (Some(Operation::Register { register }), None) => {
                 Ok((Start::Reg(register.0, 0), Vec::new()))
             }
@@ -1262,7 +1524,12 @@ impl<'s> Resolver<'s> {
 
     /// The CFA at `pc` from `.eh_frame` (or `.debug_frame`): a register plus an offset, or
     /// the `DW_OP_bregN off; DW_OP_deref` expression of a realigned stack (i386 `main`).
-    fn cfa(&self, pc: u64, name: &str) -> Result<(Start, Vec<i64>), Error> {
+    fn cfa(
+        &self,
+        encoding: gimli::Encoding,
+        pc: u64,
+        name: &str,
+    ) -> Result<(Start, Vec<i64>), Error> {
         let na = |reason| Error::NotAvailable {
             name: String::from(name),
             pc,
@@ -1280,8 +1547,8 @@ impl<'s> Resolver<'s> {
                 .map(|(_, sh)| sh)
                 .find(|sh| self.code.section_name(sh) == n && sh.sh_type != SHT_NOBITS)
         };
-        let encoding = self.units.first().map(|u| u.encoding());
-        let address_size = encoding.map_or(8, |e| e.address_size);
+        let address_size = encoding.address_size;
+        let encoding = Some(encoding);
         let mut ctx = gimli::UnwindContext::new();
         if let Some(eh) = find(".eh_frame") {
             let mut bases = gimli::BaseAddresses::default().set_eh_frame(eh.addr);
@@ -1304,7 +1571,8 @@ impl<'s> Resolver<'s> {
                     .ok_or(na("a CFA expression this resolver does not evaluate"));
             }
         }
-        let mut section = gimli::DebugFrame::new(self.debug_frame, endian);
+        let debug_frame = self.debug.section(".debug_frame")?;
+        let mut section = gimli::DebugFrame::new(debug_frame, endian);
         section.set_address_size(address_size);
         let bases = gimli::BaseAddresses::default();
         let row = section
@@ -1313,6 +1581,48 @@ impl<'s> Resolver<'s> {
         let rule = row.cfa().clone();
         cfa_rule(&rule, &section, encoding)
             .ok_or(na("a CFA expression this resolver does not evaluate"))
+    }
+}
+
+/// The DIE `name` means among the scopes' variables `seen` (as `scope_variables` lists
+/// them): the innermost scope's wins, the first declared within one scope.
+fn innermost(seen: &[(u32, DieRef, &[u8])], name: &[u8]) -> Option<DieRef> {
+    let mut best: Option<(u32, DieRef)> = None;
+    for &(depth, die, n) in seen {
+        if n == name && best.is_none_or(|(d, _)| depth > d) {
+            best = Some((depth, die));
+        }
+    }
+    best.map(|(_, die)| die)
+}
+
+/// A [`gimli::Dwarf`] over `debug`'s sections; the location and range lists only when
+/// `lists` (they are inflated, when compressed, only then).
+fn load_dwarf<'s>(
+    debug: &'s DebugSections<'_>,
+    endian: RunTimeEndian,
+    lists: bool,
+) -> Result<gimli::Dwarf<R<'s>>, Error> {
+    let mut failed = None;
+    let load = |id: gimli::SectionId| -> Result<R<'s>, gimli::Error> {
+        let name = id.name();
+        let data = if !NAMES.contains(&name) || (!lists && LIST_SECTIONS.contains(&name)) {
+            &[][..]
+        } else {
+            match debug.section(name) {
+                Ok(d) => d,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    &[][..]
+                }
+            }
+        };
+        Ok(EndianSlice::new(data, endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).map_err(gimli_err("debug sections"))?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(dwarf),
     }
 }
 

@@ -4,10 +4,10 @@
 //! The core reads no files: [`debug_file_candidates`] returns the paths to try, in the order
 //! gdb and perf try them; the caller reads them and checks the CRC with [`debuglink_crc`].
 
-use alloc::borrow::Cow;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::cell::OnceCell;
 
 use super::Error;
 use crate::elf::{Class, Elf, SectionHeader, SHF_COMPRESSED, SHT_NOBITS};
@@ -34,22 +34,41 @@ pub(super) const NAMES: [&str; 13] = [
     ".debug_types",
 ];
 
-/// The debug sections of one file: borrowed when stored plain, inflated when compressed
-/// (`SHF_COMPRESSED` zlib, or the older `.zdebug_*` form).
+/// How one debug section is stored in the file.
+#[derive(Clone, Copy, Debug, Default)]
+enum Stored<'a> {
+    /// Not in the file.
+    #[default]
+    Absent,
+    /// Plain bytes, borrowed as they are.
+    Plain(&'a [u8]),
+    /// `SHF_COMPRESSED`: an `Elf_Chdr` then a zlib stream.
+    Chdr(&'a [u8]),
+    /// The older `.zdebug_*` form: `ZLIB`, the size, then a zlib stream.
+    Zdebug(&'a [u8]),
+}
+
+/// The debug sections of one file: borrowed when stored plain; a compressed one
+/// (`SHF_COMPRESSED` zlib, or a `.zdebug_*` section) is inflated the first time it is asked
+/// for, so a probe that never reads `.debug_frame` or the location lists never pays for
+/// inflating them.
 #[derive(Clone, Debug)]
 pub struct DebugSections<'a> {
-    pub(super) data: [Cow<'a, [u8]>; NAMES.len()],
+    stored: [Stored<'a>; NAMES.len()],
+    inflated: [OnceCell<Vec<u8>>; NAMES.len()],
+    class: Class,
     pub(super) little: bool,
 }
 
 impl<'a> DebugSections<'a> {
-    /// Collects (and inflates) the debug sections of `elf`.
+    /// Finds the debug sections of `elf`; compressed ones are only checked to be zlib here
+    /// and inflated when first read ([`DebugSections::section`]).
     ///
     /// # Errors
     /// [`Error::NoDebugInfo`] when the file has no `.debug_info`; [`Error::Decompress`] for a
-    /// compressed section that is not zlib or does not inflate to its stated size.
+    /// compressed section that is not zlib.
     pub fn load(elf: &Elf<'a>) -> Result<Self, Error> {
-        let mut data: [Cow<'a, [u8]>; NAMES.len()] = Default::default();
+        let mut stored: [Stored<'a>; NAMES.len()] = Default::default();
         let class = elf.header().class;
         let little = elf.header().is_little_endian();
         for (_, sh) in elf.sections() {
@@ -67,33 +86,82 @@ impl<'a> DebugSections<'a> {
             let Some(slot) = NAMES
                 .iter()
                 .position(|n| n.strip_prefix(".debug_") == Some(plain))
-                .and_then(|i| data.get_mut(i))
+                .and_then(|i| stored.get_mut(i))
             else {
                 continue;
             };
             let bytes = elf.section_data(&sh);
             *slot = if sh.flags & SHF_COMPRESSED != 0 {
-                Cow::Owned(inflate_chdr(name, bytes, class, little)?)
+                chdr(name, bytes, class, little)?;
+                Stored::Chdr(bytes)
             } else if zdebug {
-                Cow::Owned(inflate_zdebug(name, bytes)?)
+                Stored::Zdebug(bytes)
             } else {
-                Cow::Borrowed(bytes)
+                Stored::Plain(bytes)
             };
         }
-        if data.first().is_none_or(|d| d.is_empty()) {
+        let info_empty = match stored.first() {
+            Some(Stored::Plain(b) | Stored::Chdr(b) | Stored::Zdebug(b)) => b.is_empty(),
+            _ => true,
+        };
+        if info_empty {
             return Err(Error::NoDebugInfo);
         }
-        Ok(DebugSections { data, little })
+        Ok(DebugSections {
+            stored,
+            inflated: Default::default(),
+            class,
+            little,
+        })
     }
 
-    /// The (inflated) contents of the section named `name` (`.debug_info`), empty if absent.
+    /// The (inflated) contents of the section named `name` (`.debug_info`), empty if absent
+    /// or not one of the sections sluice reads.
+    ///
+    /// # Errors
+    /// [`Error::Decompress`] for a compressed section that does not inflate to its stated
+    /// size.
+    pub fn section(&self, name: &str) -> Result<&[u8], Error> {
+        let Some(i) = NAMES.iter().position(|n| *n == name) else {
+            return Ok(&[]);
+        };
+        let (Some(stored), Some(cell)) = (self.stored.get(i), self.inflated.get(i)) else {
+            return Ok(&[]);
+        };
+        let deflated = match *stored {
+            Stored::Absent => return Ok(&[]),
+            Stored::Plain(b) => return Ok(b),
+            Stored::Chdr(b) | Stored::Zdebug(b) => b,
+        };
+        if let Some(v) = cell.get() {
+            return Ok(v);
+        }
+        let v = match *stored {
+            Stored::Zdebug(_) => inflate_zdebug(name, deflated)?,
+            _ => inflate_chdr(name, deflated, self.class, self.little)?,
+        };
+        Ok(cell.get_or_init(|| v))
+    }
+
+    /// Whether the section named `name` is stored compressed in the file.
     #[must_use]
-    pub fn section(&self, name: &str) -> &[u8] {
+    pub fn is_compressed(&self, name: &str) -> bool {
         NAMES
             .iter()
             .position(|n| *n == name)
-            .and_then(|i| self.data.get(i))
-            .map_or(&[], |c| c.as_ref())
+            .and_then(|i| self.stored.get(i))
+            .is_some_and(|s| matches!(s, Stored::Chdr(_) | Stored::Zdebug(_)))
+    }
+
+    /// Whether the section named `name` has been inflated (always false for one stored
+    /// plain): what a test of the lazy inflation looks at.
+    #[must_use]
+    pub fn is_inflated(&self, name: &str) -> bool {
+        NAMES
+            .iter()
+            .position(|n| *n == name)
+            .and_then(|i| self.inflated.get(i))
+            .is_some_and(|c| c.get().is_some())
     }
 }
 
@@ -115,6 +183,12 @@ fn inflate(name: &str, deflated: &[u8], size: u64) -> Result<Vec<u8>, Error> {
 
 /// `Elf32_Chdr`/`Elf64_Chdr` then a zlib stream.
 fn inflate_chdr(name: &str, bytes: &[u8], class: Class, little: bool) -> Result<Vec<u8>, Error> {
+    let (size, hdr) = chdr(name, bytes, class, little)?;
+    inflate(name, bytes.get(hdr..).unwrap_or_default(), size)
+}
+
+/// The inflated size and the header length of a zlib `Elf_Chdr`.
+fn chdr(name: &str, bytes: &[u8], class: Class, little: bool) -> Result<(u64, usize), Error> {
     let rd32 = |at: usize| -> Option<u32> {
         let b: [u8; 4] = bytes.get(at..at.checked_add(4)?)?.try_into().ok()?;
         Some(if little {
@@ -147,7 +221,7 @@ fn inflate_chdr(name: &str, bytes: &[u8], class: Class, little: bool) -> Result<
             what: "compression is not zlib (zstd is not supported)",
         });
     }
-    inflate(name, bytes.get(hdr..).unwrap_or_default(), size)
+    Ok((size, hdr))
 }
 
 /// `.zdebug_*`: `ZLIB`, the size as 8 big-endian bytes, then a zlib stream.

@@ -1,9 +1,16 @@
-//! Argument expressions, as `perf probe` writes them: `[NAME=]BASE{STEP}[:TYPE]`.
+//! Argument expressions, as `perf probe` writes them: `[NAME=]BASE{STEP}[:TYPE]`, and as the
+//! kprobe tracer fetches them: `[NAME=]{+|-OFF(}BASE{)}[:TYPE]`.
 //!
-//! `BASE` is a variable (`file`), a register (`%di`, `%x0`) or a `$` variable (`$retval`,
+//! `BASE` is a variable (`file`), a register (`%di`, `%x0`), a `$` variable (`$retval`,
 //! `$stack3`, `$arg2`, `$comm`, the pseudo-argument `$err`, or any other `$name` the seed's
-//! examples use such as `$outdata`). `STEP`s are `.member`, `->member` and `[index]`; only a
-//! variable or `$retval` has a type that steps can walk. `TYPE` is a kprobe-tracer fetch type.
+//! examples use such as `$outdata`), an absolute address `@ADDR` or a constant `\IMM`.
+//! `STEP`s are `.member`, `->member` and `[index]`; only a variable or `$retval` has a type
+//! that steps can walk. `TYPE` is a kprobe-tracer fetch type.
+//!
+//! `+OFF(...)` / `-OFF(...)` is the kprobe tracer's memory read: the value inside plus `OFF`
+//! is read as an address (`+144(+216(+8(%sp))):u64`). Such arguments are what debug info
+//! resolves variables to (`perf probe -D` prints them), so a spec written with them needs no
+//! debug info where it runs: `sluice prologue --emit` writes one for a resolved spec.
 
 use core::fmt;
 
@@ -37,6 +44,27 @@ pub enum ArgBase<'a> {
     Comm,
     /// Any other `$name` (the seed's `$outdata`), without the `$`; the prologue decides.
     Special(&'a str),
+    /// `@ADDR`: the memory at an absolute (kernel) address, the kprobe tracer's `@ADDR`.
+    Addr(u64),
+    /// `\IMM`: a constant, the kprobe tracer's immediate.
+    Imm(u64),
+}
+
+impl ArgBase<'_> {
+    /// Whether a memory read `+OFF(...)` may wrap this base: registers, `$` values that
+    /// are numbers, and `@ADDR`; not variables (they use `->member`), constants, `$comm`,
+    /// `$err` or unknown `$name`s.
+    fn readable(self) -> bool {
+        matches!(
+            self,
+            ArgBase::Reg(_)
+                | ArgBase::Retval
+                | ArgBase::Stack
+                | ArgBase::StackN(_)
+                | ArgBase::ArgN(_)
+                | ArgBase::Addr(_)
+        )
+    }
 }
 
 /// One step from a base to the value fetched.
@@ -143,13 +171,16 @@ impl fmt::Display for FetchType {
     }
 }
 
-/// One argument expression: `[NAME=]BASE{STEP}[:TYPE]`, e.g. `a_ops=file->f_mapping->a_ops:u64`.
+/// One argument expression: `[NAME=]BASE{STEP}[:TYPE]`, e.g. `a_ops=file->f_mapping->a_ops:u64`,
+/// or a fetch-arg with memory reads, `a_ops=+144(+216(+8(%sp))):u64`.
 ///
-/// `Display` renders it the way `perf probe` prints it (`file->f_mapping->a_ops`).
+/// `Display` renders it the way `perf probe` prints it (`file->f_mapping->a_ops`,
+/// `+144(+216(+8(%sp)))`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arg<'a> {
     name: Option<&'a str>,
     base: ArgBase<'a>,
+    derefs: Vec<i32, MAX_STEPS, u8>,
     steps: Vec<Step<'a>, MAX_STEPS, u8>,
     ty: Option<FetchType>,
 }
@@ -165,6 +196,14 @@ impl<'a> Arg<'a> {
     #[must_use]
     pub fn base(&self) -> ArgBase<'a> {
         self.base
+    }
+
+    /// The memory reads `+OFF(...)` around the base, innermost first: `+144(+216(%di))` is
+    /// `[216, 144]` (read at `%di + 216`, then at that value `+ 144`). The last read has the
+    /// fetch type's size, the others are pointer-sized.
+    #[must_use]
+    pub fn derefs(&self) -> &[i32] {
+        &self.derefs
     }
 
     /// The member accesses, dereferences and indexing from the base, in order.
@@ -208,6 +247,27 @@ impl<'a> Arg<'a> {
             }
         }
 
+        // `+OFF(` / `-OFF(` memory reads, outermost first.
+        let mut outer_first: Vec<i32, MAX_STEPS, u8> = Vec::new();
+        while let Some(sign @ (b'+' | b'-')) = c.peek() {
+            let at = c.pos();
+            c.bump();
+            let n = c.number()?;
+            let off = if sign == b'-' {
+                0i64.checked_sub_unsigned(n)
+            } else {
+                i64::try_from(n).ok()
+            }
+            .and_then(|v| i32::try_from(v).ok())
+            .ok_or_else(|| err_at(at, "memory read offset out of the 32-bit range"))?;
+            if !c.eat(b'(') {
+                return Err(c.err("expected '(' after a memory read offset"));
+            }
+            outer_first
+                .push(off)
+                .map_err(|_| err_at(at, "too many memory reads in one argument"))?;
+        }
+
         let base_at = c.pos();
         let base = if c.eat(b'%') {
             let reg = c.take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
@@ -221,16 +281,41 @@ impl<'a> Arg<'a> {
                 return Err(c.err("expected a name after '$'"));
             }
             dollar(var, base_at)?
+        } else if c.eat(b'@') {
+            if !c.peek().is_some_and(|b| b.is_ascii_digit()) {
+                return Err(c.err(
+                    "expected an address after '@' (a symbol needs the kernel's symbol table)",
+                ));
+            }
+            ArgBase::Addr(c.number()?)
+        } else if c.eat(b'\\') {
+            ArgBase::Imm(c.number()?)
         } else if let Some(var) = c.ident() {
             if is_type_keyword(var) {
                 return Err(err_at(base_at, "a C type keyword is not a variable"));
             }
             ArgBase::Var(var)
         } else {
-            return Err(c.err("expected a variable, %register or $variable"));
+            return Err(c.err(
+                "expected a variable, %register, $variable, @address, \\constant or +OFF(...)",
+            ));
         };
         if base == ArgBase::Retval && !is_return {
             return Err(err_at(base_at, "$retval exists only in a return probe"));
+        }
+        if !outer_first.is_empty() && !base.readable() {
+            return Err(err_at(
+                base_at,
+                "a memory read +OFF(...) takes a register, $retval, $stack, $stackN, $argN or @address",
+            ));
+        }
+        let mut derefs: Vec<i32, MAX_STEPS, u8> = Vec::new();
+        for &off in outer_first.iter().rev() {
+            if !c.eat(b')') {
+                return Err(c.err("expected ')' closing a memory read"));
+            }
+            // Same capacity as `outer_first`: cannot fail.
+            let _ = derefs.push(off);
         }
 
         let mut steps = Vec::new();
@@ -249,7 +334,7 @@ impl<'a> Arg<'a> {
             } else {
                 break;
             };
-            if !matches!(base, ArgBase::Var(_) | ArgBase::Retval) {
+            if !matches!(base, ArgBase::Var(_) | ArgBase::Retval) || !derefs.is_empty() {
                 return Err(err_at(
                     step_at,
                     "only a variable or $retval has members or elements",
@@ -280,6 +365,7 @@ impl<'a> Arg<'a> {
         Ok(Arg {
             name,
             base,
+            derefs,
             steps,
             ty,
         })
@@ -333,6 +419,8 @@ impl fmt::Display for ArgBase<'_> {
             ArgBase::ArgN(n) => write!(f, "$arg{n}"),
             ArgBase::Comm => f.write_str("$comm"),
             ArgBase::Special(v) => write!(f, "${v}"),
+            ArgBase::Addr(a) => write!(f, "@{a:#x}"),
+            ArgBase::Imm(v) => write!(f, "\\{v}"),
         }
     }
 }
@@ -352,7 +440,13 @@ impl fmt::Display for Arg<'_> {
         if let Some(name) = self.name {
             write!(f, "{name}=")?;
         }
+        for off in self.derefs.iter().rev() {
+            write!(f, "{off:+}(")?;
+        }
         write!(f, "{}", self.base)?;
+        for _ in &self.derefs {
+            f.write_str(")")?;
+        }
         for step in &self.steps {
             write!(f, "{step}")?;
         }
@@ -368,9 +462,10 @@ impl defmt::Format for Arg<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "Arg {{ name: {}, base: {}, steps: {}, ty: {} }}",
+            "Arg {{ name: {}, base: {}, derefs: {}, steps: {}, ty: {} }}",
             self.name,
             self.base,
+            self.derefs.as_slice(),
             self.steps.as_slice(),
             self.ty
         );

@@ -16,6 +16,8 @@
 //!                   tracepoint/CAT/NAME   tp/CAT/NAME
 //! typed entry args: kprobe/vfs_read(struct file *, char *buf, size_t)
 //! ARG:              [NAME=]BASE{.member|->member|[N]}[:TYPE]    BASE: var, %reg, $retval, $err, ...
+//!                   [NAME=]{+|-OFF(}BASE{)}[:TYPE]    the kprobe tracer's memory reads, as
+//!                   debug info resolves variables: a_ops=+144(+216(+8(%sp))):u64, @0xADDR, \IMM
 //! ```
 //!
 //! `GROUP` may only be `sluice` or `perf_bpf_probe`. Numbers read like `strtoul(_, _, 0)`
@@ -747,27 +749,44 @@ fn paren_list<'a>(
     }
     let s = c.source();
     let inner_start = c.pos();
-    let close = c
-        .rest()
-        .find(')')
-        .and_then(|i| inner_start.checked_add(i))
-        .ok_or_else(|| err_at(open, "unbalanced '(': no ')'"))?;
+    // The ')' that closes the list: arguments hold parentheses only as balanced memory
+    // reads (`+8(%sp)`), and no commas.
+    let mut depth = 0usize;
+    let mut close = None;
+    for (i, b) in c.rest().bytes().enumerate() {
+        match b {
+            b'(' => depth = depth.saturating_add(1),
+            b')' if depth == 0 => {
+                close = inner_start.checked_add(i);
+                break;
+            }
+            b')' => depth -= 1,
+            _ => {}
+        }
+    }
+    let close = close.ok_or_else(|| err_at(open, "unbalanced '(': no ')'"))?;
     let after = close.saturating_add(1);
     if after < c.end() {
         return Err(err_at(after, "unexpected text after ')'"));
     }
-    // Split on ',' (arguments hold no commas or parentheses); the first item decides whether
-    // the list is C types or expressions.
+    // Split on the commas outside parentheses; the first item decides whether the list is C
+    // types or expressions.
     let mut typed = false;
     let mut first = true;
     let mut item_start = inner_start;
+    let mut depth = 0usize;
     for (i, b) in s
         .bytes()
         .enumerate()
         .take(close.saturating_add(1))
         .skip(inner_start)
     {
-        if b != b',' && i != close {
+        match b {
+            b'(' => depth = depth.saturating_add(1),
+            b')' if i != close => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if (b != b',' || depth > 0) && i != close {
             continue;
         }
         let (a, z) = trim(s, item_start, i);
@@ -775,12 +794,6 @@ fn paren_list<'a>(
         let text = s.get(a..z).unwrap_or("");
         if text.is_empty() {
             return Err(err_at(a, "empty argument"));
-        }
-        if let Some(inner) = text.find('(') {
-            return Err(err_at(
-                a.saturating_add(inner),
-                "unexpected '(' in argument",
-            ));
         }
         let is_type = ctype::looks_like_type(text);
         if first {

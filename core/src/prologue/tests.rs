@@ -375,6 +375,63 @@ fn typed_args_follow_each_calling_convention() {
     assert!(c(Arch::X86_64, "kprobe/f(signed char c)"));
 }
 
+/// The seed's locations built by hand (as debug info resolves them).
+fn seed_locs() -> ArgLocs<'static> {
+    let mut locs = ArgLocs::new(Arch::X86_64, Memory::Kernel);
+    let a_ops = ArgLoc::new(x86("di"), 8, false).unwrap().named("a_ops");
+    locs.push(a_ops.deref(248).unwrap().deref(104).unwrap())
+        .unwrap();
+    locs.push(ArgLoc::new(x86("r12"), 8, false).unwrap().named("bytes"))
+        .unwrap();
+    locs.push(ArgLoc::new(x86("cx"), 8, false).unwrap().named("offset"))
+        .unwrap();
+    locs
+}
+
+#[test]
+fn fetch_arg_specs_need_no_debug_info() {
+    // The seed's probe written with the fetch-args perf printed for it: the same locations,
+    // so the same prologue, as from debug info; and the fetch-args read back unchanged.
+    for spec in [
+        "generic_perform_write=generic_perform_write+122 a_ops=+104(+248(%di)):u64 \
+         bytes=%r12:u64 offset=%cx:u64",
+        "kprobe/generic_perform_write+122(a_ops=+104(+248(%di)):u64, bytes=%r12:u64, \
+         offset=%cx:u64)",
+    ] {
+        let locs = typed(Arch::X86_64, spec).unwrap();
+        assert_eq!(locs, seed_locs(), "{spec}");
+        let a: Prologue = Prologue::generate(&locs).unwrap();
+        let b: Prologue = Prologue::generate(&seed_locs()).unwrap();
+        assert_eq!(listing(&a), listing(&b));
+        assert_eq!(listing(&a)[0], "bpf_prologue: insn num=23");
+    }
+    let spec = "kprobe/f(w=+144(+216(%x26)):u64, n=-8(%x29):s32, g=+8(@0xffff800008d36280):u8, \
+                c=\\5:u16)";
+    let locs = typed(Arch::Aarch64, spec).unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "w=+144(+216(%x26)):u64",
+            "n=-8(%x29):s32",
+            "g=+8(@0xffff800008d36280):u8",
+            "c=\\5:u16"
+        ]
+    );
+    let first = locs.fetched().next().unwrap();
+    assert_eq!(first.derefs(), [216, 144]);
+    assert_eq!(first.reads(), 2);
+    // `@ADDR` reads once itself, then once per `+OFF(...)`.
+    assert_eq!(locs.fetched().nth(2).unwrap().reads(), 2);
+    Prologue::<{ MAX_INSNS }>::generate(&locs).unwrap();
+    // A register of another architecture is refused as before.
+    assert!(typed(Arch::Aarch64, "kprobe/f(+8(%di))").is_err());
+}
+
 #[test]
 fn expressions_without_types() {
     let locs = typed(Arch::X86_64, "kretprobe/f(r=$retval:s32, $err)").unwrap();

@@ -1,5 +1,6 @@
 //! Argument locations without debug info: from C types by the calling convention, and from
-//! the expressions that need no types (`%di`, `$arg2`, `$stack3`, `$retval`, `$err`).
+//! the expressions that need no types (`%di`, `$arg2`, `$stack3`, `$retval`, `$err`, and
+//! kprobe-tracer memory reads such as `+144(+216(+8(%sp)))`).
 
 use crate::arch::{Arch, ArgPassing};
 use crate::probe::{Arg, ArgBase, Args, CType, FetchType, IntWidth, ProbeKind, Signedness};
@@ -148,8 +149,13 @@ fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Res
                 value: position,
             })
         }
+        ArgBase::Addr(a) => Base::Addr(a),
+        ArgBase::Imm(v) => Base::Const(v),
     };
-    let loc = ArgLoc::new(base, size, signed)?;
+    let mut loc = ArgLoc::new(base, size, signed)?;
+    for &off in arg.derefs() {
+        loc = loc.deref(off)?;
+    }
     Ok(match arg.name() {
         Some(name) => loc.named(name),
         None => loc,
@@ -164,7 +170,9 @@ fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Res
 ///   arch; plain `char` see [`c_type_layout`]). i386 user space reads them from the stack
 ///   (`+4(%sp)`, `+8(%sp)`, ...), the i386 kernel from `ax`, `dx`, `cx` only.
 /// - **Expressions that need no types**: `%REG`, `$argN`, `$stack`, `$stackN`, `$retval`,
-///   each `:TYPE` sized (default: a whole register, unsigned), and `$err`.
+///   `@ADDR`, `\IMM`, each inside any `+OFF(...)` memory reads (the kprobe tracer's
+///   fetch-args, as `perf probe -D` and `sluice prologue` print resolved variables), each
+///   `:TYPE` sized (default: a whole register, unsigned), and `$err`.
 ///
 /// **`$err` and typed lists.** A list of C types never holds `$err`: the grammar reads it as
 /// an expression and refuses to mix the two. Entry registers cannot fail to read, so only

@@ -31,6 +31,7 @@ use x86 as funnel;
 use x86_64 as funnel;
 
 pub mod bpf;
+pub mod mmap;
 pub mod perf_event;
 pub mod process;
 pub mod signal;

@@ -6,7 +6,7 @@
 #                                   and its probes.txt)
 #
 # For every spec: `perf probe -x BIN -n -v SPEC` (its "Writing event:" lines) beside
-# `dwarf_probe BIN SPEC` (core/examples/dwarf_probe.rs), both with the binary path replaced by
+# `dwarf_probe BIN SPEC` (runtime/examples/dwarf_probe.rs), both with the binary path replaced by
 # BINARY and the event group by G. Prints one verdict per spec:
 #   MATCH       same probe lines (address and every fetch-arg)
 #   DIFF        both resolved, differently (both lines shown)
@@ -25,7 +25,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }
-(cd "$root" && cargo build -q --release -p sluice-core --features dwarf --example dwarf_probe)
+(cd "$root" && cargo build -q --release -p sluice-runtime --example dwarf_probe)
 ours=$root/target/release/examples/dwarf_probe
 
 norm() {  # path -> stdin normalized

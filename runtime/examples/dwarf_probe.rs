@@ -1,30 +1,43 @@
-//! Resolves `perf probe`-style specs in a binary and prints the uprobe definition lines
-//! `perf probe -n -v` would write, for the golden comparison in `tests/golden/dwarf/`.
+//! Resolves `perf probe`-style specs in a binary with `sluice_core::dwarf` and prints the
+//! uprobe definition lines `perf probe -n -v` would write, for the golden comparison in
+//! `tests/golden/dwarf/` and the benchmark beside it.
 //!
-//! `cargo run --example dwarf_probe --features dwarf -- BINARY 'SPEC' ['SPEC' ...]`
-//! (a spec per argument: `FUNC[+OFF|:LINE|%return] [ARG ...]`). A separate debug file is
-//! looked for through the build-id and `.gnu_debuglink` candidates.
+//! `cargo run --release -p sluice-runtime --example dwarf_probe -- [--exhaustive] BINARY
+//! 'SPEC' ['SPEC' ...]` (a spec per argument: `FUNC[+OFF|:LINE|%return] [ARG ...]`). A
+//! separate debug file is looked for through the build-id and `.gnu_debuglink` candidates.
+//! The files are mapped read-only (the runtime's `Mmap`), and the pages of `.debug_info`
+//! the unit index only grepped are dropped again. `--exhaustive` parses every unit instead
+//! of the indexed ones (`Lookup::Exhaustive`), for comparison.
 
 use std::process::ExitCode;
 
-use sluice_core::dwarf::{debug_file_candidates, DebugSections, FetchSyntax, Resolver};
+use std::path::Path;
+
+use sluice_core::dwarf::{debug_file_candidates, DebugSections, FetchSyntax, Lookup, Resolver};
 use sluice_core::elf::Elf;
 use sluice_core::probe::{self, ArgBase, Section};
+use sluice_runtime::sys::mmap::Mmap;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let lookup = if args.first().is_some_and(|a| a == "--exhaustive") {
+        args.remove(0);
+        Lookup::Exhaustive
+    } else {
+        Lookup::Indexed
+    };
     let Some((path, specs)) = args.split_first() else {
-        eprintln!("usage: dwarf_probe BINARY SPEC...");
+        eprintln!("usage: dwarf_probe [--exhaustive] BINARY SPEC...");
         return ExitCode::from(2);
     };
-    let code_bytes = match std::fs::read(path) {
+    let code_map = match Mmap::open(Path::new(path)) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("{path}: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let code = match Elf::parse(&code_bytes) {
+    let code = match Elf::parse(code_map.bytes()) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("{path}: {e}");
@@ -32,16 +45,16 @@ fn main() -> ExitCode {
         }
     };
     // The debug file: this one if it has DWARF, else the first candidate that exists.
-    let mut debug_bytes = None;
+    let mut debug_map = None;
     if DebugSections::load(&code).is_err() {
         for cand in debug_file_candidates(&code, path) {
-            if let Ok(b) = std::fs::read(&cand) {
-                debug_bytes = Some(b);
+            if let Ok(b) = Mmap::open(Path::new(&cand)) {
+                debug_map = Some(b);
                 break;
             }
         }
     }
-    let debug_elf = match debug_bytes.as_deref().map(Elf::parse) {
+    let debug_elf = match debug_map.as_ref().map(|m| Elf::parse(m.bytes())) {
         Some(Ok(e)) => e,
         Some(Err(e)) => {
             eprintln!("debug file: {e}");
@@ -56,8 +69,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let map = debug_map.as_ref().unwrap_or(&code_map);
+    let release = |part: &[u8]| {
+        map.release(part);
+    };
     let resolver = match Resolver::new(&code, &sections) {
-        Ok(r) => r,
+        Ok(r) => r.with_lookup(lookup).with_release(&release),
         Err(e) => {
             eprintln!("{path}: {e}");
             return ExitCode::FAILURE;
