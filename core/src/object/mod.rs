@@ -2,14 +2,23 @@
 //!
 //! [`Object::open`] checks the header (`ET_REL`; `EM_BPF` or `EM_NONE`; the target's byte
 //! order), reads `license` and `version`, the legacy `maps` section, every executable
-//! section as a program, and validates every relocation of every program. Nothing is
-//! copied: programs are views of the input, relocations are re-read when a program is
-//! written out with [`Object::relocate`].
+//! section as a program, and validates every relocation of every program. Programs are
+//! views of the input; what relocating does is worked out once, at open, into a patch
+//! table: each relocation's patch (a map's fd, an address in global data, an extern),
+//! each function's code references with the function they land on, and a decoded copy of
+//! the functions other functions call. [`Object::relocate`] then copies and patches
+//! without re-reading the REL tables or rescanning instructions, however many programs
+//! share a subprogram. The table is a shortcut, not a limit: an object that does not fit
+//! it (or has unusual tables) is relocated by re-reading, with the same results.
+//!
+//! Each pass is linear in what it reads (sections, symbols, relocations, BTF types,
+//! instructions); lookups that a pass repeats (a relocation's map, a call's target
+//! function) are a division or a binary search over a table built once.
 //!
 //! The program and map tables live in an [`ObjectStorage`] the caller owns (capacities
-//! are its const generics `P` and `M`), and the [`Object`] borrows them: opening writes
-//! only the entries the object has, never initialises or moves the whole capacity, and a
-//! tool that reads many objects reuses one storage.
+//! are its const generics), and the [`Object`] borrows them: opening writes only the
+//! entries the object has, never initialises or moves the whole capacity, and a tool that
+//! reads many objects reuses one storage.
 //!
 //! ```
 //! # fn f(bytes: &[u8]) -> sluice_core::Result<()> {
