@@ -79,3 +79,32 @@ fn corrupted_fixtures_never_panic() {
         "opened {opened}, refused {refused}"
     );
 }
+
+/// Inputs the `object` fuzz target found (`tests/bpf/fuzz/object-*.bin`): each opens to a
+/// clear error or to an object whose maps all have names, and relocates without a panic.
+#[test]
+fn fuzz_regressions() {
+    let dir = common::repo().join("tests/bpf/fuzz");
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("object-") {
+            continue;
+        }
+        seen += 1;
+        let bytes = std::fs::read(&path).unwrap();
+        let mut storage: Storage<'_> = Box::new(ObjectStorage::new());
+        let mut out = vec![Insn::default(); 4096];
+        match open(&bytes, &mut storage) {
+            Ok(o) => {
+                assert!(o.maps().iter().all(|m| !m.name.is_empty()), "{name}");
+                for p in 0..o.programs().len() {
+                    let _ = o.relocate(p, &[], &[3; 128], &mut out);
+                }
+            }
+            Err(e) => assert!(!e.to_string().is_empty(), "{name}"),
+        }
+    }
+    assert!(seen > 0);
+}

@@ -440,6 +440,78 @@ fn several_programs_in_one_section_split_at_their_symbols() {
     assert_eq!((out[0].src, out[0].imm), (PSEUDO_MAP_FD, 42));
 }
 
+/// Two function symbols at the same offset of one section (an alias with another size,
+/// as real objects have): both are programs, and a relocation inside both belongs to the
+/// one the previous relocation belonged to, the first at the start of the table.
+#[test]
+fn a_relocation_inside_aliased_functions_belongs_to_the_first() {
+    let insns = [
+        insn(0x18, 1, 0, 0, 0),
+        insn(0, 0, 0, 0, 0),
+        insn(0x18, 1, 0, 0, 0),
+        insn(0, 0, 0, 0, 0),
+        insn(0x95, 0, 0, 0, 0),
+    ];
+    let (strs, offs) = strtab(&["m", "short", "long"]);
+    let mut syms = sym(0, 0, 0, 0, 0);
+    syms.extend(sym(offs[0], 0x11, 2, 0, 16));
+    syms.extend(sym(offs[1], 0x12, 3, 0, 32));
+    syms.extend(sym(offs[2], 0x12, 3, 0, 40));
+    let mut symtab = Sec::new(".symtab", 2, 0, syms);
+    symtab.link = 5;
+    symtab.entsize = 24;
+    let mut relsec = Sec::new(".relxdp", 9, 0, [rel(0, 1, 1), rel(16, 1, 1)].concat());
+    relsec.link = 4;
+    relsec.info = 3;
+    relsec.entsize = 16;
+    let b = build(&[
+        Sec::new("license", 1, 3, b"GPL\0".to_vec()),
+        Sec::new("maps", 1, 3, vec![1; 16]),
+        Sec::prog("xdp", &insns),
+        symtab,
+        Sec::new(".strtab", 3, 0, strs),
+        relsec,
+    ]);
+    let o = open(&b).unwrap();
+    let got: Vec<_> = o
+        .programs()
+        .iter()
+        .map(|p| (p.name, p.insn_count(), p.reloc_count()))
+        .collect();
+    assert_eq!(got, vec![(Some("short"), 4, 2), (Some("long"), 5, 0)]);
+    let mut out = [Insn::default(); 5];
+    assert_eq!(o.relocate(0, &[], &[42], &mut out), Ok(4));
+    assert_eq!((out[2].src, out[2].imm), (PSEUDO_MAP_FD, 42));
+    assert_eq!(o.relocate(1, &[], &[42], &mut out), Ok(5));
+    assert_eq!(
+        (out[2].src, out[2].imm),
+        (0, 0),
+        "the long alias has no relocation"
+    );
+}
+
+/// A global data section whose name is not UTF-8 (found by the `object` fuzz target) is an
+/// error naming the section, not a map without a name.
+#[test]
+fn a_data_section_name_that_is_not_utf8_is_an_error() {
+    let b = with_sections(vec![Sec::new(".rodata.\u{7f}", 1, 2, vec![1; 8])]);
+    assert!(open(&b).is_ok());
+    let mut bad = b.clone();
+    let at = bad.windows(9).position(|w| w == b".rodata.\x7f").unwrap() + 8;
+    bad[at] = 0xff;
+    let e = open(&bad).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            sluice_core::Error::BadSection {
+                what: "global data section name is not valid UTF-8",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
 /// Deterministic pseudo-random corruption: no input panics; truncations all fail cleanly.
 #[test]
 fn truncations_and_corruptions_never_panic() {

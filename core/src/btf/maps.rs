@@ -8,7 +8,7 @@
 //! `__ulong(map_extra, N)` also an anonymous enum holding N.
 
 use super::error::{BtfError, BtfResult, ErrName};
-use super::types::{Entries, Kind, Type, VarSecInfo};
+use super::types::{Entries, Kind, VarSecInfo};
 use super::Btf;
 
 /// Map type numbers needed to check `values` (`BPF_MAP_TYPE_*`).
@@ -129,17 +129,23 @@ impl<'a> Iterator for BtfMaps<'a> {
     }
 }
 
-struct Ctx<'a> {
-    map: &'a [u8],
+/// Where a map's definition is being read, for errors: the map's name (read only when
+/// an error is built) and whether this is its inner map.
+struct Ctx<'b, 'a> {
+    btf: &'b Btf<'a>,
+    /// `name_off` of the map's VAR.
+    map: u32,
     inner: bool,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
+    #[cold]
     fn err(&self, field: &[u8], what: &'static str) -> BtfError {
+        let map = self.btf.string_bytes(self.map);
         let mut name = [0u8; super::error::NAME_IN_ERROR];
-        let n = self.map.len().min(name.len());
+        let n = map.len().min(name.len());
         let mut len = n;
-        if let (Some(d), Some(s)) = (name.get_mut(..n), self.map.get(..n)) {
+        if let (Some(d), Some(s)) = (name.get_mut(..n), map.get(..n)) {
             d.copy_from_slice(s);
         }
         if self.inner {
@@ -159,102 +165,171 @@ impl Ctx<'_> {
 }
 
 fn parse_var<'a>(btf: &Btf<'a>, v: VarSecInfo) -> BtfResult<BtfMapDef<'a>> {
-    let var = btf.type_by_id(v.type_id)?;
+    let d = parse_var_raw(btf, v.type_id)?;
+    Ok(BtfMapDef {
+        name: btf.strs().str(d.name_off),
+        var_type_id: v.type_id,
+        def_type_id: d.def_type_id,
+        offset: v.offset,
+        map_type: d.attrs.map_type,
+        key_size: d.attrs.key_size,
+        value_size: d.attrs.value_size,
+        max_entries: d.attrs.max_entries,
+        map_flags: d.attrs.map_flags,
+        numa_node: d.attrs.numa_node,
+        pinning: d.attrs.pinning,
+        map_extra: d.attrs.map_extra,
+        key_type_id: d.attrs.key_type_id,
+        value_type_id: d.attrs.value_type_id,
+        inner: d.inner,
+        prog_proto_id: d.prog_proto_id,
+    })
+}
+
+/// A BTF-defined map read without its name as a string: the VAR's `name_off` instead.
+pub(crate) struct RawMapDef {
+    /// `name_off` of the VAR (the map's name).
+    pub(crate) name_off: u32,
+    /// The definition STRUCT's type id.
+    pub(crate) def_type_id: u32,
+    pub(crate) attrs: MapAttrs,
+    pub(crate) inner: Option<InnerMapDef>,
+    pub(crate) prog_proto_id: Option<u32>,
+}
+
+/// The map whose VAR is `var_id` (an entry of the `.maps` DATASEC).
+pub(crate) fn parse_var_raw(btf: &Btf<'_>, var_id: u32) -> BtfResult<RawMapDef> {
+    let var = btf.raw(var_id).ok_or(BtfError::NoType {
+        id: var_id,
+        what: "type id out of range",
+    })?;
+    let name_off = var.name_off(btf);
     let cx = Ctx {
-        map: var.name_bytes(),
+        btf,
+        map: name_off,
         inner: false,
     };
-    if var.kind() != Kind::Var {
+    if var.kind != Kind::Var {
         return Err(cx.err(b"", "entry of .maps is not a VAR"));
     }
     let def_id = btf
-        .resolve(var.size_or_type())
+        .resolve(var.third)
         .map_err(|_| cx.err(b"", "definition type chain too deep"))?;
     let def = btf
-        .ty(def_id)
-        .filter(|t| t.kind() == Kind::Struct)
-        .ok_or(cx.err(b"", "definition is not a STRUCT"))?;
+        .raw(def_id)
+        .filter(|t| t.kind == Kind::Struct)
+        .ok_or_else(|| cx.err(b"", "definition is not a STRUCT"))?;
     let mut inner = None;
     let mut proto = None;
-    let a = parse_def(btf, &def, &cx, Some((&mut inner, &mut proto)))?;
-    Ok(BtfMapDef {
-        name: var.name(),
-        var_type_id: v.type_id,
+    let attrs = parse_def(btf, &def, &cx, Some((&mut inner, &mut proto)))?;
+    Ok(RawMapDef {
+        name_off,
         def_type_id: def_id,
-        offset: v.offset,
-        map_type: a.map_type,
-        key_size: a.key_size,
-        value_size: a.value_size,
-        max_entries: a.max_entries,
-        map_flags: a.map_flags,
-        numa_node: a.numa_node,
-        pinning: a.pinning,
-        map_extra: a.map_extra,
-        key_type_id: a.key_type_id,
-        value_type_id: a.value_type_id,
+        attrs,
         inner,
         prog_proto_id: proto,
     })
+}
+
+/// The attribute a member of a definition names.
+#[derive(Clone, Copy)]
+enum Field {
+    Type,
+    MaxEntries,
+    MapFlags,
+    NumaNode,
+    KeySize,
+    ValueSize,
+    Key,
+    Value,
+    Pinning,
+    MapExtra,
+    Values,
+    Unknown,
+}
+
+impl Field {
+    /// The field whose name starts `tail` (the string section from the member's name on):
+    /// compared in place with the NUL, told apart on the first byte.
+    #[inline]
+    fn of(tail: &[u8]) -> Field {
+        let is = |name: &[u8]| tail.starts_with(name);
+        match tail.first() {
+            Some(b't') if is(b"type\0") => Field::Type,
+            Some(b'm') if is(b"max_entries\0") => Field::MaxEntries,
+            Some(b'm') if is(b"map_flags\0") => Field::MapFlags,
+            Some(b'm') if is(b"map_extra\0") => Field::MapExtra,
+            Some(b'n') if is(b"numa_node\0") => Field::NumaNode,
+            Some(b'k') if is(b"key\0") => Field::Key,
+            Some(b'k') if is(b"key_size\0") => Field::KeySize,
+            Some(b'v') if is(b"value\0") => Field::Value,
+            Some(b'v') if is(b"value_size\0") => Field::ValueSize,
+            Some(b'v') if is(b"values\0") => Field::Values,
+            Some(b'p') if is(b"pinning\0") => Field::Pinning,
+            _ => Field::Unknown,
+        }
+    }
 }
 
 type InnerOut<'o> = (&'o mut Option<InnerMapDef>, &'o mut Option<u32>);
 
 fn parse_def(
     btf: &Btf<'_>,
-    def: &Type<'_>,
-    cx: &Ctx<'_>,
+    def: &super::Raw,
+    cx: &Ctx<'_, '_>,
     mut outer: Option<InnerOut<'_>>,
 ) -> BtfResult<MapAttrs> {
     let mut a = MapAttrs::default();
-    let vlen = u32::from(def.vlen());
-    for (i, m) in def.members().enumerate() {
-        let field = m.name.as_bytes();
-        let err = |what| cx.err(field, what);
+    let vlen = def.vlen();
+    for i in 0..vlen {
+        let at = 12 * i as usize;
+        let (name_off, type_id) = (def.word(btf, at), def.word(btf, at + 4));
+        let err = |what| cx.err(btf.string_bytes(name_off), what);
         // `__uint(name, N)`: PTR (through modifiers) to ARRAY of N.
         let int = || -> BtfResult<u32> {
             let p = btf
-                .resolve_type(m.type_id)
+                .resolve(type_id)
                 .ok()
-                .flatten()
-                .filter(|t| t.kind() == Kind::Ptr)
-                .ok_or(err("expected a PTR (__uint)"))?;
-            btf.ty(p.size_or_type())
-                .and_then(|t| t.array())
-                .map(|arr| arr.nelems)
-                .ok_or(err("expected a PTR to an ARRAY (__uint)"))
+                .and_then(|id| btf.raw(id))
+                .filter(|t| t.kind == Kind::Ptr)
+                .ok_or_else(|| err("expected a PTR (__uint)"))?;
+            btf.raw(p.third)
+                .filter(|t| t.kind == Kind::Array)
+                .map(|arr| arr.word(btf, 8))
+                .ok_or_else(|| err("expected a PTR to an ARRAY (__uint)"))
         };
         // `__type(name, T)`: PTR to T, giving T's size and id.
         let pointee = || -> BtfResult<(u32, u32)> {
             let p = btf
-                .ty(m.type_id)
-                .filter(|t| t.kind() == Kind::Ptr)
-                .ok_or(err("expected a PTR (__type)"))?;
-            let id = p.size_or_type();
+                .raw(type_id)
+                .filter(|t| t.kind == Kind::Ptr)
+                .ok_or_else(|| err("expected a PTR (__type)"))?;
+            let id = p.third;
             let size = btf
                 .size_of(id)
                 .map_err(|_| err("cannot determine the size of the pointee"))?;
             Ok((size, id))
         };
-        match field {
-            b"type" => a.map_type = int()?,
-            b"max_entries" => a.max_entries = int()?,
-            b"map_flags" => a.map_flags = int()?,
-            b"numa_node" => a.numa_node = int()?,
-            b"key_size" => {
+        match Field::of(btf.strs().tail(name_off)) {
+            Field::Type => a.map_type = int()?,
+            Field::MaxEntries => a.max_entries = int()?,
+            Field::MapFlags => a.map_flags = int()?,
+            Field::NumaNode => a.numa_node = int()?,
+            Field::KeySize => {
                 let n = int()?;
                 if a.key_size != 0 && a.key_size != n {
                     return Err(err("conflicting key size"));
                 }
                 a.key_size = n;
             }
-            b"value_size" => {
+            Field::ValueSize => {
                 let n = int()?;
                 if a.value_size != 0 && a.value_size != n {
                     return Err(err("conflicting value size"));
                 }
                 a.value_size = n;
             }
-            b"key" => {
+            Field::Key => {
                 let (size, id) = pointee()?;
                 if a.key_size != 0 && a.key_size != size {
                     return Err(err("conflicting key size"));
@@ -262,7 +337,7 @@ fn parse_def(
                 a.key_size = size;
                 a.key_type_id = id;
             }
-            b"value" => {
+            Field::Value => {
                 let (size, id) = pointee()?;
                 if a.value_size != 0 && a.value_size != size {
                     return Err(err("conflicting value size"));
@@ -270,7 +345,7 @@ fn parse_def(
                 a.value_size = size;
                 a.value_type_id = id;
             }
-            b"pinning" => {
+            Field::Pinning => {
                 if cx.inner {
                     return Err(err("an inner map cannot be pinned"));
                 }
@@ -280,12 +355,12 @@ fn parse_def(
                 }
                 a.pinning = n;
             }
-            b"map_extra" => {
+            Field::MapExtra => {
                 a.map_extra = match int() {
                     Ok(n) => u64::from(n),
                     // `__ulong(map_extra, N)`: an enum whose only enumerator is N.
                     Err(e) => btf
-                        .resolve_type(m.type_id)
+                        .resolve_type(type_id)
                         .ok()
                         .flatten()
                         .filter(|t| t.kind().is_any_enum() && t.vlen() == 1)
@@ -294,11 +369,11 @@ fn parse_def(
                         .ok_or(e)?,
                 };
             }
-            b"values" => {
+            Field::Values => {
                 let Some((inner_out, proto_out)) = outer.as_mut() else {
                     return Err(err("multi-level inner maps are not supported"));
                 };
-                if i as u32 + 1 != vlen {
+                if i + 1 != vlen {
                     return Err(err("'values' must be the last member"));
                 }
                 let mim = matches!(a.map_type, MAP_TYPE_ARRAY_OF_MAPS | MAP_TYPE_HASH_OF_MAPS);
@@ -311,16 +386,16 @@ fn parse_def(
                 }
                 a.value_size = 4;
                 let arr = btf
-                    .ty(m.type_id)
+                    .ty(type_id)
                     .and_then(|t| t.array())
                     .filter(|arr| arr.nelems == 0)
-                    .ok_or(err("not a zero-length array"))?;
+                    .ok_or_else(|| err("not a zero-length array"))?;
                 let ptr = btf
                     .resolve_type(arr.elem_type)
                     .ok()
                     .flatten()
                     .filter(|t| t.kind() == Kind::Ptr)
-                    .ok_or(err("elements are not pointers"))?;
+                    .ok_or_else(|| err("elements are not pointers"))?;
                 let target_id = btf
                     .resolve(ptr.size_or_type())
                     .map_err(|_| err("pointee chain too deep"))?;
@@ -332,10 +407,12 @@ fn parse_def(
                     **proto_out = Some(target_id);
                     continue;
                 }
-                let inner_def = target
-                    .filter(|t| t.kind() == Kind::Struct)
-                    .ok_or(err("inner map definition is not a STRUCT"))?;
+                let inner_def = btf
+                    .raw(target_id)
+                    .filter(|t| t.kind == Kind::Struct)
+                    .ok_or_else(|| err("inner map definition is not a STRUCT"))?;
                 let icx = Ctx {
+                    btf,
                     map: cx.map,
                     inner: true,
                 };
@@ -345,7 +422,7 @@ fn parse_def(
                     attrs,
                 });
             }
-            _ => return Err(err("unknown field")),
+            Field::Unknown => return Err(err("unknown field")),
         }
     }
     if a.map_type == 0 {

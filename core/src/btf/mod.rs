@@ -31,11 +31,12 @@
 //! Split BTF (kernel modules' BTF on top of vmlinux's) is not read: its ids continue
 //! vmlinux's.
 
+pub(crate) mod check;
 mod core_relo;
 mod error;
 mod ext;
 mod header;
-mod maps;
+pub(crate) mod maps;
 mod types;
 
 pub use core_relo::{
@@ -72,6 +73,59 @@ pub struct Btf<'a> {
     /// `index[id - 1]` = offset of type `id`'s record in `types`.
     index: &'a [u32],
     ptr_size: u32,
+    /// The DATASEC ids, found by the one-pass check: [`Btf::find`] looks for a DATASEC
+    /// among these only.
+    datasecs: Datasecs,
+}
+
+/// Most DATASEC ids a [`Btf`] remembers (`.maps`, `.rodata`, `.data`, `.bss`, `.kconfig`
+/// and a few named sections); with more, [`Btf::find`] scans every type.
+const DATASECS: usize = 8;
+
+/// The ids of the DATASECs of a [`Btf`], when known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Datasecs {
+    ids: [u32; DATASECS],
+    len: u8,
+    /// Every DATASEC is in `ids`.
+    complete: bool,
+}
+
+impl Datasecs {
+    /// None seen yet; complete until one does not fit.
+    pub(crate) const fn new() -> Self {
+        Datasecs {
+            ids: [0; DATASECS],
+            len: 0,
+            complete: true,
+        }
+    }
+
+    /// Unknown: [`Btf::find`] scans every type.
+    const fn unknown() -> Self {
+        Datasecs {
+            ids: [0; DATASECS],
+            len: 0,
+            complete: false,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, id: u32) {
+        match self.ids.get_mut(usize::from(self.len)) {
+            Some(slot) => {
+                *slot = id;
+                self.len += 1;
+            }
+            None => self.complete = false,
+        }
+    }
+
+    fn known(&self) -> Option<&[u32]> {
+        self.complete
+            .then(|| self.ids.get(..usize::from(self.len)))
+            .flatten()
+    }
 }
 
 impl<'a> Btf<'a> {
@@ -95,6 +149,60 @@ impl<'a> Btf<'a> {
     /// too short.
     pub fn parse(data: &'a [u8], index: &'a mut [u32]) -> BtfResult<Self> {
         let header = Header::parse(data)?;
+        let mut sink = check::SliceIndex { buf: index, len: 0 };
+        match Self::checked(data, &header, &mut sink) {
+            Some(c) => Ok(Self::from_checked(data, header, c, sink.buf)),
+            None => Self::parse_reference(data, header, sink.buf),
+        }
+    }
+
+    /// The one-pass check of [`Btf::parse`] with the index pushed onto a vector: the open
+    /// phase's. `None` when the check did not accept the section: then [`Btf::parse`]
+    /// (given a buffer of [`Btf::count_types`] entries) says why. The index then feeds
+    /// [`Btf::from_checked`].
+    pub(crate) fn check_into(
+        data: &[u8],
+        index: &mut heapless::vec::VecView<u32>,
+    ) -> Option<(Header, check::Checked)> {
+        let header = Header::parse(data).ok()?;
+        index.clear();
+        let c = Self::checked(data, &header, index)?;
+        Some((header, c))
+    }
+
+    /// The one-pass check (see `check`), for a section in the target's byte order.
+    fn checked<I: check::TypeIndex + ?Sized>(
+        data: &[u8],
+        header: &Header,
+        index: &mut I,
+    ) -> Option<check::Checked> {
+        if header.little_endian != cfg!(target_endian = "little") {
+            return None;
+        }
+        check::check(header.types(data), header.strings(data), index)
+    }
+
+    /// The [`Btf`] of a section [`Btf::check_into`] accepted, with its index.
+    pub(crate) fn from_checked(
+        data: &'a [u8],
+        header: Header,
+        c: check::Checked,
+        index: &'a [u32],
+    ) -> Self {
+        Btf {
+            header,
+            endian: header.endian(),
+            types: header.types(data),
+            strings: Strings(header.strings(data)),
+            index: index.get(..c.count as usize).unwrap_or_default(),
+            ptr_size: c.ptr_size,
+            datasecs: c.datasecs,
+        }
+    }
+
+    /// The reference path: walk, then validate type by type; the one that reports errors.
+    #[cold]
+    fn parse_reference(data: &'a [u8], header: Header, index: &'a mut [u32]) -> BtfResult<Self> {
         let endian = header.endian();
         let types = header.types(data);
         let count = walk(types, endian, index, true)?;
@@ -106,6 +214,7 @@ impl<'a> Btf<'a> {
             strings: Strings(header.strings(data)),
             index: index.get(..count as usize).unwrap_or_default(),
             ptr_size: 8,
+            datasecs: Datasecs::unknown(),
         };
         btf.validate()?;
         Ok(btf)
@@ -201,8 +310,20 @@ impl<'a> Btf<'a> {
     /// The first type named `name` of kind `kind` (a linear scan).
     #[must_use]
     pub fn find(&self, name: &str, kind: Kind) -> Option<Type<'a>> {
+        let name = name.as_bytes();
+        if name.contains(&0) {
+            return None; // a name never holds its NUL
+        }
+        if kind == Kind::Datasec {
+            if let Some(ids) = self.datasecs.known() {
+                return ids
+                    .iter()
+                    .filter_map(|&id| self.ty(id))
+                    .find(|t| self.strings.is(t.name_off(), name));
+            }
+        }
         self.types()
-            .find(|t| t.kind == kind && t.name_bytes() == name.as_bytes())
+            .find(|t| t.kind == kind && self.strings.is(t.name_off(), name))
     }
 
     /// Follows TYPEDEF, VOLATILE, CONST, RESTRICT and TYPE_TAG from `id` to the first other
@@ -217,11 +338,14 @@ impl<'a> Btf<'a> {
             if cur == 0 {
                 return Ok(0);
             }
-            let t = self.type_by_id(cur)?;
-            if !t.kind.is_mod_or_typedef() {
+            let r = self.raw(cur).ok_or(BtfError::NoType {
+                id: cur,
+                what: "type id out of range",
+            })?;
+            if !r.kind.is_mod_or_typedef() {
                 return Ok(cur);
             }
-            cur = t.size_or_type();
+            cur = r.third;
         }
         Err(BtfError::TooDeep {
             id,
@@ -248,9 +372,9 @@ impl<'a> Btf<'a> {
         let mut cur = id;
         let mut nelems: u32 = 1;
         for _ in 0..MAX_RESOLVE_DEPTH {
-            let t = self.ty(cur).ok_or(BtfError::NoSize { id })?;
+            let t = self.raw(cur).ok_or(BtfError::NoSize { id })?;
             let size = match t.kind {
-                k if k.has_size() => t.size_or_type(),
+                k if k.has_size() => t.third,
                 Kind::Ptr => self.ptr_size,
                 Kind::Typedef
                 | Kind::Volatile
@@ -259,15 +383,14 @@ impl<'a> Btf<'a> {
                 | Kind::Var
                 | Kind::DeclTag
                 | Kind::TypeTag => {
-                    cur = t.size_or_type();
+                    cur = t.third;
                     continue;
                 }
                 Kind::Array => {
-                    let a = t.array().ok_or(BtfError::NoSize { id })?;
                     nelems = nelems
-                        .checked_mul(a.nelems)
+                        .checked_mul(t.word(self, 8))
                         .ok_or(BtfError::NoSize { id })?;
-                    cur = a.elem_type;
+                    cur = t.word(self, 0);
                     continue;
                 }
                 _ => return Err(BtfError::NoSize { id }),
@@ -278,6 +401,60 @@ impl<'a> Btf<'a> {
             id,
             limit: MAX_RESOLVE_DEPTH,
         })
+    }
+
+    /// Type `id`'s kind, `info` and third word read in place (no [`Type`] built); `None`
+    /// for 0 and ids past the count. The record was validated with the section.
+    #[inline]
+    pub(crate) fn raw(&self, id: u32) -> Option<Raw> {
+        let off = *self.index.get((id as usize).checked_sub(1)?)? as usize;
+        let info = header::get_u32(self.types, off.checked_add(4)?, self.endian)?;
+        let third = header::get_u32(self.types, off.checked_add(8)?, self.endian)?;
+        Some(Raw {
+            kind: Kind::from_u8(((info >> 24) & 0x1f) as u8)?,
+            info,
+            third,
+            off,
+        })
+    }
+}
+
+/// A type record's header read in place; see [`Btf::raw`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Raw {
+    pub(crate) kind: Kind,
+    pub(crate) info: u32,
+    pub(crate) third: u32,
+    /// Offset of the record in the type section.
+    pub(crate) off: usize,
+}
+
+impl Raw {
+    /// `vlen`.
+    #[inline]
+    pub(crate) fn vlen(&self) -> u32 {
+        self.info & 0xffff
+    }
+
+    /// The word `at` bytes after the 12-byte header (0 past the record: unreachable for
+    /// a validated one, never a panic).
+    #[inline]
+    pub(crate) fn word(&self, btf: &Btf<'_>, at: usize) -> u32 {
+        rd32(btf.types, self.off + TYPE_HEADER_LEN + at, btf.endian)
+    }
+
+    /// `name_off`.
+    #[inline]
+    pub(crate) fn name_off(&self, btf: &Btf<'_>) -> u32 {
+        rd32(btf.types, self.off, btf.endian)
+    }
+}
+
+impl<'a> Btf<'a> {
+    /// The strings of the section.
+    #[inline]
+    pub(crate) fn strs(&self) -> Strings<'a> {
+        self.strings
     }
 }
 

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
 use super::*;
 
 #[test]
@@ -38,4 +40,92 @@ fn err_name_cuts() {
     assert!(n.is_cut());
     assert_eq!(n.as_str().len(), NAME_IN_ERROR);
     assert_eq!(ErrName::new(b"map").as_str(), "map");
+}
+
+/// The `.BTF` sections of the fixtures and of the peers' copies in the golden folder.
+fn btf_sections() -> std::vec::Vec<std::vec::Vec<u8>> {
+    use std::path::PathBuf;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = std::vec::Vec::new();
+    let objects = std::fs::read_dir(root.join("tests/bpf")).unwrap();
+    for e in objects {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "o") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let Ok(elf) = crate::elf::Elf::parse(&bytes) else {
+            continue;
+        };
+        let found = elf
+            .sections()
+            .find(|(_, sh)| elf.section_name(sh) == ".BTF")
+            .map(|(_, sh)| elf.section_data(&sh).to_vec());
+        out.extend(found);
+    }
+    let peers = std::fs::read_dir(root.join("tests/golden/btf/peers")).unwrap();
+    for e in peers {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "btf") {
+            out.push(std::fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// The one-pass check against the reference path (walk, then validate type by type), on
+/// every fixture's and peer's `.BTF`, its truncations and byte flips: whatever the check
+/// accepts, the reference accepts with the same count, index and pointer size (the check
+/// may leave the rest to the reference, never accept what it refuses).
+#[test]
+fn one_pass_check_agrees_with_the_reference() {
+    let sections = btf_sections();
+    assert!(sections.len() > 10, "{}", sections.len());
+    let (mut accepted, mut tried) = (0, 0);
+    let mut seed: u64 = 7;
+    for s in &sections {
+        let mut variants = std::vec![s.clone()];
+        let step = (s.len() / 40).max(1);
+        variants.extend((0..s.len()).step_by(step).map(|cut| s[..cut].to_vec()));
+        for _ in 0..60 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut v = s.clone();
+            let at = (seed >> 33) as usize % v.len();
+            v[at] ^= 1 << ((seed >> 20) % 8);
+            variants.push(v);
+        }
+        for (k, v) in variants.iter().enumerate() {
+            let Ok(header) = Header::parse(v) else {
+                continue;
+            };
+            tried += 1;
+            let mut fast = std::vec![0u32; 1 << 14];
+            let mut slow = std::vec![0u32; 1 << 14];
+            let mut sink = check::SliceIndex {
+                buf: &mut fast,
+                len: 0,
+            };
+            let checked = Btf::checked(v, &header, &mut sink);
+            if k == 0 {
+                assert!(checked.is_some(), "the check refuses an unmodified section");
+            }
+            let Some(c) = checked else {
+                continue;
+            };
+            accepted += 1;
+            let reference = Btf::parse_reference(v, header, &mut slow).unwrap_or_else(|e| {
+                panic!("variant {k}: the check accepts what the reference refuses: {e:?}")
+            });
+            assert_eq!(c.count, reference.type_count(), "variant {k}");
+            assert_eq!(c.ptr_size, reference.pointer_size(), "variant {k}");
+            assert_eq!(
+                fast[..c.count as usize],
+                slow[..c.count as usize],
+                "variant {k}"
+            );
+        }
+    }
+    assert!(accepted > 100 && tried > accepted, "{accepted} of {tried}");
 }

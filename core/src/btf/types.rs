@@ -203,6 +203,19 @@ impl<'a> Strings<'a> {
         tail.get(..end).unwrap_or_default()
     }
 
+    /// The section from `off` on (empty when outside).
+    #[inline]
+    pub(crate) fn tail(self, off: u32) -> &'a [u8] {
+        self.0.get(off as usize..).unwrap_or_default()
+    }
+
+    /// Whether the string at `off` is `name` (compared in place: no length scan).
+    #[inline]
+    pub(crate) fn is(self, off: u32, name: &[u8]) -> bool {
+        let tail = self.0.get(off as usize..).unwrap_or_default();
+        tail.starts_with(name) && tail.get(name.len()).is_none_or(|&b| b == 0)
+    }
+
     /// The string at `off` ("" when outside or not UTF-8: validation rejected both).
     pub(crate) fn str(self, off: u32) -> &'a str {
         core::str::from_utf8(self.bytes(off)).unwrap_or("")

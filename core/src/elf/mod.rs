@@ -34,6 +34,23 @@ pub struct Elf<'a> {
 }
 
 impl<'a> Elf<'a> {
+    /// An empty file's view (no sections), before anything is parsed.
+    pub(crate) const EMPTY: Elf<'static> = Elf {
+        data: &[],
+        header: Header {
+            class: Class::Elf64,
+            endian: Endian::Little,
+            e_type: 0,
+            machine: 0,
+            flags: 0,
+            shoff: 0,
+            shentsize: 0,
+            shnum: 0,
+            shstrndx: 0,
+        },
+        shstrtab: StrTab::empty(),
+    };
+
     /// Parses and validates the ELF header and the section header table.
     ///
     /// # Errors
@@ -233,16 +250,6 @@ impl<'a> Elf<'a> {
     /// [`Error::BadSection`] when the section is not a usable `SHT_REL`.
     pub fn rel_table(&self, index: u32, symbols: &SymbolTable<'a>) -> Result<RelTable<'a>> {
         RelTable::new(self, index, symbols, true)
-    }
-
-    /// The REL table in section `index` with its header checked but not its entries: the
-    /// caller checks each entry's symbol index as it reads it.
-    pub(crate) fn rel_table_header(
-        &self,
-        index: u32,
-        symbols: &SymbolTable<'a>,
-    ) -> Result<RelTable<'a>> {
-        RelTable::new(self, index, symbols, false)
     }
 
     #[inline(always)]

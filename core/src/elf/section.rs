@@ -177,12 +177,6 @@ impl<'a> StrTab<'a> {
         text.get(start..start + len)
     }
 
-    /// The first byte of the string at `index`, if in range.
-    #[inline]
-    pub(crate) fn first_byte(&self, index: u32) -> Option<u8> {
-        self.data.get(index as usize).copied()
-    }
-
     /// Length of the table in bytes.
     #[must_use]
     pub fn len(&self) -> usize {

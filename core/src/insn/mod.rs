@@ -83,6 +83,29 @@ impl Insn {
         }
     }
 
+    /// Decodes an instruction stored in the byte order of the machine running this code
+    /// (the only order an opened object has), from its 8 bytes as one word.
+    #[inline(always)]
+    fn from_native_word(w: u64) -> Self {
+        if cfg!(target_endian = "little") {
+            Insn {
+                code: w as u8,
+                dst: (w >> 8) as u8 & 0x0f,
+                src: (w >> 12) as u8 & 0x0f,
+                off: (w >> 16) as i16,
+                imm: (w >> 32) as i32,
+            }
+        } else {
+            Insn {
+                code: (w >> 56) as u8,
+                dst: (w >> 52) as u8 & 0x0f,
+                src: (w >> 48) as u8 & 0x0f,
+                off: (w >> 32) as i16,
+                imm: w as i32,
+            }
+        }
+    }
+
     /// Encodes the instruction in the given byte order.
     #[must_use]
     pub fn to_bytes(self, little_endian: bool) -> [u8; INSN_SIZE] {
@@ -111,4 +134,45 @@ impl Insn {
     pub fn is_ld_imm64(&self) -> bool {
         self.code == opcode::LD_IMM64
     }
+}
+
+/// Decodes the instructions of `code` (in the byte order of the machine running this code)
+/// into `slots`, as many as both hold: the copy at the heart of relocation, four at a time.
+#[inline]
+pub(crate) fn decode_native(slots: &mut [Insn], code: &[u8]) {
+    let word = |c: &[u8; INSN_SIZE]| Insn::from_native_word(u64::from_ne_bytes(*c));
+    let mut out = slots.chunks_exact_mut(4);
+    let mut input = code.chunks_exact(4 * INSN_SIZE);
+    for (o, i) in (&mut out).zip(&mut input) {
+        if let ([a, b, c, d], Some(i)) = (o, i.first_chunk::<{ 4 * INSN_SIZE }>()) {
+            let (i0, rest) = i.split_at(INSN_SIZE);
+            let (i1, rest) = rest.split_at(INSN_SIZE);
+            let (i2, i3) = rest.split_at(INSN_SIZE);
+            let at = |x: &[u8]| x.first_chunk::<INSN_SIZE>().map_or(Insn::default(), word);
+            *a = at(i0);
+            *b = at(i1);
+            *c = at(i2);
+            *d = at(i3);
+        }
+    }
+    let rest = input.remainder().chunks_exact(INSN_SIZE);
+    for (o, i) in out.into_remainder().iter_mut().zip(rest) {
+        *o = i.first_chunk::<INSN_SIZE>().map_or(Insn::default(), word);
+    }
+}
+
+/// [`decode_native`], one at a time, noting whether any slot is a bpf-to-bpf call (`call`
+/// with `src_reg = BPF_PSEUDO_CALL`): without a branch per instruction.
+#[inline]
+pub(crate) fn decode_native_calls(slots: &mut [Insn], code: &[u8]) -> bool {
+    let mut calls = false;
+    for (o, i) in slots.iter_mut().zip(code.chunks_exact(INSN_SIZE)) {
+        let w = i
+            .first_chunk::<INSN_SIZE>()
+            .map_or(0, |c| u64::from_ne_bytes(*c));
+        let insn = Insn::from_native_word(w);
+        calls |= (insn.code == opcode::JMP | opcode::CALL) & (insn.src == 1);
+        *o = insn;
+    }
+    calls
 }

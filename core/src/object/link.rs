@@ -12,8 +12,9 @@
 //! Scratch is fixed-capacity and on the stack: the placed functions ([`MAX_LINKED`]
 //! entries of 8 bytes) and the walk's stack ([`MAX_CALL_DEPTH`] frames); no heap.
 
+use super::patch::PatchKind;
 use super::relocate::{patch_ld, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
-use super::{externs, MapTarget, Object, Program, RelocKind};
+use super::{externs, MapTarget, Object, Parts, Program, RelocKind};
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 
@@ -51,12 +52,126 @@ struct Walk {
     late: Option<Error>,
 }
 
+#[cold]
+fn no_fd(map: u32) -> Error {
+    Error::Usage {
+        what: "no fd given for map",
+        value: map.into(),
+    }
+}
+
+/// The function holding byte `byte` of section `section`: the last program (they are in
+/// `(section, offset)` order) starting at or before it, if it extends over it. `hint`, the
+/// answer of the previous search, is tried first (calls repeat their targets).
+#[inline]
+fn find_function(
+    programs: &[Program<'_>],
+    section: u32,
+    byte: u64,
+    hint: &mut usize,
+) -> Option<usize> {
+    let contains = |q: &Program<'_>| {
+        q.section_index == section
+            && u64::from(q.offset) <= byte
+            && byte < u64::from(q.offset) + q.code.len() as u64
+    };
+    // The hint holds when it contains the byte and the next program starts after it.
+    let after = |t: usize| {
+        programs
+            .get(t + 1)
+            .is_none_or(|n| (n.section_index, u64::from(n.offset)) > (section, byte))
+    };
+    if programs.get(*hint).is_some_and(contains) && after(*hint) {
+        return Some(*hint);
+    }
+    // Both fit one word when the offset does.
+    let lo = match u32::try_from(byte) {
+        Ok(b) => {
+            let key = |s: u32, o: u32| (u64::from(s) << 32) | u64::from(o);
+            let want = key(section, b);
+            programs.partition_point(|q| key(q.section_index, q.offset) <= want)
+        }
+        Err(_) => {
+            programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte))
+        }
+    };
+    let t = lo
+        .checked_sub(1)
+        .filter(|&t| programs.get(t).is_some_and(contains))?;
+    *hint = t;
+    Some(t)
+}
+
 /// A code reference found at an instruction: the program it lands in and the instruction
 /// index inside that program.
 #[derive(Clone, Copy)]
-struct Target {
-    program: usize,
-    offset: usize,
+pub(super) struct Target {
+    pub(super) program: usize,
+    pub(super) offset: usize,
+}
+
+/// The function instruction `at` of `p` (`insn`) refers to, if it is a call of a BPF
+/// function or loads a function's address; `reloc` gives `(st_shndx, st_value, whether
+/// that section is code)` of the symbol of `p`'s relocation at that instruction, if any
+/// (asked only when `p` has relocations other than map loads).
+#[inline]
+pub(super) fn code_target(
+    parts: &Parts<'_>,
+    programs: &[Program<'_>],
+    p: &Program<'_>,
+    at: usize,
+    insn: Insn,
+    reloc: impl FnOnce() -> Option<(u32, u64, bool)>,
+    hint: &mut usize,
+) -> Result<Option<Target>> {
+    let is_call = insn.code == opcode::JMP | opcode::CALL && insn.src == PSEUDO_CALL;
+    let is_ld = insn.code == opcode::LD_IMM64;
+    if !is_call && !is_ld {
+        return Ok(None);
+    }
+    let bad = |what| Error::BadReloc {
+        section: parts.elf.section_ref(p.section_index),
+        index: 0,
+        insn: (u64::from(p.offset) / 8) + at as u64,
+        what,
+    };
+    let own = i64::from(p.offset / 8) + at as i64;
+    let imm = i64::from(insn.imm);
+    // Only relocations that are not map loads can name code: without any, a map or
+    // data load is no code reference and a call is relative inside the section.
+    let others = p.reloc_count != p.map_reloc_count;
+    if is_ld && !others && insn.src != PSEUDO_FUNC {
+        return Ok(None);
+    }
+    let rel = if others { reloc() } else { None };
+    let (section, index) = match rel {
+        Some((shndx, value, exec)) => {
+            if !exec {
+                if is_call {
+                    return Err(bad("bpf-to-bpf call against a symbol that is not code"));
+                }
+                return Ok(None); // a map or global data load
+            }
+            let index = if is_call {
+                (value / 8) as i64 + imm + 1
+            } else {
+                (value as i64 + imm) / 8
+            };
+            (shndx, index)
+        }
+        // Inside the program's own section: relative, no relocation.
+        None if is_call || insn.src == PSEUDO_FUNC => (p.section_index, own + imm + 1),
+        None => return Ok(None),
+    };
+    let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
+    let byte = index.wrapping_mul(INSN_SIZE as u64);
+    let t = find_function(programs, section, byte, hint)
+        .ok_or_else(|| bad("call target is no function of the object"))?;
+    let q = programs.get(t).map_or(0, |q| u64::from(q.offset));
+    Ok(Some(Target {
+        program: t,
+        offset: ((byte - q) / INSN_SIZE as u64) as usize,
+    }))
 }
 
 impl<'a, 's> Object<'a, 's> {
@@ -159,68 +274,64 @@ impl<'a, 's> Object<'a, 's> {
         Ok(total)
     }
 
+    /// The next code reference of function `cp` from position `j` on: `(next j, instruction,
+    /// target, whether an ld_imm64)`. Positions are instructions, or entries of its call
+    /// list when the patch table has them.
+    #[inline]
+    fn next_ref(
+        &self,
+        cp: &Program<'_>,
+        mut j: usize,
+    ) -> Result<Option<(usize, usize, Target, bool)>> {
+        if self.parts.calls_ready {
+            let first = cp.call_first as usize;
+            let calls = self
+                .patches
+                .get(first..first + cp.call_len as usize)
+                .unwrap_or_default();
+            return Ok(calls.get(j).and_then(|c| match c.kind {
+                PatchKind::Call {
+                    program,
+                    offset,
+                    ld,
+                } => Some((
+                    j + 1,
+                    c.at as usize,
+                    Target {
+                        program: program as usize,
+                        offset: offset as usize,
+                    },
+                    ld,
+                )),
+                _ => None,
+            }));
+        }
+        let code = cp.code;
+        while let Some(&c) = code.get(j * INSN_SIZE) {
+            let at = j;
+            if c != opcode::LD_IMM64 && c != opcode::JMP | opcode::CALL {
+                j += 1;
+                continue;
+            }
+            j += if c == opcode::LD_IMM64 { 2 } else { 1 };
+            let insn = cp.insn(at).unwrap_or_default();
+            if let Some(t) = self.code_target(cp, at, insn)? {
+                return Ok(Some((j, at, t, c == opcode::LD_IMM64)));
+            }
+        }
+        Ok(None)
+    }
+
     /// The function instruction `at` of `p` (`insn`) refers to, if it is a call of a BPF
     /// function or loads a function's address.
     fn code_target(&self, p: &Program<'_>, at: usize, insn: Insn) -> Result<Option<Target>> {
-        let is_call = insn.code == opcode::JMP | opcode::CALL && insn.src == PSEUDO_CALL;
-        let is_ld = insn.code == opcode::LD_IMM64;
-        if !is_call && !is_ld {
-            return Ok(None);
-        }
         let parts = &self.parts;
-        let bad = |what| Error::BadReloc {
-            section: parts.elf.section_ref(p.section_index),
-            index: 0,
-            insn: (u64::from(p.offset) / 8) + at as u64,
-            what,
+        let reloc = || {
+            let (shndx, value) = self.reloc_at(p, at)?;
+            let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
+            Some((shndx, value, exec))
         };
-        let own = i64::from(p.offset / 8) + at as i64;
-        let imm = i64::from(insn.imm);
-        // Only relocations that are not map loads can name code: without any, a map or
-        // data load is no code reference and a call is relative inside the section.
-        let others = p.reloc_count != p.map_reloc_count;
-        if is_ld && !others && insn.src != PSEUDO_FUNC {
-            return Ok(None);
-        }
-        let rel = if others { self.reloc_at(p, at) } else { None };
-        let (section, index) = match rel {
-            Some((shndx, value)) => {
-                let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
-                if !exec {
-                    if is_call {
-                        return Err(bad("bpf-to-bpf call against a symbol that is not code"));
-                    }
-                    return Ok(None); // a map or global data load
-                }
-                let index = if is_call {
-                    (value / 8) as i64 + imm + 1
-                } else {
-                    (value as i64 + imm) / 8
-                };
-                (shndx, index)
-            }
-            // Inside the program's own section: relative, no relocation.
-            None if is_call || insn.src == PSEUDO_FUNC => (p.section_index, own + imm + 1),
-            None => return Ok(None),
-        };
-        let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
-        let byte = index * INSN_SIZE as u64;
-        let programs = self.programs;
-        let lo =
-            programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte));
-        let t = lo
-            .checked_sub(1)
-            .filter(|&t| {
-                programs.get(t).is_some_and(|q| {
-                    q.section_index == section && byte < u64::from(q.offset) + q.code.len() as u64
-                })
-            })
-            .ok_or_else(|| bad("call target is no function of the object"))?;
-        let q = programs.get(t).map_or(0, |q| u64::from(q.offset));
-        Ok(Some(Target {
-            program: t,
-            offset: ((byte - q) / INSN_SIZE as u64) as usize,
-        }))
+        code_target(parts, self.programs, p, at, insn, reloc, &mut 0)
     }
 
     /// `(st_shndx, st_value)` of the symbol of `p`'s relocation at instruction `at`.
@@ -332,16 +443,17 @@ impl<'a, 's> Object<'a, 's> {
         } else {
             (None, &mut [][..])
         };
-        let mut placed = Placed::new();
-        let w = self.walk(
-            prog,
-            &mut placed,
-            Some(Sink {
-                body,
-                map_fds,
-                fits: head.is_some(),
-            }),
-        )?;
+        let sink = Sink {
+            body,
+            map_fds,
+            fits: head.is_some(),
+        };
+        let w = if self.parts.calls_ready {
+            self.walk_calls(prog, sink)?
+        } else {
+            let mut placed = Placed::new();
+            self.walk(prog, &mut placed, Some(sink))?
+        };
         let total = prologue.len() + w.len;
         match head {
             Some(head) if w.fits => head.copy_from_slice(prologue),
@@ -396,19 +508,9 @@ impl<'a, 's> Object<'a, 's> {
             let Some(cp) = self.programs.get(cur) else {
                 break;
             };
-            let code = cp.code;
             let mut descend = None;
-            while let Some(&c) = code.get(j * INSN_SIZE) {
-                let at = j;
-                if c != opcode::LD_IMM64 && c != opcode::JMP | opcode::CALL {
-                    j += 1;
-                    continue;
-                }
-                j += if c == opcode::LD_IMM64 { 2 } else { 1 };
-                let insn = cp.insn(at).unwrap_or_default();
-                let Some(t) = self.code_target(cp, at, insn)? else {
-                    continue;
-                };
+            while let Some((next, at, t, ld)) = self.next_ref(cp, j)? {
+                j = next;
                 let start = match placed.iter().find(|x| x.program == t.program) {
                     Some(x) => x.start,
                     None => {
@@ -434,7 +536,7 @@ impl<'a, 's> Object<'a, 's> {
                     let rel = (start + t.offset) as i64 - (cur_start + at + 1) as i64;
                     if let Some(slot) = s.body.get_mut(cur_start + at) {
                         slot.imm = rel as i32;
-                        if c == opcode::LD_IMM64 {
+                        if ld {
                             slot.src = PSEUDO_FUNC;
                         }
                     }
@@ -463,9 +565,110 @@ impl<'a, 's> Object<'a, 's> {
         })
     }
 
+    /// [`Object::walk`] with a sink, following the call lists of the patch table (when it
+    /// has them): the same layout, writes and errors, without looking at instructions.
+    fn walk_calls(&self, prog: usize, mut s: Sink<'_>) -> Result<Walk> {
+        let programs = self.programs;
+        let p = programs.get(prog).ok_or(Error::Usage {
+            what: "no such program",
+            value: prog as u64,
+        })?;
+        // Where each program placed starts (`u32::MAX`: not placed), by program index.
+        let mut start_of = [u32::MAX; MAX_LINKED];
+        let Some(start_of) = start_of.get_mut(..programs.len()) else {
+            let mut placed = Placed::new();
+            return self.walk(prog, &mut placed, Some(s));
+        };
+        let mut placed = 1usize;
+        if let Some(x) = start_of.get_mut(prog) {
+            *x = 0;
+        }
+        let mut late = None;
+        self.emit(p, 0, &mut s, &mut late);
+        let mut total = p.insn_count();
+        // (start of the function, its next call in the table, the end of its calls)
+        let mut stack: heapless::Vec<(usize, usize, usize), MAX_CALL_DEPTH> = heapless::Vec::new();
+        let calls = |p: &Program<'_>| {
+            let first = p.call_first as usize;
+            (first, first + p.call_len as usize)
+        };
+        let (first, end) = calls(p);
+        let _ = stack.push((0, first, end));
+        while let Some((cur_start, next, end)) = stack.last_mut() {
+            let cur_start = *cur_start;
+            let mut descend = None;
+            while *next < *end {
+                let Some(&c) = self.patches.get(*next) else {
+                    break;
+                };
+                *next += 1;
+                let PatchKind::Call {
+                    program,
+                    offset,
+                    ld,
+                } = c.kind
+                else {
+                    continue;
+                };
+                let Some(slot) = start_of.get_mut(program as usize) else {
+                    continue;
+                };
+                let start = if *slot != u32::MAX {
+                    *slot as usize
+                } else {
+                    let Some(tp) = programs.get(program as usize) else {
+                        continue;
+                    };
+                    if placed == MAX_LINKED {
+                        return Err(Error::Capacity {
+                            what: "functions linked into one program",
+                            limit: MAX_LINKED as u32,
+                        });
+                    }
+                    placed += 1;
+                    *slot = total as u32;
+                    self.emit(tp, total, &mut s, &mut late);
+                    let (first, end) = calls(tp);
+                    descend = Some((total, first, end));
+                    let start = total;
+                    total += tp.insn_count();
+                    start
+                };
+                if s.fits {
+                    let at = cur_start + c.at as usize;
+                    let rel = (start + offset as usize) as i64 - (at + 1) as i64;
+                    if let Some(slot) = s.body.get_mut(at) {
+                        slot.imm = rel as i32;
+                        if ld {
+                            slot.src = PSEUDO_FUNC;
+                        }
+                    }
+                }
+                if descend.is_some() {
+                    break;
+                }
+            }
+            match descend {
+                Some(d) => stack.push(d).map_err(|_| Error::Capacity {
+                    what: "nested first calls (call depth)",
+                    limit: MAX_CALL_DEPTH as u32,
+                })?,
+                None => {
+                    stack.pop();
+                }
+            }
+        }
+        Ok(Walk {
+            len: total,
+            fits: s.fits,
+            late,
+        })
+    }
+
     /// Copies function `p` to `start` of the sink's body and patches its map, global
     /// data and `.kconfig` loads; keeps the first error in `late`. Once a function does
     /// not fit, nothing more is written.
+    #[inline(never)]
     fn emit(&self, p: &Program<'_>, start: usize, s: &mut Sink<'_>, late: &mut Option<Error>) {
         if !s.fits {
             return;
@@ -474,16 +677,13 @@ impl<'a, 's> Object<'a, 's> {
             s.fits = false;
             return;
         };
-        let little = p.little;
-        for (slot, c) in slots.iter_mut().zip(p.code.chunks_exact(INSN_SIZE)) {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(c);
-            *slot = Insn::from_bytes(b, little);
-        }
+        self.copy_insns(p, slots);
         if p.reloc_count == 0 {
             return;
         }
-        let r = if self.parts.elf.header().class == crate::elf::Class::Elf64 {
+        let r = if self.parts.patches_ready {
+            self.apply_patches(p, s.map_fds, slots)
+        } else if self.parts.elf.header().class == crate::elf::Class::Elf64 {
             self.patch_relocs::<true>(p, s.map_fds, slots)
         } else {
             self.patch_relocs::<false>(p, s.map_fds, slots)
@@ -491,6 +691,59 @@ impl<'a, 's> Object<'a, 's> {
         if let Err(e) = r {
             late.get_or_insert(e);
         }
+    }
+
+    /// [`Object::patch_relocs`] from the patch table: the same patches in the same order,
+    /// the same first error.
+    #[inline(always)]
+    pub(super) fn apply_patches(
+        &self,
+        p: &Program<'_>,
+        map_fds: &[i32],
+        slots: &mut [Insn],
+    ) -> Result<()> {
+        let first = p.patch_first as usize;
+        let patches = self
+            .patches
+            .get(first..first + p.reloc_count as usize)
+            .unwrap_or_default();
+        for patch in patches {
+            let at = patch.at as usize;
+            let (src, map, value) = match patch.kind {
+                PatchKind::MapFd { map } => (PSEUDO_MAP_FD, map, None),
+                PatchKind::MapValue { map, value } => (PSEUDO_MAP_VALUE, map, Some(value)),
+                PatchKind::Nothing | PatchKind::Code { .. } | PatchKind::Call { .. } => continue,
+                PatchKind::Extern { sym } => {
+                    self.link_extern(p, sym, patch.at, map_fds, slots)?;
+                    continue;
+                }
+                PatchKind::Other => return Err(self.other_section(p, at)),
+            };
+            let Some(&fd) = map_fds.get(map as usize) else {
+                return Err(no_fd(map));
+            };
+            // As `patch_ld`: the second slot's `imm` is the value plus the first's (only
+            // the low 32 bits of either count).
+            let mut orig = 0;
+            if let Some(slot) = slots.get_mut(at) {
+                orig = slot.imm;
+                slot.src = src;
+                slot.imm = fd;
+            }
+            if let Some(next) = slots.get_mut(at + 1) {
+                next.imm = value.map_or(0, |v| (v as i32).wrapping_add(orig));
+            }
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn other_section(&self, p: &Program<'_>, at: usize) -> Error {
+        self.unsupported(
+            "relocation against a section that is neither code, maps nor global data",
+            p,
+            at as u64,
+        )
     }
 
     /// The relocations of `p` in table order (validated at open): map and global data

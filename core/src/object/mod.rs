@@ -2,14 +2,23 @@
 //!
 //! [`Object::open`] checks the header (`ET_REL`; `EM_BPF` or `EM_NONE`; the target's byte
 //! order), reads `license` and `version`, the legacy `maps` section, every executable
-//! section as a program, and validates every relocation of every program. Nothing is
-//! copied: programs are views of the input, relocations are re-read when a program is
-//! written out with [`Object::relocate`].
+//! section as a program, and validates every relocation of every program. Programs are
+//! views of the input; what relocating does is worked out once, at open, into a patch
+//! table: each relocation's patch (a map's fd, an address in global data, an extern),
+//! each function's code references with the function they land on, and a decoded copy of
+//! the functions other functions call. [`Object::relocate`] then copies and patches
+//! without re-reading the REL tables or rescanning instructions, however many programs
+//! share a subprogram. The table is a shortcut, not a limit: an object that does not fit
+//! it (or has unusual tables) is relocated by re-reading, with the same results.
+//!
+//! Each pass is linear in what it reads (sections, symbols, relocations, BTF types,
+//! instructions); lookups that a pass repeats (a relocation's map, a call's target
+//! function) are a division or a binary search over a table built once.
 //!
 //! The program and map tables live in an [`ObjectStorage`] the caller owns (capacities
-//! are its const generics `P` and `M`), and the [`Object`] borrows them: opening writes
-//! only the entries the object has, never initialises or moves the whole capacity, and a
-//! tool that reads many objects reuses one storage.
+//! are its const generics), and the [`Object`] borrows them: opening writes only the
+//! entries the object has, never initialises or moves the whole capacity, and a tool that
+//! reads many objects reuses one storage.
 //!
 //! ```
 //! # fn f(bytes: &[u8]) -> sluice_core::Result<()> {
@@ -25,6 +34,7 @@
 mod externs;
 mod link;
 mod maps;
+mod patch;
 mod programs;
 mod relocate;
 
@@ -33,6 +43,8 @@ pub use link::{LinkedPart, MAX_CALL_DEPTH, MAX_LINKED};
 pub use maps::{
     map_type_name, MapDef, MapKind, MapLayout, BPF_F_MMAPABLE, BPF_F_RDONLY_PROG, MAX_MAP_WORDS,
 };
+use patch::Patch;
+pub use patch::{DEFAULT_INSNS, DEFAULT_PATCHES};
 pub use programs::Program;
 pub use relocate::{
     Reloc, RelocKind, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE, R_BPF_64_32,
@@ -42,11 +54,11 @@ pub use relocate::{
 use crate::btf::Btf;
 
 use crate::elf::{
-    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, StrTab, SymbolTable, SHF_EXECINSTR,
-    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
+    self, ne_u16, ne_u32, ne_u64, Class, Elf, RelTable, SectionHeader, StrTab, SymbolTable,
+    SHF_EXECINSTR, SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
-use crate::insn::opcode;
+use crate::insn::{opcode, Insn};
 use heapless::vec::{Vec, VecView};
 
 /// Default program capacity: the peers' `large` object has 200.
@@ -58,20 +70,27 @@ pub const DEFAULT_MAPS: usize = 128;
 pub const DEFAULT_BTF_TYPES: usize = 16 * 1024;
 
 /// The program and map tables of an [`Object`], owned by the caller: up to `P` programs,
-/// `M` maps and a `.BTF` type index of `T` entries, held inline (about 100 KiB with the
-/// default capacities, a few hundred bytes for `ObjectStorage<4, 4, 0>` on a small stack).
+/// `M` maps, a `.BTF` type index of `T` entries and `L` relocation patches, held inline
+/// (about 140 KiB with the default capacities, a few hundred bytes for
+/// `ObjectStorage<4, 4, 0, 0>` on a small stack).
 /// Creating one costs nothing (the entries are not initialised); opening into it again
 /// reuses it.
 ///
 /// The type index is used only by objects that need their BTF to open: those with
 /// BTF-defined maps (`.maps`) or `extern` variables (`.kconfig`). `T = 0` refuses them
 /// with [`Error::Capacity`].
+///
+/// The patch table holds what relocating does to each function, worked out at open (see
+/// [`DEFAULT_PATCHES`]); an object that needs more than `L` entries opens and relocates
+/// all the same, re-reading its relocations each time (`L = 0` always does).
 #[doc(alias = "bpf_object")]
 pub struct ObjectStorage<
     'a,
     const P: usize = DEFAULT_PROGRAMS,
     const M: usize = DEFAULT_MAPS,
     const T: usize = DEFAULT_BTF_TYPES,
+    const L: usize = DEFAULT_PATCHES,
+    const I: usize = DEFAULT_INSNS,
 > {
     programs: Vec<Program<'a>, P>,
     maps: Vec<MapDef<'a>, M>,
@@ -79,6 +98,13 @@ pub struct ObjectStorage<
     execs: Vec<ExecSection<'a>, P>,
     /// The `.BTF` type index ([`Btf::parse`]), when the object needs it.
     btf_index: Vec<u32, T>,
+    /// Relocation patches and code references of every function.
+    patches: Vec<Patch, L>,
+    /// Every function's instructions, decoded once (while they fit).
+    insns: Vec<Insn, I>,
+    /// What the object knows besides its tables: written in place by the open phase, so
+    /// the [`Object`] handed out is a few references.
+    parts: Parts<'a>,
 }
 
 impl ObjectStorage<'_> {
@@ -89,9 +115,11 @@ impl ObjectStorage<'_> {
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> {
-    /// Empty storage for up to `P` programs, `M` maps and `T` BTF types:
-    /// `ObjectStorage::<4, 4>::with_capacities()`.
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>
+    ObjectStorage<'_, P, M, T, L, I>
+{
+    /// Empty storage for up to `P` programs, `M` maps, `T` BTF types, `L` patches and `I`
+    /// decoded instructions: `ObjectStorage::<4, 4>::with_capacities()`.
     #[must_use]
     pub const fn with_capacities() -> Self {
         ObjectStorage {
@@ -99,6 +127,9 @@ impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> 
             maps: empty(),
             execs: empty(),
             btf_index: empty(),
+            patches: empty(),
+            insns: empty(),
+            parts: Parts::EMPTY,
         }
     }
 }
@@ -111,14 +142,16 @@ const fn empty<T, const N: usize>() -> Vec<T, N> {
     Vec::new()
 }
 
-impl<const P: usize, const M: usize, const T: usize> Default for ObjectStorage<'_, P, M, T> {
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize> Default
+    for ObjectStorage<'_, P, M, T, L, I>
+{
     fn default() -> Self {
         Self::with_capacities()
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> core::fmt::Debug
-    for ObjectStorage<'_, P, M, T>
+impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>
+    core::fmt::Debug for ObjectStorage<'_, P, M, T, L, I>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectStorage")
@@ -133,9 +166,13 @@ impl<const P: usize, const M: usize, const T: usize> core::fmt::Debug
 #[derive(Clone, Copy, Debug)]
 #[doc(alias = "bpf_object")]
 pub struct Object<'a, 's> {
-    parts: Parts<'a>,
+    parts: &'s Parts<'a>,
     maps: &'s [MapDef<'a>],
     programs: &'s [Program<'a>],
+    /// Relocation patches and code references (see [`DEFAULT_PATCHES`]).
+    patches: &'s [Patch],
+    /// Decoded instructions of the functions (see [`DEFAULT_INSNS`]).
+    insns: &'s [Insn],
     /// The `.BTF`, when opening needed it (BTF-defined maps, externs).
     btf: Option<Btf<'s>>,
 }
@@ -158,6 +195,11 @@ struct Parts<'a> {
     /// The BTF-defined maps are in increasing `.maps` offset order (the usual case): a
     /// relocation finds its map by binary search.
     btf_maps_sorted: bool,
+    /// When the BTF-defined maps lie at `btf_map_base + i * btf_map_stride` of `.maps`
+    /// (the usual case: equal definitions one after the other), the stride: a relocation
+    /// finds its map by a division. 0 otherwise.
+    btf_map_stride: u64,
+    btf_map_base: u64,
     /// `.BTF` and `.BTF.ext`.
     btf_section: Option<u32>,
     btf_ext_section: Option<u32>,
@@ -172,6 +214,43 @@ struct Parts<'a> {
     /// The REL tables of executable sections lie in `rel_lo..rel_hi`.
     rel_lo: u32,
     rel_hi: u32,
+    /// The patch table holds every relocation's patch, each function's as one run
+    /// (`Program::patch_first`, `reloc_count` of them).
+    patches_ready: bool,
+    /// The patch table holds every function's code references too (`Program::call_first`).
+    calls_ready: bool,
+    /// Every REL table of code is in offset order.
+    rels_sorted: bool,
+}
+
+impl Parts<'_> {
+    /// Nothing known yet (what a new storage holds).
+    const EMPTY: Self = Parts {
+        elf: Elf::EMPTY,
+        symbols: None,
+        license: None,
+        version: None,
+        maps_section: None,
+        map_def_size: 0,
+        map_count: 0,
+        btf_maps_section: None,
+        btf_map_symbols: 0,
+        btf_maps_sorted: false,
+        btf_map_stride: 0,
+        btf_map_base: 0,
+        btf_section: None,
+        btf_ext_section: None,
+        data_lo: u32::MAX,
+        data_hi: 0,
+        first_data_map: 0,
+        externs: 0,
+        kconfig_map: None,
+        rel_lo: 0,
+        rel_hi: 0,
+        patches_ready: false,
+        calls_ready: false,
+        rels_sorted: false,
+    };
 }
 
 impl<'a, 's> Object<'a, 's> {
@@ -183,22 +262,28 @@ impl<'a, 's> Object<'a, 's> {
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
-    pub fn open<const P: usize, const M: usize, const T: usize>(
+    pub fn open<const P: usize, const M: usize, const T: usize, const L: usize, const I: usize>(
         bytes: &'a [u8],
-        storage: &'s mut ObjectStorage<'a, P, M, T>,
+        storage: &'s mut ObjectStorage<'a, P, M, T, L, I>,
     ) -> Result<Self> {
         let ObjectStorage {
             programs,
             maps,
             execs,
             btf_index,
+            patches,
+            insns,
+            parts,
         } = storage;
         programs.clear();
         maps.clear();
         execs.clear();
         btf_index.clear();
-        let mut parts = fill(
+        patches.clear();
+        insns.clear();
+        fill(
             bytes,
+            parts,
             programs.as_mut_view(),
             maps.as_mut_view(),
             execs.as_mut_view(),
@@ -207,24 +292,31 @@ impl<'a, 's> Object<'a, 's> {
         // for global data, whose maps are mmap-able depending on their DATASEC: there a BTF
         // that does not parse is as if absent (no mmap-able maps), as libbpf treats it.
         let btf = if parts.btf_map_symbols > 0 || parts.externs > 0 {
-            parse_btf(&parts, btf_index)?
+            parse_btf(parts, btf_index)?
         } else if parts.data_lo < parts.data_hi {
-            parse_btf(&parts, btf_index).ok().flatten()
+            parse_btf(parts, btf_index).ok().flatten()
         } else {
             None
         };
         finish(
-            &mut parts,
+            parts,
             btf.as_ref(),
             programs.as_mut_view(),
             maps.as_mut_view(),
+            patches.as_mut_view(),
+            insns.as_mut_view(),
         )?;
         let programs: &'s Vec<Program<'a>, P> = programs;
         let maps: &'s Vec<MapDef<'a>, M> = maps;
+        let patches: &'s Vec<Patch, L> = patches;
+        let insns: &'s Vec<Insn, I> = insns;
+        let parts: &'s Parts<'a> = parts;
         Ok(Object {
             parts,
             maps: maps.as_slice(),
             programs: programs.as_slice(),
+            patches: patches.as_slice(),
+            insns: insns.as_slice(),
             btf,
         })
     }
@@ -334,10 +426,11 @@ fn capacity(what: &'static str, limit: usize) -> Error {
 /// The open phase proper, non-generic: the tables are views of the caller's storage.
 fn fill<'a>(
     bytes: &'a [u8],
+    parts: &mut Parts<'a>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
     execs: &mut VecView<ExecSection<'a>>,
-) -> Result<Parts<'a>> {
+) -> Result<()> {
     // The seed's rule first: an object in the other byte order is refused as such, not
     // as the garbage its fields read as in ours.
     let object_little = match bytes.get(5) {
@@ -375,8 +468,9 @@ fn fill<'a>(
             object_little: h.is_little_endian(),
         });
     }
-    // From here on every field is in the target's byte order: read natively.
-    let mut parts = Parts {
+    // From here on every field is in the target's byte order: read natively. Written in
+    // place, into the caller's storage.
+    *parts = Parts {
         elf,
         symbols: None,
         license: None,
@@ -387,6 +481,8 @@ fn fill<'a>(
         btf_maps_section: None,
         btf_map_symbols: 0,
         btf_maps_sorted: false,
+        btf_map_stride: 0,
+        btf_map_base: 0,
         btf_section: None,
         btf_ext_section: None,
         data_lo: u32::MAX,
@@ -396,23 +492,24 @@ fn fill<'a>(
         kconfig_map: None,
         rel_lo: 0,
         rel_hi: 0,
+        patches_ready: false,
+        calls_ready: false,
+        rels_sorted: false,
     };
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
-        check_sections::<64>(&elf)?;
-        scan_sections::<64>(&mut parts, execs, &mut names)?
+        sections::<64>(parts, execs, &mut names)?
     } else {
-        check_sections::<40>(&elf)?;
-        scan_sections::<40>(&mut parts, execs, &mut names)?
+        sections::<40>(parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
         parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
     }
     if wide {
-        collect_symbols::<24>(&mut parts, execs, programs, maps, &mut names)?;
+        collect_symbols::<24>(parts, execs, programs, maps, &mut names)?;
     } else {
-        collect_symbols::<16>(&mut parts, execs, programs, maps, &mut names)?;
+        collect_symbols::<16>(parts, execs, programs, maps, &mut names)?;
     }
     // Sections without function symbols (hand-written or stripped objects): one program each.
     let little = h.is_little_endian();
@@ -425,7 +522,7 @@ fn fill<'a>(
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
-    Ok(parts)
+    Ok(())
 }
 
 /// Parses `.BTF` into the storage's type index.
@@ -445,6 +542,17 @@ fn parse_btf<'a: 's, 's, const T: usize>(
     };
     let sh = parts.elf.section(section).unwrap_or_default();
     let data: &'a [u8] = parts.elf.section_data(&sh);
+    // One pass in the usual case; the reference path otherwise, and for every error.
+    if let Some((header, checked)) = Btf::check_into(data, index.as_mut_view()) {
+        let index: &'s Vec<u32, T> = index;
+        return Ok(Some(Btf::from_checked(
+            data,
+            header,
+            checked,
+            index.as_slice(),
+        )));
+    }
+    index.clear();
     let count = Btf::count_types(data)? as usize;
     index
         .resize(count, 0)
@@ -477,6 +585,8 @@ fn finish<'a>(
     btf: Option<&Btf<'_>>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
 ) -> Result<()> {
     let elf = parts.elf;
     if let (Some(btf), Some(section)) = (btf, parts.btf_maps_section) {
@@ -485,9 +595,23 @@ fn finish<'a>(
         }
     }
     parts.first_data_map = maps.len() as u32;
-    parts.btf_maps_sorted = maps
-        .get(parts.map_count as usize..)
-        .is_some_and(|m| m.is_sorted_by(|a, b| a.offset < b.offset));
+    let btf_maps = maps.get(parts.map_count as usize..).unwrap_or_default();
+    parts.btf_maps_sorted = btf_maps.is_sorted_by(|a, b| a.offset < b.offset);
+    // Strictly increasing offsets: the stride is at least 1 and `i * stride` stays below
+    // 2^32 times the map count.
+    if let (true, Some(first)) = (parts.btf_maps_sorted, btf_maps.first()) {
+        let base = u64::from(first.offset);
+        let stride = btf_maps
+            .get(1)
+            .map_or(1, |m| u64::from(m.offset).saturating_sub(base));
+        let regular = (0u64..)
+            .zip(btf_maps)
+            .all(|(i, m)| u64::from(m.offset) == base + i * stride);
+        if regular {
+            parts.btf_map_base = base;
+            parts.btf_map_stride = stride;
+        }
+    }
     let map_cap = maps.capacity();
     for index in parts.data_lo..parts.data_hi {
         let Some(sh) = elf.section(index) else {
@@ -509,7 +633,15 @@ fn finish<'a>(
         } else {
             elf.section_data(&sh)
         };
-        let name = elf.section_name(&sh);
+        // The map is named after its section: a name that is not UTF-8 names no map
+        // (found by the `object` fuzz target: it gave a map with an empty name).
+        let name = elf
+            .shstrtab()
+            .get(sh.name)
+            .ok_or_else(|| Error::BadSection {
+                section: elf.section_ref(index),
+                what: "global data section name is not valid UTF-8",
+            })?;
         let mut def = MapDef::internal(name, kind, index, size, initial);
         def.set_mmapable(btf.is_some_and(|b| mmapable(b, name)));
         maps.push(def).map_err(|_| capacity("maps", map_cap))?;
@@ -525,20 +657,64 @@ fn finish<'a>(
         }
     }
     let wide = elf.header().class == Class::Elf64;
+    let mut table = PatchTable {
+        patches,
+        ready: true,
+        sorted: true,
+    };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    let mut lo = 0usize;
+    // The headers in `rel_lo..rel_hi` (program sections and their REL tables, usually
+    // interleaved) told apart by native reads; the REL tables of code read in full.
+    let headers = elf.section_table();
+    let entsize = usize::from(elf.header().shentsize);
+    let raw = |index: u32| {
+        let at = (index as usize).checked_mul(entsize)?;
+        headers.get(at..at.checked_add(entsize)?)
+    };
+    let is_exec = |index: u32| {
+        raw(index).is_some_and(|h| match h.first_chunk::<64>() {
+            Some(h) if wide => RawSection::read(h).is_exec(),
+            _ => h
+                .first_chunk::<40>()
+                .is_some_and(|h| RawSection::read(h).is_exec()),
+        })
+    };
     for index in parts.rel_lo..parts.rel_hi {
-        let Some(sh) = elf.section(index) else {
+        let Some(sh) = raw(index).and_then(|h| full_header(h, wide)) else {
             continue;
         };
-        if sh.sh_type == SHT_REL && elf.section(sh.info).is_some_and(|t| t.is_exec()) {
+        if sh.sh_type == SHT_REL && is_exec(sh.info) {
             if wide {
-                collect_relocations::<true>(parts, programs, maps, index)?;
+                collect_relocations::<true>(
+                    parts, programs, maps, index, &sh, &mut lo, &mut table,
+                )?;
             } else {
-                collect_relocations::<false>(parts, programs, maps, index)?;
+                collect_relocations::<false>(
+                    parts, programs, maps, index, &sh, &mut lo, &mut table,
+                )?;
             }
         }
     }
+    parts.patches_ready = table.ready && patch::contiguous(programs);
+    parts.rels_sorted = table.sorted;
+    // Call lists (and a decoded copy of the functions called) when some function
+    // relocates against code, which is how programs reach their subprograms: otherwise
+    // `relocate` notices a call inside a section as it copies, and links by scanning.
+    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
+    if parts.patches_ready && parts.rels_sorted && links {
+        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
+    }
     Ok(())
+}
+
+/// The patch table being filled by [`collect_relocations`], and what it learned.
+struct PatchTable<'p> {
+    patches: &'p mut VecView<Patch>,
+    /// Every relocation has its patch (the table did not fill up).
+    ready: bool,
+    /// Every REL table of code is in offset order.
+    sorted: bool,
 }
 
 /// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,
@@ -578,14 +754,19 @@ fn btf_map_defs<'a>(
             what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
         })?;
     let mut filled = first;
-    for def in crate::btf::btf_maps(btf, datasec.id())? {
-        let def = def?;
+    let strings = btf.strs();
+    for v in datasec.datasec_vars() {
+        let def = crate::btf::maps::parse_var_raw(btf, v.type_id)?;
         let rest = maps.get_mut(filled..).unwrap_or_default();
-        let Some(found) = rest.iter().position(|m| m.name == def.name) else {
-            return Err(Error::BadSection {
+        // Names compared in place; usually the symbols come in the DATASEC's order.
+        let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
+        let found = if rest.first().is_some_and(is) {
+            0
+        } else {
+            rest.iter().position(is).ok_or_else(|| Error::BadSection {
                 section: at(),
                 what: "a .maps variable in .BTF has no symbol in .maps",
-            });
+            })?
         };
         rest.swap(0, found);
         if let Some(m) = maps.get_mut(filled) {
@@ -653,9 +834,62 @@ impl RawSection {
     }
 }
 
+/// The pass over the section headers: [`scan_sections`], which also checks each one as
+/// [`Elf::parse`] does (extent inside the file, name inside the section name table)
+/// without a branch; only when one fails, or the scan fails, does [`check_sections`] go
+/// over them again to report the first bad one (a bad header is reported before anything
+/// the scan finds, as when the checks came first).
+#[inline(always)]
+fn sections<'a, const N: usize>(
+    parts: &mut Parts<'a>,
+    execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
+) -> Result<Scan> {
+    let elf = parts.elf;
+    match scan_sections::<N>(parts, execs, names) {
+        Ok((scan, false)) => Ok(scan),
+        Ok((scan, true)) => check_sections::<N>(&elf).map(|()| scan),
+        Err(e) => check_sections::<N>(&elf).and(Err(e)),
+    }
+}
+
+/// A whole section header read natively from its bytes `h` (`wide`: `Elf64_Shdr`).
+#[inline]
+fn full_header(h: &[u8], wide: bool) -> Option<SectionHeader> {
+    Some(if wide {
+        let b = h.first_chunk::<64>()?;
+        SectionHeader {
+            name: ne_u32(b, 0),
+            sh_type: ne_u32(b, 4),
+            flags: ne_u64(b, 8),
+            addr: ne_u64(b, 16),
+            offset: ne_u64(b, 24),
+            size: ne_u64(b, 32),
+            link: ne_u32(b, 40),
+            info: ne_u32(b, 44),
+            addralign: ne_u64(b, 48),
+            entsize: ne_u64(b, 56),
+        }
+    } else {
+        let b = h.first_chunk::<40>()?;
+        SectionHeader {
+            name: ne_u32(b, 0),
+            sh_type: ne_u32(b, 4),
+            flags: ne_u32(b, 8).into(),
+            addr: ne_u32(b, 12).into(),
+            offset: ne_u32(b, 16).into(),
+            size: ne_u32(b, 20).into(),
+            link: ne_u32(b, 24),
+            info: ne_u32(b, 28),
+            addralign: ne_u32(b, 32).into(),
+            entsize: ne_u32(b, 36).into(),
+        }
+    })
+}
+
 /// Checks every section header as [`Elf::parse`] does (extent inside the file, name
-/// inside the section name table), in a loop of its own: kept apart from the scan below,
-/// each loop keeps its few values in registers.
+/// inside the section name table), and reports the first that fails.
+#[cold]
 #[inline(never)]
 fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
     let file_len = elf.data().len() as u64;
@@ -685,18 +919,23 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
     Ok(())
 }
 
-/// One pass over the (checked) section headers: notes the executable sections in `execs` (their names checked as probe specs), `license`,
-/// `version`, `maps`, the symbol table and where the REL tables of code lie.
-// Out of line: inlined into `fill`, its loop lost its registers to the rest.
-#[inline(never)]
+/// One pass over the section headers: checks each (without a branch, see [`sections`]),
+/// notes the executable sections in `execs` (their names checked as probe specs),
+/// `license`, `version`, `maps`, the symbol table and where the REL tables of code lie.
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
     names: &mut Names<'a>,
-) -> Result<Scan> {
+) -> Result<(Scan, bool)> {
     let elf = parts.elf;
     let table = elf.section_table();
-    let cap = execs.capacity();
+    let file_len = elf.data().len() as u64;
+    let tab = names.tab.data();
+    // `name >= max(len, 1)`: with no table, only name 0 is allowed.
+    let name_limit = (tab.len() as u64).max(1);
+    // Whether any header fails the checks, without a branch per header: the largest
+    // name index and the furthest end of contents (saturated) are compared at the end.
+    let (mut max_name, mut max_end) = (0u32, 0u64);
     // Plain locals, not a `Scan` updated in place: LLVM kept that in memory and copied it
     // around on every iteration.
     let mut symtab = u32::MAX;
@@ -706,9 +945,35 @@ fn scan_sections<'a, const N: usize>(
             continue;
         };
         let sh = RawSection::read(raw);
-        let at = || elf.section_ref(index);
+        // SHT_NULL (0) and SHT_NOBITS (8) have no contents in the file.
+        let end = if sh.sh_type & !SHT_NOBITS != 0 {
+            sh.offset.saturating_add(sh.size)
+        } else {
+            0
+        };
+        max_end = max_end.max(end);
+        max_name = max_name.max(sh.name);
         match sh.sh_type {
-            SHT_PROGBITS => {}
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
+                exec_section(parts, execs, names, index, RawSection::read(raw))?;
+            }
+            SHT_PROGBITS => {
+                // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
+                // are told apart on their first bytes, compared in place.
+                let t = tab.get(sh.name as usize..).unwrap_or_default();
+                let interesting = match t.first() {
+                    Some(b'l' | b'v' | b'm') => true,
+                    Some(b'.') => match t.get(1) {
+                        Some(b'm' | b'B' | b'r') => true,
+                        Some(b'd') => t.get(2) == Some(&b'a'),
+                        _ => false,
+                    },
+                    _ => false,
+                };
+                if interesting {
+                    named_section(parts, t, index, RawSection::read(raw))?;
+                }
+            }
             SHT_REL => {
                 // Only tables of executable sections are ours (the second pass finds
                 // whether the section holds a program).
@@ -722,120 +987,142 @@ fn scan_sections<'a, const N: usize>(
                     rel_lo = rel_lo.min(index);
                     rel_hi = index + 1;
                 }
-                continue;
             }
             SHT_SYMTAB => {
                 if symtab != u32::MAX {
                     return Err(Error::BadSection {
-                        section: at(),
+                        section: elf.section_ref(index),
                         what: "more than one symbol table",
                     });
                 }
                 symtab = index;
-                continue;
             }
-            SHT_NOBITS => {
-                if names.tab.tail(sh.name).starts_with(b".bss") {
-                    parts.data_lo = parts.data_lo.min(index);
-                    parts.data_hi = index + 1;
-                }
-                continue;
-            }
-            _ => continue,
-        }
-        let data = || {
-            let start = sh.offset as usize;
-            elf.data()
-                .get(start..start.saturating_add(sh.size as usize))
-                .unwrap_or_default()
-        };
-        if sh.flags & SHF_EXECINSTR != 0 {
-            if sh.size == 0 || sh.size % 8 != 0 {
-                continue;
-            }
-            // The table as a whole was checked as UTF-8 once: no per-name check.
-            let name = match names.get(sh.name) {
-                Some(name) => name,
-                None if names.tab.is_empty() => "",
-                None => {
-                    return Err(Error::BadSection {
-                        section: at(),
-                        what: "program section name is not valid UTF-8",
-                    })
-                }
-            };
-            if name != ".text" {
-                crate::probe::validate(name).map_err(|error| Error::Probe {
-                    section: at(),
-                    error,
-                })?;
-            }
-            let exec = ExecSection {
-                index,
-                name,
-                code: data(),
-                has_funcs: false,
-            };
-            execs.push(exec).map_err(|_| capacity("programs", cap))?;
-            continue;
-        }
-        // Compared in place with the NUL: no length scan for the many other sections,
-        // and most (`.debug_*`, `.BTF`, `.rodata` ...) are told apart on their first byte.
-        let tail = || names.tab.tail(sh.name);
-        match names.tab.first_byte(sh.name) {
-            Some(b'l') if tail().starts_with(b"license\0") => {
-                let data = data();
-                let len = data
-                    .iter()
-                    .position(|&b| b == 0)
-                    .ok_or_else(|| Error::BadSection {
-                        section: at(),
-                        what: "license is not NUL-terminated",
-                    })?;
-                let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-                parts.license = Some(text.ok_or_else(|| Error::BadSection {
-                    section: at(),
-                    what: "license is not valid UTF-8",
-                })?);
-            }
-            Some(b'v') if tail().starts_with(b"version\0") => {
-                let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
-                    section: at(),
-                    what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-                })?;
-                parts.version = Some(u32::from_ne_bytes(data));
-            }
-            Some(b'm') if tail().starts_with(b"maps\0") => parts.maps_section = Some(index),
-            Some(b'.') => {
-                let t = tail();
-                match t.get(1).copied() {
-                    Some(b'm') if t.starts_with(b".maps\0") => {
-                        parts.btf_maps_section = Some(index);
-                    }
-                    Some(b'B') if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
-                    Some(b'B') if t.starts_with(b".BTF.ext\0") => {
-                        parts.btf_ext_section = Some(index);
-                    }
-                    Some(b'r') if t.starts_with(b".rodata") => {
-                        parts.data_lo = parts.data_lo.min(index);
-                        parts.data_hi = index + 1;
-                    }
-                    Some(b'd') if t.starts_with(b".data") => {
-                        parts.data_lo = parts.data_lo.min(index);
-                        parts.data_hi = index + 1;
-                    }
-                    _ => {}
-                }
+            SHT_NOBITS
+                if tab
+                    .get(sh.name as usize..)
+                    .is_some_and(|t| t.starts_with(b".bss")) =>
+            {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
             }
             _ => {}
         }
     }
-    Ok(Scan {
+    let scan = Scan {
         // Indices fit in u32 and `u32::MAX` sections cannot fit in the file's table.
         symtab: (symtab != u32::MAX).then_some(symtab),
         rel_lo,
         rel_hi,
-    })
+    };
+    Ok((
+        scan,
+        u64::from(max_name) >= name_limit || max_end > file_len,
+    ))
+}
+
+/// The contents of section `sh` (empty when outside the file: the checks report it).
+fn section_bytes<'a>(elf: &Elf<'a>, sh: &RawSection) -> &'a [u8] {
+    let start = sh.offset as usize;
+    elf.data()
+        .get(start..start.saturating_add(sh.size as usize))
+        .unwrap_or_default()
+}
+
+/// An executable section: a program section (its name checked as a probe spec) when its
+/// size is a non-zero multiple of 8.
+#[inline(never)]
+fn exec_section<'a>(
+    parts: &mut Parts<'a>,
+    execs: &mut VecView<ExecSection<'a>>,
+    names: &mut Names<'a>,
+    index: u32,
+    sh: RawSection,
+) -> Result<()> {
+    if sh.size == 0 || sh.size % 8 != 0 {
+        return Ok(());
+    }
+    let elf = &parts.elf;
+    let at = || elf.section_ref(index);
+    // The table as a whole was checked as UTF-8 once: no per-name check.
+    let name = match names.get(sh.name) {
+        Some(name) => name,
+        None if names.tab.is_empty() => "",
+        None => {
+            return Err(Error::BadSection {
+                section: at(),
+                what: "program section name is not valid UTF-8",
+            })
+        }
+    };
+    if name != ".text" {
+        crate::probe::validate(name).map_err(|error| Error::Probe {
+            section: at(),
+            error,
+        })?;
+    }
+    let exec = ExecSection {
+        index,
+        name,
+        code: section_bytes(elf, &sh),
+        has_funcs: false,
+    };
+    let cap = execs.capacity();
+    execs.push(exec).map_err(|_| capacity("programs", cap))
+}
+
+/// A data section whose name (`t`: the name table from it on) may be one the object
+/// phase reads: `license`, `version`, `maps`, `.maps`, `.BTF`, `.BTF.ext`, `.rodata*`,
+/// `.data*`.
+#[inline(never)]
+fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let at = || elf.section_ref(index);
+    let data = || section_bytes(&elf, &sh);
+    match t.first() {
+        Some(b'l') if t.starts_with(b"license\0") => {
+            let data = data();
+            let len = data
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| Error::BadSection {
+                    section: at(),
+                    what: "license is not NUL-terminated",
+                })?;
+            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+            parts.license = Some(text.ok_or_else(|| Error::BadSection {
+                section: at(),
+                what: "license is not valid UTF-8",
+            })?);
+        }
+        Some(b'v') if t.starts_with(b"version\0") => {
+            let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
+                section: at(),
+                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+            })?;
+            parts.version = Some(u32::from_ne_bytes(data));
+        }
+        Some(b'm') if t.starts_with(b"maps\0") => parts.maps_section = Some(index),
+        Some(b'.') => match t.get(1).copied() {
+            Some(b'm') if t.starts_with(b".maps\0") => {
+                parts.btf_maps_section = Some(index);
+            }
+            Some(b'B') if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
+            Some(b'B') if t.starts_with(b".BTF.ext\0") => {
+                parts.btf_ext_section = Some(index);
+            }
+            Some(b'r') if t.starts_with(b".rodata") => {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
+            }
+            Some(b'd') if t.starts_with(b".data") => {
+                parts.data_lo = parts.data_lo.min(index);
+                parts.data_hi = index + 1;
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    Ok(())
 }
 
 fn push_program<'a>(
@@ -859,6 +1146,11 @@ fn push_program<'a>(
         rel_first: 0,
         rel_end: 0,
         maps_needed: 0,
+        patch_first: 0,
+        call_first: 0,
+        call_len: 0,
+        pseudo_call: false,
+        cached: u32::MAX,
     };
     let cap = programs.capacity();
     programs
@@ -1041,26 +1333,43 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
     Ok(())
 }
 
-/// Validates every relocation of REL section `index`: each entry belongs to the program
-/// whose instructions contain its offset; records per program its REL section, the
-/// range of its entries in that table, its counts and what [`Object::relocate`] needs to
-/// answer without re-reading the table (`WIDE`: ELF64 records, else ELF32).
+/// Validates every relocation of REL section `index` (whose header is `rel`): each entry
+/// belongs to the program whose instructions contain its offset; records per program its
+/// REL section, the range of its entries in that table, its counts, and each entry's patch
+/// in the patch table (`WIDE`: ELF64 records, else ELF32). `lo` is where the search for
+/// the target section's programs starts (REL tables usually come in the order of their
+/// sections).
+#[inline(never)]
 fn collect_relocations<const WIDE: bool>(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
     maps: &[MapDef<'_>],
     index: u32,
+    rel: &SectionHeader,
+    lo: &mut usize,
+    table_out: &mut PatchTable<'_>,
 ) -> Result<()> {
     let elf = &parts.elf;
-    let sh = elf.section(index).unwrap_or_default();
-    let target = sh.info;
+    let target = rel.info;
     // The programs of the target section: a contiguous run (programs are sorted).
-    let first = programs.partition_point(|p| p.section_index < target);
+    let first = if programs.get(*lo).is_some_and(|p| p.section_index == target)
+        && (*lo == 0
+            || programs
+                .get(*lo - 1)
+                .is_some_and(|p| p.section_index < target))
+    {
+        *lo
+    } else {
+        programs.partition_point(|p| p.section_index < target)
+    };
     let end = first
         + programs
             .get(first..)
             .unwrap_or_default()
-            .partition_point(|p| p.section_index == target);
+            .iter()
+            .take_while(|p| p.section_index == target)
+            .count();
+    *lo = end;
     let Some(section_programs) = programs.get_mut(first..end).filter(|s| !s.is_empty()) else {
         return Ok(()); // an executable section too small to be a program
     };
@@ -1068,22 +1377,33 @@ fn collect_relocations<const WIDE: bool>(
         section: elf.section_ref(index),
         what: "relocations without a symbol table",
     })?;
-    let table = elf.rel_table_header(index, &symbols)?;
+    let table = RelTable::checked_header(elf, index, rel, &symbols)?;
     let (rels, syms) = (table.data(), symbols.data());
-    // Entries usually come in offset order: try the program of the previous entry first.
+    let nsyms = symbols.len();
+    let n = table.len();
+    // Entry `i`'s patch goes to `base + i`.
+    let base = table_out.patches.len() as u32;
+    let mut last_section = (u32::MAX, RelocKind::Extern);
+    let mut prev_offset = 0u64;
+    let mut sorted = true;
+    let mut ready = table_out.ready;
+    let bad = |i: u32, offset: u64, what| Error::BadReloc {
+        section: elf.section_ref(target),
+        index: i,
+        insn: offset / 8,
+        what,
+    };
+    // Runs of entries of one program (entries usually come in offset order): the program
+    // is found once per run, its counts kept in locals until the run ends.
+    let mut i = 0u32;
+    // The program of the previous entry, tried first (the first program at the start).
     let mut cur = 0usize;
-    for i in 0..table.len() {
+    while i < n {
         let Some((offset, sym)) = raw_rel::<WIDE>(rels, i) else {
-            continue;
+            break;
         };
-        let bad = |what| Error::BadReloc {
-            section: elf.section_ref(target),
-            index: i,
-            insn: offset / 8,
-            what,
-        };
-        if sym >= symbols.len() {
-            return Err(bad("symbol index outside the symbol table"));
+        if sym >= nsyms {
+            return Err(bad(i, offset, "symbol index outside the symbol table"));
         }
         let contains = |p: &Program<'_>| {
             let start = u64::from(p.offset);
@@ -1094,10 +1414,10 @@ fn collect_relocations<const WIDE: bool>(
             cur = after
                 .checked_sub(1)
                 .filter(|&c| section_programs.get(c).is_some_and(contains))
-                .ok_or_else(|| bad("offset is outside every program of the section"))?;
+                .ok_or_else(|| bad(i, offset, "offset is outside every program of the section"))?;
         }
         let Some(prog) = section_programs.get_mut(cur) else {
-            continue;
+            break;
         };
         if prog.rel_section.is_some_and(|r| r != index) {
             return Err(Error::BadSection {
@@ -1105,46 +1425,87 @@ fn collect_relocations<const WIDE: bool>(
                 what: "second REL section for the same program",
             });
         }
-        // The checks of `Parts::classify`, in its order; the kind of a relocation that
-        // is not a map load is worked out only when someone asks for it.
-        if offset % 8 != 0 {
-            return Err(bad("offset is not on an instruction boundary"));
-        }
-        let rel_off = offset
-            .checked_sub(u64::from(prog.offset))
-            .ok_or_else(|| bad("offset before the program"))?;
-        let insn_index = rel_off / 8;
-        let count = prog.insn_count() as u64;
-        if insn_index >= count {
-            return Err(bad("offset past the end of the program"));
-        }
-        let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
-        let shndx = u32::from(shndx);
-        let map = match parts.map_target(maps, shndx, value) {
-            MapTarget::None => None,
-            MapTarget::Bad(what) => return Err(bad(what)),
-            MapTarget::Map(map) | MapTarget::Value(map) => {
-                let code = prog.code.get(rel_off as usize).copied().unwrap_or(0);
-                if code != opcode::LD_IMM64 {
-                    return Err(bad("map relocation on an instruction that is not ld_imm64"));
-                }
-                if insn_index + 1 >= count {
-                    return Err(bad("ld_imm64 is missing its second slot"));
-                }
-                Some(map)
-            }
-        };
         if prog.rel_section.is_none() {
             prog.rel_section = Some(index);
             prog.rel_first = i;
+            prog.patch_first = base + i;
         }
-        prog.rel_end = i + 1;
-        prog.reloc_count += 1;
-        if let Some(map) = map {
-            prog.map_reloc_count += 1;
-            prog.maps_needed = prog.maps_needed.max(map + 1);
+        let start = u64::from(prog.offset);
+        let code = prog.code;
+        let end = start + code.len() as u64;
+        let count = code.len() as u64 / 8;
+        let (mut relocs, mut map_relocs, mut maps_needed) = (0u32, 0u32, prog.maps_needed);
+        // The run: entry `i` and those after it inside the same program.
+        let mut j = i;
+        let run_end = loop {
+            let Some((offset, sym)) = raw_rel::<WIDE>(rels, j) else {
+                break j;
+            };
+            if j != i {
+                if sym >= nsyms {
+                    if offset >= start && offset < end {
+                        return Err(bad(j, offset, "symbol index outside the symbol table"));
+                    }
+                    break j; // the next run reports it
+                }
+                if offset < start || offset >= end {
+                    break j;
+                }
+            }
+            sorted &= offset >= prev_offset;
+            prev_offset = offset;
+            // The checks of `Parts::classify`, in its order.
+            if offset % 8 != 0 {
+                return Err(bad(j, offset, "offset is not on an instruction boundary"));
+            }
+            let rel_off = offset - start;
+            let insn_index = rel_off / 8;
+            let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
+            let shndx = u32::from(shndx);
+            let target = parts.map_target(maps, shndx, value);
+            match target {
+                MapTarget::None => {}
+                MapTarget::Bad(what) => return Err(bad(j, offset, what)),
+                MapTarget::Map(map) | MapTarget::Value(map) => {
+                    let op = code.get(rel_off as usize).copied().unwrap_or(0);
+                    if op != opcode::LD_IMM64 {
+                        return Err(bad(
+                            j,
+                            offset,
+                            "map relocation on an instruction that is not ld_imm64",
+                        ));
+                    }
+                    if insn_index + 1 >= count {
+                        return Err(bad(j, offset, "ld_imm64 is missing its second slot"));
+                    }
+                    map_relocs += 1;
+                    maps_needed = maps_needed.max(map + 1);
+                }
+            }
+            match patch::kind_of(parts, target, shndx, sym, value, &mut last_section) {
+                Some(kind) => patch::push(
+                    table_out.patches,
+                    &mut ready,
+                    Patch {
+                        at: insn_index as u32,
+                        kind,
+                    },
+                ),
+                None => ready = false,
+            }
+            relocs += 1;
+            j += 1;
+        };
+        if let Some(prog) = section_programs.get_mut(cur) {
+            prog.rel_end = run_end;
+            prog.reloc_count += relocs;
+            prog.map_reloc_count += map_relocs;
+            prog.maps_needed = maps_needed;
         }
+        i = run_end;
     }
+    table_out.ready = ready;
+    table_out.sorted &= sorted;
     Ok(())
 }
 
@@ -1187,7 +1548,7 @@ pub(crate) enum MapTarget {
 
 impl<'a> Parts<'a> {
     /// What a relocation against a symbol of section `shndx` whose value is `value` loads.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn map_target(&self, maps: &[MapDef<'_>], shndx: u32, value: u64) -> MapTarget {
         if shndx == 0 {
             return MapTarget::None;
@@ -1200,6 +1561,20 @@ impl<'a> Parts<'a> {
         }
         if Some(shndx) == self.btf_maps_section {
             let (lo, hi) = (self.map_count as usize, self.first_data_map as usize);
+            if let Some(i) = value
+                .wrapping_sub(self.btf_map_base)
+                .checked_div(self.btf_map_stride)
+            {
+                let d = value.wrapping_sub(self.btf_map_base);
+                return if value >= self.btf_map_base
+                    && d % self.btf_map_stride == 0
+                    && i < (hi - lo) as u64
+                {
+                    MapTarget::Map(lo as u32 + i as u32)
+                } else {
+                    MapTarget::Bad("no BTF-defined map at this offset of .maps")
+                };
+            }
             let btf_maps = maps.get(lo..hi);
             let found = if self.btf_maps_sorted {
                 btf_maps.and_then(|m| m.binary_search_by(|m| u64::from(m.offset).cmp(&value)).ok())

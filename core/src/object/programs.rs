@@ -27,6 +27,17 @@ pub struct Program<'a> {
     pub(crate) rel_end: u32,
     /// One more than the highest map index its map relocations load (0: none).
     pub(crate) maps_needed: u32,
+    /// Where its relocations' patches start in the object's patch table (`reloc_count` of
+    /// them), when the table is ready.
+    pub(crate) patch_first: u32,
+    /// Its code references in the patch table: `call_first..call_first + call_len`.
+    pub(crate) call_first: u32,
+    pub(crate) call_len: u32,
+    /// It holds a bpf-to-bpf call (`call` with `src_reg = BPF_PSEUDO_CALL`) in any slot.
+    pub(crate) pseudo_call: bool,
+    /// Where its decoded instructions start in the object's instruction cache
+    /// (`u32::MAX`: not there).
+    pub(crate) cached: u32,
 }
 
 impl<'a> Program<'a> {

@@ -415,7 +415,46 @@ pub fn parse(section: &str) -> Result<Section<'_>, ProbeError> {
 /// # Errors
 /// As [`parse`].
 pub fn validate(section: &str) -> Result<(), ProbeError> {
+    if plainly_valid(section.as_bytes()) {
+        return Ok(());
+    }
     parse_with(section, &mut ArgCount::default()).map(|_| ())
+}
+
+/// Whether `name` is one of the forms most objects use, which [`parse`] accepts without
+/// looking further, told in one pass over its bytes: `kprobe/FUNC` and `kretprobe/FUNC`
+/// (a kernel symbol and nothing after it), `tracepoint/CAT/NAME` and `tp/CAT/NAME`, and
+/// titles (`xdp`, `socket`, `fentry/f`: a libbpf-style `prefix/` of `[A-Za-z0-9_.]` other
+/// than the probe kinds, or no `/` and none of the perf form's space, `=`, `+`, `:`,
+/// `%`). `false` says nothing: [`parse`] decides.
+fn plainly_valid(name: &[u8]) -> bool {
+    let word = |b: &u8| is_ident_cont(*b) || *b == b'-';
+    let Some(slash) = name.iter().position(|&b| b == b'/') else {
+        return !name
+            .iter()
+            .any(|&b| b.is_ascii_whitespace() || matches!(b, b'=' | b'+' | b':' | b'%'));
+    };
+    let (prefix, rest) = name.split_at(slash);
+    let rest = rest.get(1..).unwrap_or_default();
+    match prefix {
+        b"kprobe" | b"kretprobe" => {
+            rest.first().is_some_and(|&b| is_ident_start(b))
+                && rest.iter().all(|&b| is_class(b, IDENT_CONT | DOT))
+        }
+        b"tracepoint" | b"tp" => match rest.iter().position(|&b| b == b'/') {
+            Some(i) => {
+                let (category, name) = rest.split_at(i);
+                let name = name.get(1..).unwrap_or_default();
+                !category.is_empty()
+                    && !name.is_empty()
+                    && category.iter().all(word)
+                    && name.iter().all(word)
+            }
+            None => false,
+        },
+        b"uprobe" | b"uretprobe" => false,
+        _ => prefix.iter().all(|&b| is_class(b, IDENT_CONT | DOT)),
+    }
 }
 
 /// Everything of a [`ProbeSpec`] but its arguments, which go to an [`ArgSink`].

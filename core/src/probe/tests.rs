@@ -1228,3 +1228,67 @@ fn fuzz_regressions() {
     // Several are valid probes, so the round trip is really exercised.
     assert!(probes >= 5, "{probes}");
 }
+
+/// What the one-pass validation accepts, the parser accepts: every name of this module's
+/// tables, and names built from the pieces the quick path looks at.
+#[test]
+fn plainly_valid_names_parse() {
+    let pieces = [
+        "kprobe",
+        "kretprobe",
+        "uprobe",
+        "uretprobe",
+        "tracepoint",
+        "tp",
+        "xdp",
+        "fentry",
+        "socket",
+        "",
+        "/",
+        "//",
+        "a",
+        "_x",
+        "1",
+        "vfs_read",
+        "f.isra.0",
+        "sched",
+        "-",
+        "a-b",
+        "+",
+        "+8",
+        "(",
+        ")",
+        "(int)",
+        " ",
+        "=",
+        ":",
+        "%",
+        "%return",
+        ".",
+        "@",
+        "é",
+        "\t",
+        "/vfs_read",
+        "/sched/switch",
+        "/a-b/c_d",
+        "/x/",
+        "/1/2",
+        "/a/b/c",
+        "/.x",
+        "/x:y",
+    ];
+    let mut checked = 0;
+    for a in pieces {
+        for b in pieces {
+            for c in pieces {
+                let name = std::format!("{a}{b}{c}");
+                if super::plainly_valid(name.as_bytes()) {
+                    checked += 1;
+                    assert!(super::parse(&name).is_ok(), "{name:?}");
+                    assert!(super::validate(&name).is_ok(), "{name:?}");
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}
