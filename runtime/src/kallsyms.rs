@@ -206,7 +206,7 @@ ffffcbb417600000 T kernel_clone
         assert_eq!(off, 0x4bb4_0de0_0000);
         assert_eq!(
             0xffff_8000_09f7_cbf0u64.wrapping_add_signed(off),
-            0xffff_cbb4_17d6_cbf0
+            0xffff_cbb4_17d7_cbf0
         );
         // Not moved (amd64 PVH, nokaslr): 0. Moved down: negative.
         let same = [(
