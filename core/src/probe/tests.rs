@@ -793,7 +793,22 @@ const BAD: &[(&str, u32, &str)] = &[
     ("f +8(%di))", 9, "unexpected character in argument"),
     ("f +8%di", 4, "expected '(' after a memory read offset"),
     ("f +(%di)", 3, "expected a number"),
-    ("f @sym", 3, "expected an address after '@'"),
+    (
+        "f @+8",
+        3,
+        "expected an address or a kernel symbol after '@'",
+    ),
+    ("f @sym+", 7, "expected a number"),
+    (
+        "f @sym+0x80000000",
+        6,
+        "symbol offset out of the 32-bit range",
+    ),
+    (
+        "f @sym-0x80000001",
+        6,
+        "symbol offset out of the 32-bit range",
+    ),
     ("f +8(%di)->x", 9, "only a variable or $retval has members"),
     (
         "f +2147483648(%di)",
@@ -954,6 +969,48 @@ fn memory_reads() {
     assert_eq!(
         args_text(&p),
         ["-8(%x29):s32", "@0x10", "+16(@0x20)", "\\7"]
+    );
+    // Kernel symbols, as `sluice prologue --emit` writes globals.
+    let p =
+        probe("kprobe/f(t=@_stext+0x2f83098:s32, @jiffies, +8(@init_task-0x10):u64, @a.b.0-16)");
+    let args = p.args().exprs();
+    assert_eq!(
+        args[0].base(),
+        ArgBase::Sym {
+            name: "_stext",
+            offset: 0x2f8_3098
+        }
+    );
+    assert_eq!(
+        args[1].base(),
+        ArgBase::Sym {
+            name: "jiffies",
+            offset: 0
+        }
+    );
+    assert_eq!(args[2].derefs(), [8]);
+    assert_eq!(
+        args[2].base(),
+        ArgBase::Sym {
+            name: "init_task",
+            offset: -0x10
+        }
+    );
+    assert_eq!(
+        args[3].base(),
+        ArgBase::Sym {
+            name: "a.b.0",
+            offset: -16
+        }
+    );
+    assert_eq!(
+        args_text(&p),
+        [
+            "t=@_stext+0x2f83098:s32",
+            "@jiffies",
+            "+8(@init_task-0x10):u64",
+            "@a.b.0-0x10"
+        ]
     );
     let p = probe("f +8($stack1)");
     assert_eq!(p.args().exprs()[0].base(), ArgBase::StackN(1));
