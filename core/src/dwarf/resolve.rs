@@ -845,6 +845,12 @@ impl<'s> Resolver<'s> {
                 }
                 alloc::vec![entry]
             }
+            // `perf probe` reads line 0 as no line at all (`pp->line == 0`): `FUNC:0` is
+            // `FUNC`, at the entry (after the prologue where `FUNC` skips it) of the
+            // out-of-line function and of every inlined instance. Not the declaration line's
+            // rows: a macro-made function (`SYSCALL_DEFINE`) has every row on that line, and
+            // the entries of the calls the macro inlines there too.
+            Place::Line(0) => return self.addresses(func, site, Place::Entry),
             Place::Line(rel) => {
                 let decl = self
                     .udata_of(site.die, dw::DW_AT_decl_line)?
@@ -897,10 +903,6 @@ impl<'s> Resolver<'s> {
                                 .saturating_sub(i64::try_from(decl).unwrap_or(i64::MAX)),
                         });
                     }
-                }
-                // Line 0, the declaration, is the entry (perf's function lines).
-                if rel == 0 && !site.inlined {
-                    out.push(entry);
                 }
                 out.sort_unstable();
                 out.dedup();
@@ -969,9 +971,7 @@ impl<'s> Resolver<'s> {
             let ranges = self.ranges(site.die)?;
             let nested = self.nested_inlines(site.die)?;
             let inside = |a: u64, r: &[(u64, u64)]| r.iter().any(|&(b, e)| a >= b && a < e);
-            if !site.inlined {
-                lines.push(0);
-            }
+            lines.push(0);
             for &inline in &nested {
                 if let Some(line) = self.call_line(inline, want_file)? {
                     if let Some(rel) = line.checked_sub(decl).and_then(|d| u32::try_from(d).ok()) {
