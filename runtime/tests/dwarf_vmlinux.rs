@@ -1,6 +1,7 @@
 //! DWARF resolution in the guest kernels' `-dbg` vmlinux images, when they are cached
 //! (`${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/{amd64,arm64}/current/vmlinux`, or
-//! `SLUICE_VMLINUX` / `SLUICE_VMLINUX_ARM64`); each test says SKIPPED without its file.
+//! `SLUICE_VMLINUX` / `SLUICE_VMLINUX_ARM64`); each test says SKIPPED without its file, or
+//! fails with `SLUICE_REQUIRE_VMLINUX=1` (CI fetches the images before the tests).
 //!
 //! - The unit index finds what the walk over every unit finds (`Lookup::Indexed` against
 //!   `Lookup::Exhaustive`): out-of-line functions, a function inlined into hundreds of units
@@ -37,6 +38,13 @@ fn vmlinux(env: &str, arch: &str) -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
+    // CI fetches the images first (`fetch-kernels.sh --dbg`) and sets this: there a missing
+    // image is a failure, not a skip.
+    assert!(
+        std::env::var_os("SLUICE_REQUIRE_VMLINUX").is_none_or(|v| v != "1"),
+        "no {arch} vmlinux at {} (set {env}) and SLUICE_REQUIRE_VMLINUX=1",
+        path.display()
+    );
     eprintln!(
         "SKIPPED: no {arch} vmlinux at {} (set {env})",
         path.display()
