@@ -31,7 +31,7 @@ use sluice_core::dwarf::{
     Resolver, KERNEL_ANCHOR,
 };
 use sluice_core::elf::{Elf, ET_REL, SHT_SYMTAB, STT_FUNC};
-use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
+use sluice_core::probe::{Arg, ArgBase, Args, Place, ProbeKind, ProbeSpec, Target};
 use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
 use sluice_core::Insn;
 
@@ -46,10 +46,11 @@ pub fn needs_debug_info(arg: &Arg<'_>) -> bool {
     matches!(arg.base(), ArgBase::Var(_)) || !arg.steps().is_empty()
 }
 
-/// Whether any argument of `spec` needs debug info.
+/// Whether `spec` needs debug info: its place is a line (`FUNC:LINE`), or an argument
+/// needs it ([`needs_debug_info`]).
 #[must_use]
 pub fn spec_needs_debug_info(spec: &ProbeSpec<'_>) -> bool {
-    spec.args().exprs().iter().any(needs_debug_info)
+    matches!(spec.place(), Place::Line(_)) || spec.args().exprs().iter().any(needs_debug_info)
 }
 
 /// One place to attach a probe of a spec, with everything a program there needs.
@@ -602,6 +603,10 @@ fn build_site(
         locs.push(loc)
             .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
     }
+    if exprs.is_empty() {
+        // A `:LINE` place without arguments: the program runs as written.
+        return Ok((Vec::new(), fetch_args, perf_fetch_args));
+    }
     let mut buf = vec![Insn::default(); prologue::MAX_INSNS];
     let n = prologue::write(&locs, &mut buf).map_err(|e| e.to_string())?;
     buf.truncate(n);
@@ -680,9 +685,14 @@ pub fn target_file(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Pat
     match spec.target() {
         Target::User { path, .. } => Ok(PathBuf::from(path)),
         Target::Kernel { func } => debuginfo.map(Path::to_path_buf).ok_or_else(|| {
+            let why = if matches!(spec.place(), Place::Line(_)) {
+                "a :LINE place is found in the line table"
+            } else {
+                "the arguments name variables"
+            };
             usage(format!(
-                "{func}: the arguments name variables: a kernel probe needs a vmlinux with \
-                 debug info (LoadOptions::debuginfo, --debuginfo FILE)"
+                "{func}: {why}: a kernel probe needs a vmlinux with debug info \
+                 (LoadOptions::debuginfo, --debuginfo FILE)"
             ))
         }),
         Target::UserOffset { path, .. } => Err(usage(format!(
@@ -738,6 +748,10 @@ mod tests {
         assert!(spec_needs_debug_info(&s));
         assert!(!spec_needs_debug_info(&spec("uprobe/bin:f(%di, $arg2)")));
         assert!(!spec_needs_debug_info(&spec("kprobe/f(void *, int)")));
+        // A line is found in the line table, whatever the arguments.
+        assert!(spec_needs_debug_info(&spec("uprobe/bin:f:3")));
+        assert!(spec_needs_debug_info(&spec("kprobe/f:3(%di)")));
+        assert!(spec_needs_debug_info(&spec("f:3")));
     }
 
     #[test]
@@ -760,6 +774,8 @@ mod tests {
     fn kernel_probe_needs_a_file() {
         let e = target_file(&spec("kprobe/vfs_read(file->f_pos)"), None).unwrap_err();
         assert!(e.to_string().contains("vmlinux"), "{e}");
+        let e = target_file(&spec("kprobe/vfs_read:4"), None).unwrap_err();
+        assert!(e.to_string().contains(":LINE place"), "{e}");
         assert_eq!(
             target_file(&spec("uprobe//bin/x:f(a)"), None).unwrap(),
             PathBuf::from("/bin/x")

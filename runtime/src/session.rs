@@ -634,8 +634,8 @@ impl Session {
                         let offset = match spec.place() {
                             Place::Line(_) => {
                                 return Err(spec_err(
-                                    "a :LINE place needs arguments that name variables (debug \
-                                     info)"
+                                    "the program was loaded without the DWARF site of its \
+                                     :LINE place"
                                         .into(),
                                 ))
                             }
