@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{fixture, repo, required, skip, sluice};
+use common::{build_traced, pair_hit, record_dir, record_words, PairHit};
 use sluice_core::probe::{self, Section};
 use sluice_runtime::debuginfo::DebugInfo;
 use std::collections::BTreeMap;
@@ -51,41 +51,13 @@ fn caller_of(funcs: &[(u64, String)], address: u64) -> &str {
 /// A hit's kernel fetch-args and BPF words, as text.
 type Hit = (Vec<String>, Vec<String>);
 
-/// The text between `"key":` and the closing bracket `close`.
-fn member<'a>(line: &'a str, key: &str, close: char) -> &'a str {
-    let k = format!("\"{key}\":");
-    let at = line
-        .find(&k)
-        .unwrap_or_else(|| panic!("no {key} in {line}"))
-        + k.len();
-    let rest = &line[at..];
-    &rest[..=rest.find(close).unwrap()]
-}
-
 fn run(cc: &str, opt: &str) {
-    if !rustix::process::geteuid().is_root() {
-        skip("record with DWARF arguments needs root");
+    let Some(dir) = record_dir("inline", cc, opt) else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-record-inline-{}-{cc}-O{opt}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bin = dir.join(format!("inline_{cc}_O{opt}"));
-    let built = Command::new(cc)
-        .args(["-g", &format!("-O{opt}"), "-no-pie", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/dwarf/inline.c"))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        if cc == "clang" && !required() {
-            eprintln!("SKIPPED: clang is not installed (CI installs it)");
-        } else {
-            skip(&format!("{cc} is needed to build tests/dwarf/inline.c"));
-        }
+    };
+    let Some(bin) = build_traced(cc, opt, &dir, "inline") else {
         return;
-    }
+    };
     let b = bin.display().to_string();
     let spec = format!("uprobe/{b}:scale(x, factor, tag, $err)");
     // Where the two instances are (the resolver's answer; which caller holds each is nm's).
@@ -108,26 +80,8 @@ fn run(cc: &str, opt: &str) {
         assert_ne!(sites[0].fetch_args, sites[1].fetch_args, "{cc} -O{opt}");
     }
 
-    let event = format!("p_words={spec}");
     let workload = format!("echo | {b} {CALLS}");
-    let (code, out, err) = sluice(&[
-        "record",
-        "--json",
-        "-e",
-        &fixture("dwarf_words.o"),
-        "--event",
-        &event,
-        "--",
-        "sh",
-        "-c",
-        &workload,
-    ]);
-    assert_eq!(code, 0, "{cc} -O{opt}: {err}");
-    assert!(err.contains("probes removed 2"), "{cc} -O{opt}: {err}");
-    assert!(
-        !out.lines().any(|l| l.starts_with("{\"type\":\"sample\"")),
-        "{cc} -O{opt}: a sample left unpaired:\n{out}"
-    );
+    let out = record_words(&spec, &workload, 2, &format!("{cc} -O{opt}"));
     // What the program printed, per caller, in call order: x factor tag.
     let printed = |caller: &str| -> Vec<Vec<String>> {
         out.lines()
@@ -138,23 +92,11 @@ fn run(cc: &str, opt: &str) {
     let mut by_caller: BTreeMap<String, Vec<Hit>> = BTreeMap::new();
     let mut sites_hit: BTreeMap<u64, usize> = BTreeMap::new();
     for l in out.lines().filter(|l| l.starts_with("{\"type\":\"pair\"")) {
-        let ip = member(l, "ip", ',').trim_matches(|c| c == '"' || c == ',');
-        let ip = u64::from_str_radix(ip.trim_start_matches("0x"), 16).unwrap();
+        let PairHit { ip, fields, words } = pair_hit(l);
         let caller = site_caller
             .get(&ip)
             .unwrap_or_else(|| panic!("{cc} -O{opt}: a hit at {ip:#x}, no site there: {l}"));
         *sites_hit.entry(ip).or_default() += 1;
-        let fields: Vec<String> = member(l, "fields", '}')
-            .trim_matches(|c| c == '{' || c == '}')
-            .split(',')
-            .filter(|kv| !kv.starts_with("\"__probe_ip\""))
-            .map(|kv| kv.split_once(':').unwrap().1.to_owned())
-            .collect();
-        let words: Vec<String> = member(l, "words", ']')
-            .trim_matches(|c| c == '[' || c == ']')
-            .split(',')
-            .map(str::to_owned)
-            .collect();
         by_caller
             .entry(caller.clone())
             .or_default()

@@ -11,11 +11,10 @@
 
 mod common;
 
-use common::{fixture, repo, required, skip, sluice};
+use common::{build_traced, pair_hit, record_dir, record_words, repo, PairHit};
 use sluice_core::probe::{self, Section};
 use sluice_runtime::debuginfo::DebugInfo;
 use std::collections::BTreeSet;
-use std::process::Command;
 
 /// Loop iterations.
 const CALLS: usize = 5;
@@ -27,41 +26,13 @@ fn probed_line() -> usize {
     line_of("/* probed line */") - line_of("long walk(")
 }
 
-/// The text between `"key":` and the closing bracket `close`.
-fn member<'a>(line: &'a str, key: &str, close: char) -> &'a str {
-    let k = format!("\"{key}\":");
-    let at = line
-        .find(&k)
-        .unwrap_or_else(|| panic!("no {key} in {line}"))
-        + k.len();
-    let rest = &line[at..];
-    &rest[..=rest.find(close).unwrap()]
-}
-
 fn run(cc: &str, opt: &str) {
-    if !rustix::process::geteuid().is_root() {
-        skip("record at a :LINE place needs root");
+    let Some(dir) = record_dir("line", cc, opt) else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-record-line-{}-{cc}-O{opt}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bin = dir.join(format!("line_{cc}_O{opt}"));
-    let built = Command::new(cc)
-        .args(["-g", &format!("-O{opt}"), "-no-pie", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/dwarf/line.c"))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        if cc == "clang" && !required() {
-            eprintln!("SKIPPED: clang is not installed (CI installs it)");
-        } else {
-            skip(&format!("{cc} is needed to build tests/dwarf/line.c"));
-        }
+    };
+    let Some(bin) = build_traced(cc, opt, &dir, "line") else {
         return;
-    }
+    };
     let b = bin.display().to_string();
     let line = probed_line();
     let spec = format!("uprobe/{b}:walk:{line}(i, total, n, $err)");
@@ -74,29 +45,8 @@ fn run(cc: &str, opt: &str) {
     assert!(sites.iter().all(|s| !s.inlined), "{cc} -O{opt}: {sites:#?}");
     let addresses: BTreeSet<u64> = sites.iter().map(|s| s.address).collect();
 
-    let event = format!("p_words={spec}");
     let workload = format!("echo | {b} {CALLS}");
-    let (code, out, err) = sluice(&[
-        "record",
-        "--json",
-        "-e",
-        &fixture("dwarf_words.o"),
-        "--event",
-        &event,
-        "--",
-        "sh",
-        "-c",
-        &workload,
-    ]);
-    assert_eq!(code, 0, "{cc} -O{opt}: {err}");
-    assert!(
-        err.contains(&format!("probes removed {}", sites.len())),
-        "{cc} -O{opt}: {err}"
-    );
-    assert!(
-        !out.lines().any(|l| l.starts_with("{\"type\":\"sample\"")),
-        "{cc} -O{opt}: a sample left unpaired:\n{out}"
-    );
+    let out = record_words(&spec, &workload, sites.len(), &format!("{cc} -O{opt}"));
     // What the program printed per iteration: i total n.
     let printed: Vec<Vec<String>> = out
         .lines()
@@ -106,23 +56,11 @@ fn run(cc: &str, opt: &str) {
     assert_eq!(printed.len(), CALLS, "{cc} -O{opt}: printed\n{out}");
     let mut hits = 0usize;
     for l in out.lines().filter(|l| l.starts_with("{\"type\":\"pair\"")) {
-        let ip = member(l, "ip", ',').trim_matches(|c| c == '"' || c == ',');
-        let ip = u64::from_str_radix(ip.trim_start_matches("0x"), 16).unwrap();
+        let PairHit { ip, fields, words } = pair_hit(l);
         assert!(
             addresses.contains(&ip),
             "{cc} -O{opt}: a hit at {ip:#x}, not a site of walk:{line} {addresses:x?}: {l}"
         );
-        let fields: Vec<String> = member(l, "fields", '}')
-            .trim_matches(|c| c == '{' || c == '}')
-            .split(',')
-            .filter(|kv| !kv.starts_with("\"__probe_ip\""))
-            .map(|kv| kv.split_once(':').unwrap().1.to_owned())
-            .collect();
-        let words: Vec<String> = member(l, "words", ']')
-            .trim_matches(|c| c == '[' || c == ']')
-            .split(',')
-            .map(str::to_owned)
-            .collect();
         let want = printed
             .get(hits)
             .unwrap_or_else(|| panic!("{cc} -O{opt}: more hits than iterations\n{out}"));

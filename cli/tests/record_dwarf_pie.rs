@@ -14,54 +14,13 @@
 
 mod common;
 
-use common::{fixture, repo, required, skip, sluice};
+use common::{compile, fixture, pair_hit, record_dir, record_words, repo, sluice, PairHit};
 use sluice_core::probe::{self, Section};
 use sluice_runtime::debuginfo::DebugInfo;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// How many calls the program makes.
 const CALLS: usize = 3;
-
-/// The text between `"key":` and the closing bracket `close`.
-fn member<'a>(line: &'a str, key: &str, close: char) -> &'a str {
-    let k = format!("\"{key}\":");
-    let at = line
-        .find(&k)
-        .unwrap_or_else(|| panic!("no {key} in {line}"))
-        + k.len();
-    let rest = &line[at..];
-    &rest[..=rest.find(close).unwrap()]
-}
-
-/// Compiles with `cc`, or says why not (clang is optional unless required).
-fn compile(cc: &str, args: &[&str]) -> bool {
-    let ok = Command::new(cc)
-        .args(args)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        if cc == "clang" && !required() {
-            eprintln!("SKIPPED: clang is not installed (CI installs it)");
-        } else {
-            skip(&format!("{cc} is needed to build the probed program"));
-        }
-    }
-    ok
-}
-
-fn temp_dir(what: &str, cc: &str, opt: &str) -> Option<PathBuf> {
-    if !rustix::process::geteuid().is_root() {
-        skip("record with DWARF arguments needs root");
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-record-pie-{}-{what}-{cc}-O{opt}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    Some(dir)
-}
 
 /// Records `spec` (four values: `n, GLOBAL, n, $err`) on `probed` while `workload` runs and
 /// checks every hit against `printed` (`n global` per call, in order).
@@ -75,25 +34,7 @@ fn check(probed: &Path, spec: &str, workload: &str, printed_prefix: &str, label:
         .unwrap();
     assert_eq!(sites.len(), 1, "{label}: {sites:#?}");
     let link_address = sites[0].address;
-    let event = format!("p_words={spec}");
-    let (code, out, err) = sluice(&[
-        "record",
-        "--json",
-        "-e",
-        &fixture("dwarf_words.o"),
-        "--event",
-        &event,
-        "--",
-        "sh",
-        "-c",
-        workload,
-    ]);
-    assert_eq!(code, 0, "{label}: {err}");
-    assert!(err.contains("probes removed 1"), "{label}: {err}");
-    assert!(
-        !out.lines().any(|l| l.starts_with("{\"type\":\"sample\"")),
-        "{label}: a sample left unpaired:\n{out}"
-    );
+    let out = record_words(spec, workload, 1, label);
     let printed: Vec<Vec<String>> = out
         .lines()
         .filter_map(|l| l.strip_prefix(printed_prefix))
@@ -106,19 +47,8 @@ fn check(probed: &Path, spec: &str, workload: &str, printed_prefix: &str, label:
         .collect();
     assert_eq!(pairs.len(), CALLS, "{label}: hits\n{out}");
     for (k, (l, want)) in pairs.iter().zip(&printed).enumerate() {
-        let ip = member(l, "ip", ',').trim_matches(|c| c == '"' || c == ',');
-        let ip = u64::from_str_radix(ip.trim_start_matches("0x"), 16).unwrap();
+        let PairHit { ip, fields, words } = pair_hit(l);
         assert_ne!(ip, link_address, "{label} #{k}: the file was not relocated");
-        let fields: Vec<&str> = member(l, "fields", '}')
-            .trim_matches(|c| c == '{' || c == '}')
-            .split(',')
-            .filter(|kv| !kv.starts_with("\"__probe_ip\""))
-            .map(|kv| kv.split_once(':').unwrap().1)
-            .collect();
-        let words: Vec<&str> = member(l, "words", ']')
-            .trim_matches(|c| c == '[' || c == ']')
-            .split(',')
-            .collect();
         // n, the global, n again: the kernel's three fetch-args and the first three words.
         let expect = [want[0].as_str(), want[1].as_str(), want[0].as_str()];
         assert_eq!(fields, expect, "{label} #{k}: fetch-args vs printed");
@@ -135,7 +65,7 @@ fn check(probed: &Path, spec: &str, workload: &str, printed_prefix: &str, label:
 }
 
 fn pie_executable(cc: &str, opt: &str) {
-    let Some(dir) = temp_dir("exe", cc, opt) else {
+    let Some(dir) = record_dir("pie-exe", cc, opt) else {
         return;
     };
     let bin = dir.join(format!("types_{cc}_O{opt}"));
@@ -185,7 +115,7 @@ fn pie_executable(cc: &str, opt: &str) {
 }
 
 fn shared_library(cc: &str, opt: &str) {
-    let Some(dir) = temp_dir("lib", cc, opt) else {
+    let Some(dir) = record_dir("pie-lib", cc, opt) else {
         return;
     };
     let lib = dir.join(format!("libpic_{cc}_O{opt}.so"));

@@ -20,13 +20,12 @@
 
 mod common;
 
-use common::{fixture, repo, required, skip, sluice};
+use common::{build_traced, fixture, json_member as member, record_dir, repo, sluice};
 use sluice_core::dwarf::{DebugSections, Resolver};
 use sluice_core::elf::Elf;
 use sluice_core::probe::{self, Section};
 use sluice_runtime::tracefs::uprobe_offset;
 use std::path::Path;
-use std::process::Command;
 
 /// How many times the program calls each function.
 const CALLS: usize = 3;
@@ -63,17 +62,6 @@ fn object_values(obj: &str) -> Vec<(String, String)> {
             (k.trim_matches('"').to_owned(), v.to_owned())
         })
         .collect()
-}
-
-/// The text between `"key":` and the closing bracket `close`.
-fn member<'a>(line: &'a str, key: &str, close: char) -> &'a str {
-    let k = format!("\"{key}\":");
-    let at = line
-        .find(&k)
-        .unwrap_or_else(|| panic!("no {key} in {line}"))
-        + k.len();
-    let rest = &line[at..];
-    &rest[..=rest.find(close).unwrap()]
 }
 
 /// One hit as the output shows it: the function, the kernel's fetch-args (name, value) in
@@ -114,30 +102,12 @@ fn hits(out: &str) -> Vec<Hit> {
 }
 
 fn run(cc: &str, opt: &str) {
-    if !rustix::process::geteuid().is_root() {
-        skip("record with DWARF arguments needs root");
+    let Some(dir) = record_dir("types", cc, opt) else {
         return;
-    }
-    let dir = std::env::temp_dir().join(format!(
-        "sluice-record-types-{}-{cc}-O{opt}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    // One binary per test: tests never probe the same file at once.
-    let bin = dir.join(format!("types_{cc}_O{opt}"));
-    let built = Command::new(cc)
-        .args(["-g", &format!("-O{opt}"), "-no-pie", "-o"])
-        .arg(&bin)
-        .arg(repo().join("tests/dwarf/types.c"))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        if cc == "clang" && !required() {
-            eprintln!("SKIPPED: clang is not installed (CI installs it)");
-        } else {
-            skip(&format!("{cc} is needed to build tests/dwarf/types.c"));
-        }
+    };
+    let Some(bin) = build_traced(cc, opt, &dir, "types") else {
         return;
-    }
+    };
     let b = bin.display().to_string();
     let off = local_offset(&bin).unwrap_or_else(|e| panic!("{cc} -O{opt}: the local: {e}"));
     let fixture = fixture("dwarf_types.o");
