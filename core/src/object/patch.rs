@@ -20,7 +20,7 @@ use heapless::vec::VecView;
 /// references (the peers' `large` object has 1,000; Debian's libbpf-tools at most 289).
 pub const DEFAULT_PATCHES: usize = 2048;
 
-/// Default capacity of the decoded-instruction cache (12 bytes each): the functions other
+/// Default capacity of the decoded-instruction cache (8 bytes each): the functions other
 /// functions call (`.text` subprograms) are decoded once at open, and relocating copies
 /// them into every program that calls them (the peers' `globals` object has 97 such
 /// instructions; a function that does not fit is decoded each time).
