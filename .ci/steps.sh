@@ -9,10 +9,13 @@ step_fmt() { cargo fmt --all -- --check; }
 step_clippy() { cargo clippy --workspace --all-targets --locked -- -D warnings; }
 # The README's test command, with kernel tests required, and the real objects Debian ships
 # (downloaded and checked against their pinned sha256, never vendored) opened and loaded.
+# The guest kernels' -dbg vmlinux images come first, so that the DWARF tests on them
+# (runtime/tests/dwarf_vmlinux.rs, vs perf probe -k) run instead of skipping.
 step_test() {
 	local real
 	real=$(tests/real/fetch.sh "${SLUICE_CACHE:-$HOME/.cache/sluice}/real")
-	SLUICE_REAL_OBJS=$real cargo test --workspace --locked
+	aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh --dbg
+	SLUICE_REAL_OBJS=$real SLUICE_REQUIRE_VMLINUX=1 cargo test --workspace --locked
 }
 step_nostd() {
 	cargo build -p sluice-core --locked --target aarch64-unknown-none

@@ -15,7 +15,12 @@
 #      GUEST_SMP vCPUs (1; more run as MTTCG threads, e.g. 2 to test per-CPU rings)
 #      GUEST_LOG_DIR keep each raw serial log there        SLUICE_CACHE cache root (fetch-kernels.sh)
 #      GUEST_SHARE, GUEST_FILES, GUEST_ENV, GUEST_CWD: see mkinitramfs.sh
-# Guests boot with `nokaslr` so kernel addresses equal the vmlinux link addresses on both arches.
+#      GUEST_KASLR 1: boot without `nokaslr` (see below)
+# Guests boot with `nokaslr` so kernel addresses equal the vmlinux link addresses on both arches,
+# unless GUEST_KASLR=1. Then the arm64 guest's kernel is randomized (it relocates itself, seeded by
+# the /chosen/kaslr-seed QEMU's virt machine writes into the device tree, dtb-kaslr-seed=on by
+# default); the amd64 guest stays at its link addresses whatever the flag: its PVH entry skips
+# the bzImage decompressor, which is where x86 KASLR happens.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 exec_mode=false
@@ -39,6 +44,7 @@ d=${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/$arch/current
 [ -s "$d/kernel" ] || { echo "guest-run: no $arch kernel in the cache; run aarch64-ci/guest/fetch-kernels.sh $arch" >&2; exit 2; }
 command -v "${qemu[0]}" >/dev/null || { echo "guest-run: ${qemu[0]} missing; run aarch64-ci/host-packages.sh" >&2; exit 2; }
 kver=$(cat "$d/kver")
+kaslr=nokaslr; [ "${GUEST_KASLR:-0}" = 1 ] && kaslr=
 w=$(mktemp -d "${TMPDIR:-/tmp}/sluice-guest.XXXXXX"); trap 'rm -rf "$w"' EXIT
 share_dev=()
 [ -n "${GUEST_SHARE:-}" ] && share_dev=(-fsdev "local,id=fs0,path=$GUEST_SHARE,security_model=none"
@@ -54,7 +60,7 @@ for bin in "${bins[@]}"; do
   t0=$(date +%s.%N)
   timeout "${GUEST_TIMEOUT:-300}" "${qemu[@]}" -nodefaults -no-user-config -display none -no-reboot \
     -m "${GUEST_MEM:-1024}" -smp "${GUEST_SMP:-1}" -serial "file:$log" -kernel "$d/kernel" -initrd "$w/initrd.gz" \
-    -append "console=$con panic=-1 quiet loglevel=1 nokaslr ${GUEST_APPEND:-}" "${share_dev[@]}" \
+    -append "console=$con panic=-1 quiet loglevel=1 $kaslr ${GUEST_APPEND:-}" "${share_dev[@]}" \
     </dev/null >"$w/qemu.out" 2>&1
   qrc=$?
   secs=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}')

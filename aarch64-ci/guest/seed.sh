@@ -13,9 +13,14 @@
 #      variables as kprobe fetch-args), which needs no debug info where it is recorded;
 #   3. `perf probe -k VMLINUX -D` of the same spec must give the same place and the same fetch-arg
 #      strings (perf's own DWARF resolution: the reference);
-#   4. one guest boots with sluice, the object, the spec file and runtime/tests/guest_seed.rs, which
+#   4. kernel globals: `kernel_clone max_threads nr_threads $err` emitted the same way (the globals
+#      spelled from _stext, `@_stext+OFF`), its fetch-args and place compared with perf's;
+#   5. one guest boots with sluice, the object, the spec files and runtime/tests/guest_seed.rs, which
 #      runs `sluice record --event f="$(cat SPEC)"` on a workload of known writes and checks every
-#      sample (see that file); shmem_aops's address comes from the vmlinux's symbols.
+#      sample, then records the globals' spec around three forks (see that file); shmem_aops's and
+#      _stext's addresses come from the vmlinux's symbols. The guests boot with KASLR
+#      (GUEST_KASLR=1): the arm64 kernel is moved (SLUICE_SEED_KASLR=1 makes the test insist), the
+#      amd64 one is not (its PVH entry skips x86's KASLR).
 #
 # Usage: aarch64-ci/guest/seed.sh [ARCH...]     default: amd64 arm64
 #        (first: aarch64-ci/guest/fetch-kernels.sh --dbg; perf from linux-perf)
@@ -91,17 +96,33 @@ for arch in "${arches[@]}"; do
   [ "$ours_args" = "$perf_args" ] || { same=no; fail "fetch-args: sluice '$ours_args', perf '$perf_args'"; }
   [ $same = yes ] || continue
 
-  # 4. the guest: sluice, the object, the resolved spec; shmem_aops for the a_ops check
+  # 4. kernel globals: read where the running (KASLR) kernel has them
+  gvars='max_threads nr_threads'
+  if ! "$host" prologue --arch "$a" --debuginfo "$vmlinux" --emit "$w/$arch/global.spec" "clone=kernel_clone $gvars \$err" > "$w/$arch/global.prologue"; then
+    fail "sluice prologue 'kernel_clone $gvars' failed"; continue
+  fi
+  echo "=== guest-seed $arch: sluice prologue --arch $a --debuginfo VMLINUX --emit global.spec 'clone=kernel_clone $gvars \$err'"
+  grep -v '^(' "$w/$arch/global.prologue"
+  g_ours_args=$(sed -n 's/^fetch-args: //p' "$w/$arch/global.prologue")
+  g_ours_place=$(sed -n 's/^tracefs: p \([^ ]*\) .*/\1/p' "$w/$arch/global.prologue")
+  g_perf=$(perf probe -k "$vmlinux" -D "kernel_clone $gvars" 2>"$w/$arch/perf.err" | grep '^p:')
+  echo "$g_perf"
+  [ "$g_ours_place $g_ours_args" = "$(echo "$g_perf" | cut -d' ' -f2-)" ] ||
+    { fail "globals: sluice '$g_ours_place $g_ours_args', perf '$g_perf'"; continue; }
+
+  # 5. the guest: sluice, the object, the resolved spec; shmem_aops for the a_ops check
   a_ops=$(readelf -sW "$vmlinux" | awk '$8 == "shmem_aops" { print $2; exit }')
+  stext=$(readelf -sW "$vmlinux" | awk '$8 == "_stext" { print $2; exit }')
+  kaslr=0; [ "$arch" = arm64 ] && kaslr=1
   b0=$(date +%s.%N)
   if ! cargo build -q --locked -p sluice --target "$t"; then fail "building sluice for $t"; continue; fi
   testbin=$(cargo test -q --locked -p sluice-runtime --test guest_seed --target "$t" --no-run \
               --message-format=json | sed -n 's/.*"executable":"\([^"]*guest_seed-[^"]*\)".*/\1/p' | tail -1)
   [ -n "$testbin" ] && [ -x "$testbin" ] || { fail "building the guest_seed test for $t"; continue; }
   build_s=$(secs "$b0")
-  GUEST_SMP=${GUEST_SMP:-1} \
-  GUEST_FILES="tests/bpf/seed_write.o $tdir/$t/debug/sluice $w/$arch/seed.spec" \
-  GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice SLUICE_SEED_SPEC=/files/seed.spec SLUICE_SEED_A_OPS=0x${a_ops:-0} SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
+  GUEST_SMP=${GUEST_SMP:-1} GUEST_KASLR=1 \
+  GUEST_FILES="tests/bpf/seed_write.o $tdir/$t/debug/sluice $w/$arch/seed.spec $w/$arch/global.spec" \
+  GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice SLUICE_SEED_SPEC=/files/seed.spec SLUICE_SEED_GLOBAL_SPEC=/files/global.spec SLUICE_SEED_A_OPS=0x${a_ops:-0} SLUICE_SEED_STEXT=0x${stext:-0} SLUICE_SEED_KASLR=$kaslr SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
     aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch/guest.log"
   r=${PIPESTATUS[0]}
   [ "$r" -eq 0 ] || { rc=1; }
@@ -109,10 +130,13 @@ for arch in "${arches[@]}"; do
            "  resolution on the host: --lines ${lines_s} s, --emit ${emit_s} s; perf -D ${perf_s} s; guest build ${build_s} s" \
            "  sluice fetch-args:   $ours_args" \
            "  perf probe -D:       $perf_args  (equal: $same)" \
-           "  resolved spec:       $(head -1 "$w/$arch/seed.spec")")
+           "  resolved spec:       $(head -1 "$w/$arch/seed.spec")" \
+           "  globals, sluice:     $g_ours_place $g_ours_args" \
+           "  globals, perf -D:    $(echo "$g_perf" | cut -d' ' -f2-)" \
+           "  globals, spec:       $(head -1 "$w/$arch/global.spec")")
   while IFS= read -r l; do report+=("  $l"); done < <(tr -d '\r' < "$w/$arch/guest.log" |
-    grep -oE 'seed-sample .*|guest-figures .*|^test result: .*|[^ ].*boot→poweroff' |
-    sed 's/^guest-figures [a-z0-9_]*: //; s/^seed-sample [a-z0-9_]*: /sample: /')
+    grep -oE 'seed-sample .*|global-sample .*|guest-figures .*|^test result: .*|[^ ].*boot→poweroff' |
+    sed 's/^guest-figures [a-z0-9_]*: //; s/^seed-sample [a-z0-9_]*: /sample: /; s/^global-sample [a-z0-9_]*: /global sample: /')
 done
 echo "=== guest-seed summary"
 printf '%s\n' "${report[@]}"

@@ -16,11 +16,15 @@ use common::{repo, skip, sluice};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `tests/dwarf/NAME.c` built with `-O{opt}`, or `None` after saying why.
+/// `tests/dwarf/NAME.c` built with `-O{opt}`, or `None` after saying why. Each call builds
+/// its own file: tests run in parallel threads, and one must never read a binary another
+/// is still writing.
 fn build(name: &str, opt: &str) -> Option<PathBuf> {
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("sluice-cli-dwarf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}_O{opt}"));
+    let out = dir.join(format!("{name}_O{opt}_{n}"));
     let ok = Command::new("gcc")
         .args(["-g", &format!("-O{opt}"), "-o"])
         .arg(&out)

@@ -703,3 +703,46 @@ fn line_scan_agrees_with_single_lines() {
         ));
     }
 }
+
+/// `FUNC:0` is `FUNC`, as `perf probe` reads it (line 0 is no line there): the entry (after
+/// the prologue where `FUNC` skips it), not every row and inlined call of the declaration's
+/// line. `tests/dwarf/lines.c`'s `twice` is made by a macro, like the kernel's
+/// `SYSCALL_DEFINE`: it inlines `__do_twice` on that same line, whose entry is no probe of
+/// line 0 (perf gives one place there, `twice` at its entry).
+#[test]
+fn line_zero_is_the_function_place() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/dwarf/lines.c");
+    for opt in ["-O0", "-O2"] {
+        let bin = out_dir().join(format!("lines{opt}"));
+        let ok = Command::new("gcc")
+            .args(["-g", opt, "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("SKIPPED: gcc {opt} unavailable");
+            return;
+        }
+        let bytes = std::fs::read(&bin).unwrap();
+        for (zero, plain) in [
+            ("twice:0 v", "twice v"),
+            ("mix:0 a k", "mix a k"),
+            ("pair:0 a b", "pair a b"),
+        ] {
+            let z = resolve(&bytes, zero).unwrap_or_else(|e| panic!("{opt} {zero}: {e}"));
+            let p = resolve(&bytes, plain).unwrap_or_else(|e| panic!("{opt} {plain}: {e}"));
+            assert_eq!(z, p, "{opt} {zero} vs {plain}");
+        }
+        let zero = resolve(&bytes, "twice:0 v").unwrap();
+        assert_eq!(zero.len(), 1, "{opt}: {zero:?}");
+        // The inlined body's entry is a place of no line of `twice` but its own.
+        let elf = Elf::parse(&bytes).unwrap();
+        let sections = DebugSections::load(&elf).unwrap();
+        let r = Resolver::new(&elf, &sections).unwrap();
+        let lines = r.resolve_lines("twice", &[]).unwrap();
+        let at_zero: Vec<_> = lines.iter().filter(|(l, _)| *l == 0).collect();
+        assert_eq!(at_zero.len(), 1, "{opt}: {lines:?}");
+        assert_eq!(at_zero[0].1.as_ref().unwrap().len(), 1, "{opt}: {lines:?}");
+    }
+}

@@ -66,6 +66,7 @@ fn run(resolver: &Resolver<'_>, spec: &str) {
             for syntax in [
                 FetchSyntax::Perf,
                 FetchSyntax::Kprobe,
+                FetchSyntax::KprobeAnchored { anchor: 0x1000 },
                 FetchSyntax::Uprobe { load_bias: 0x1000 },
             ] {
                 let _ = arg.fetch_arg(arch, syntax).map_err(|e| e.to_string());

@@ -14,6 +14,13 @@
 //! `$arg2`, `$stack1`, `$retval`) come from the calling convention, as without debug info;
 //! `$err` keeps its place. Dereferences read kernel memory for kprobes and user memory for
 //! uprobes. Errors name the file, the function, and the variable and address involved.
+//!
+//! A kernel global (`DW_OP_addr`) is at its link-time address in `vmlinux`; a kernel booted
+//! with KASLR runs it elsewhere. [`DebugInfo::sites`] keeps link-time addresses (the build
+//! host's view: `sluice prologue`); [`DebugInfo::running_sites`] (what `record` loads)
+//! moves them by the running kernel's offset ([`crate::kallsyms`]). The kernel's own
+//! fetch-arg names the global by its distance from `_stext` (`@_stext+0x2f83098`), which the
+//! kernel resolves itself, so resolved specs carry no address of one boot.
 
 use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
@@ -21,10 +28,10 @@ use std::path::{Path, PathBuf};
 use sluice_core::arch::Arch;
 use sluice_core::dwarf::{
     debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, LocBase, ProbeSite,
-    Resolver,
+    Resolver, KERNEL_ANCHOR,
 };
-use sluice_core::elf::{Elf, SHT_SYMTAB, STT_FUNC};
-use sluice_core::probe::{Arg, ArgBase, Args, ProbeKind, ProbeSpec, Target};
+use sluice_core::elf::{Elf, ET_REL, SHT_SYMTAB, STT_FUNC};
+use sluice_core::probe::{Arg, ArgBase, Args, Place, ProbeKind, ProbeSpec, Target};
 use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
 use sluice_core::Insn;
 
@@ -39,10 +46,11 @@ pub fn needs_debug_info(arg: &Arg<'_>) -> bool {
     matches!(arg.base(), ArgBase::Var(_)) || !arg.steps().is_empty()
 }
 
-/// Whether any argument of `spec` needs debug info.
+/// Whether `spec` needs debug info: its place is a line (`FUNC:LINE`), or an argument
+/// needs it ([`needs_debug_info`]).
 #[must_use]
 pub fn spec_needs_debug_info(spec: &ProbeSpec<'_>) -> bool {
-    spec.args().exprs().iter().any(needs_debug_info)
+    matches!(spec.place(), Place::Line(_)) || spec.args().exprs().iter().any(needs_debug_info)
 }
 
 /// One place to attach a probe of a spec, with everything a program there needs.
@@ -182,7 +190,25 @@ impl DebugInfo {
     /// or is a tracepoint, an argument cannot be passed in a register (`:string`), or the
     /// prologue's capacity is exceeded.
     pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
-        self.with_resolver(spec, |ctx, func, dwarf_args| {
+        self.sites_for(spec, Kernel::LinkTime)
+    }
+
+    /// [`DebugInfo::sites`] for the running kernel: a kprobe's prologue reads kernel globals
+    /// at their link-time address moved by the running kernel's KASLR offset (computed once,
+    /// only when a global is read: [`crate::kallsyms::kaslr_offset`] of this file's and
+    /// `/proc/kallsyms`' [`crate::kallsyms::KERNEL_SYMBOLS`]). Uprobes are as in
+    /// [`DebugInfo::sites`].
+    ///
+    /// # Errors
+    /// As [`DebugInfo::sites`]; [`Error::Usage`] when a kprobe reads a global and the offset
+    /// is unknown: `/proc/kallsyms` hides addresses or lacks a symbol, or this file is not
+    /// the running kernel's `vmlinux` (the symbols disagree), or the file is a module.
+    pub fn running_sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
+        self.sites_for(spec, Kernel::Running(OnceCell::new()))
+    }
+
+    fn sites_for(&self, spec: &ProbeSpec<'_>, kernel: Kernel) -> Result<Vec<Site>> {
+        self.with_resolver(spec, kernel, |ctx, func, dwarf_args| {
             let resolved = ctx
                 .resolver
                 .resolve(func, spec.place(), dwarf_args)
@@ -201,7 +227,7 @@ impl DebugInfo {
     /// info); per line, the error [`DebugInfo::sites`] would give for `FUNC:LINE`.
     #[allow(clippy::type_complexity)]
     pub fn lines(&self, spec: &ProbeSpec<'_>) -> Result<Vec<(u32, Result<Vec<Site>>)>> {
-        self.with_resolver(spec, |ctx, func, dwarf_args| {
+        self.with_resolver(spec, Kernel::LinkTime, |ctx, func, dwarf_args| {
             let scan = ctx
                 .resolver
                 .resolve_lines(func, dwarf_args)
@@ -223,6 +249,7 @@ impl DebugInfo {
     fn with_resolver<T>(
         &self,
         spec: &ProbeSpec<'_>,
+        kernel: Kernel,
         f: impl FnOnce(&Ctx<'_, '_>, &str, &[Arg<'_>]) -> Result<T>,
     ) -> Result<T> {
         let file = self.code_path.display();
@@ -261,6 +288,7 @@ impl DebugInfo {
             code,
             lookups: Cell::new(0),
             kernel_syms: OnceCell::new(),
+            kernel,
         };
         f(&c, func, &dwarf_args)
     }
@@ -277,6 +305,16 @@ struct Ctx<'r, 's> {
     /// (`--lines` over a long function) sort it once.
     lookups: Cell<usize>,
     kernel_syms: OnceCell<Vec<(u64, u64, &'s str)>>,
+    /// Where kernel globals are read.
+    kernel: Kernel,
+}
+
+/// Where a kprobe's prologue reads the kernel's globals.
+enum Kernel {
+    /// At their link-time addresses (the `vmlinux` as built: `sluice prologue`).
+    LinkTime,
+    /// Moved by the running kernel's KASLR offset, computed on first use.
+    Running(OnceCell<std::result::Result<i64, String>>),
 }
 
 impl Ctx<'_, '_> {
@@ -300,6 +338,27 @@ impl Ctx<'_, '_> {
         // maximum `containing_symbol` picks.
         let i = sorted.partition_point(|s| s.0 <= address).checked_sub(1)?;
         containing_symbol(sorted.get(i).copied().into_iter(), address)
+    }
+
+    /// How far the running kernel moved this `vmlinux` (0 at link time).
+    fn kaslr_offset(&self) -> std::result::Result<i64, String> {
+        let Kernel::Running(cell) = &self.kernel else {
+            return Ok(0);
+        };
+        cell.get_or_init(|| {
+            let names = crate::kallsyms::KERNEL_SYMBOLS;
+            let running = crate::kallsyms::lookup(&names).map_err(|e| e.to_string())?;
+            let pairs: Vec<(&str, Option<u64>, Option<u64>)> = names
+                .iter()
+                .zip(running)
+                .map(|(&n, r)| (n, symbol_value(&self.code, n), r))
+                .collect();
+            let file = self.file.display().to_string();
+            let offset = crate::kallsyms::kaslr_offset(&file, &pairs).map_err(|e| e.to_string())?;
+            log::info!("{file}: the running kernel's KASLR offset is {offset:#x}");
+            Ok(offset)
+        })
+        .clone()
     }
 
     /// One site's target, prologue and fetch-args.
@@ -332,14 +391,22 @@ impl Ctx<'_, '_> {
             ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
                 load_bias: self.resolver.load_bias(site.address).unwrap_or(0),
             },
-            _ => FetchSyntax::Kprobe,
+            // A module has no _stext: its globals are refused below.
+            _ => match symbol_value(&self.code, KERNEL_ANCHOR) {
+                Some(anchor) => FetchSyntax::KprobeAnchored { anchor },
+                None => FetchSyntax::Kprobe,
+            },
         };
         let arch = self.resolver.arch();
         let exprs = spec.args().exprs();
         // Globals of a PIE or shared library are read relative to the probed address.
         let pic = self.memory == Memory::User && self.resolver.position_independent();
-        let built =
-            build_site(arch, self.memory, spec, exprs, site, syntax, pic).map_err(|e| at(&e))?;
+        let kernel = Globals {
+            module: self.memory == Memory::Kernel && self.code.header().e_type == ET_REL,
+            offset: &|| self.kaslr_offset(),
+        };
+        let built = build_site(arch, self.memory, spec, exprs, site, syntax, pic, &kernel)
+            .map_err(|e| at(&e))?;
         Ok(Site {
             function: site.function.clone(),
             address: site.address,
@@ -444,11 +511,22 @@ fn describe(e: &DwarfError) -> String {
 
 type Built = (Vec<Insn>, Vec<String>, Vec<String>);
 
+/// What a kprobe's prologue needs to read a kernel global where the kernel runs it.
+struct Globals<'f> {
+    /// The file is a kernel module (`ET_REL`): its globals' addresses are known only once it
+    /// is loaded.
+    module: bool,
+    /// The running kernel's KASLR offset (0 for link-time addresses).
+    offset: &'f dyn Fn() -> std::result::Result<i64, String>,
+}
+
 /// One site's prologue and fetch-args: DWARF locations for the variables, the calling
 /// convention for the rest, `$err` where it was written. `pic`: the file is
 /// position-independent, so globals are read at the probed address plus their link-time
 /// distance from the site (the program counter holds the probed address at a uprobe's entry,
-/// but the return address at a uretprobe: there a global is refused).
+/// but the return address at a uretprobe: there a global is refused). `kernel`: where a
+/// kprobe reads the kernel's globals.
+#[allow(clippy::too_many_arguments)]
 fn build_site(
     arch: Arch,
     memory: Memory,
@@ -457,6 +535,7 @@ fn build_site(
     site: &ProbeSite,
     syntax: FetchSyntax,
     pic: bool,
+    kernel: &Globals<'_>,
 ) -> std::result::Result<Built, String> {
     let mut locs = ArgLocs::new(arch, memory);
     let mut fetch_args = Vec::new();
@@ -495,9 +574,24 @@ fn build_site(
                      function's entry or a line of it, or link the program -no-pie"
                 ));
             }
-            r.location
+            let loc = r
+                .location
                 .to_arg_loc_at(arch, &r.name, (pic && global).then_some(site.address))
-                .map_err(|e| format!("argument {position} '{arg}': {e}"))?
+                .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+            if global && memory == Memory::Kernel {
+                if kernel.module {
+                    return Err(format!(
+                        "argument {position} '{arg}': a global of a kernel module: its \
+                         address is known only once the module is loaded (not supported; \
+                         fetch it through a pointer argument, or probe vmlinux code)"
+                    ));
+                }
+                let offset = (kernel.offset)()
+                    .map_err(|e| format!("argument {position} '{arg}' is a kernel global: {e}"))?;
+                loc.relocated(offset)
+            } else {
+                loc
+            }
         } else {
             let loc = convention_loc(arch, spec, i)
                 .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
@@ -508,6 +602,10 @@ fn build_site(
         };
         locs.push(loc)
             .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+    }
+    if exprs.is_empty() {
+        // A `:LINE` place without arguments: the program runs as written.
+        return Ok((Vec::new(), fetch_args, perf_fetch_args));
     }
     let mut buf = vec![Insn::default(); prologue::MAX_INSNS];
     let n = prologue::write(&locs, &mut buf).map_err(|e| e.to_string())?;
@@ -534,6 +632,16 @@ fn convention_loc<'a>(
     first.ok_or(sluice_core::Error::Usage {
         what: "no location by the calling convention",
         value: index as u64 + 1,
+    })
+}
+
+/// The value of the first defined symbol named `name` in `elf`'s `.symtab`, read in place.
+fn symbol_value(elf: &Elf<'_>, name: &str) -> Option<u64> {
+    let (i, _) = elf.sections().find(|(_, sh)| sh.sh_type == SHT_SYMTAB)?;
+    let t = elf.symbol_table(i).ok()?;
+    (0..t.len()).find_map(|k| {
+        let s = t.get(k)?;
+        (s.shndx != 0 && t.name(&s)? == name).then_some(s.value)
     })
 }
 
@@ -577,9 +685,14 @@ pub fn target_file(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Pat
     match spec.target() {
         Target::User { path, .. } => Ok(PathBuf::from(path)),
         Target::Kernel { func } => debuginfo.map(Path::to_path_buf).ok_or_else(|| {
+            let why = if matches!(spec.place(), Place::Line(_)) {
+                "a :LINE place is found in the line table"
+            } else {
+                "the arguments name variables"
+            };
             usage(format!(
-                "{func}: the arguments name variables: a kernel probe needs a vmlinux with \
-                 debug info (LoadOptions::debuginfo, --debuginfo FILE)"
+                "{func}: {why}: a kernel probe needs a vmlinux with debug info \
+                 (LoadOptions::debuginfo, --debuginfo FILE)"
             ))
         }),
         Target::UserOffset { path, .. } => Err(usage(format!(
@@ -598,6 +711,15 @@ pub fn target_file(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Pat
 pub fn resolve(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Vec<Site>> {
     let path = target_file(spec, debuginfo)?;
     DebugInfo::open(&path, None)?.sites(spec)
+}
+
+/// [`resolve`] for the running kernel ([`DebugInfo::running_sites`]): what `record` loads.
+///
+/// # Errors
+/// As [`resolve`] and [`DebugInfo::running_sites`].
+pub fn resolve_running(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<Vec<Site>> {
+    let path = target_file(spec, debuginfo)?;
+    DebugInfo::open(&path, None)?.running_sites(spec)
 }
 
 #[cfg(test)]
@@ -626,6 +748,10 @@ mod tests {
         assert!(spec_needs_debug_info(&s));
         assert!(!spec_needs_debug_info(&spec("uprobe/bin:f(%di, $arg2)")));
         assert!(!spec_needs_debug_info(&spec("kprobe/f(void *, int)")));
+        // A line is found in the line table, whatever the arguments.
+        assert!(spec_needs_debug_info(&spec("uprobe/bin:f:3")));
+        assert!(spec_needs_debug_info(&spec("kprobe/f:3(%di)")));
+        assert!(spec_needs_debug_info(&spec("f:3")));
     }
 
     #[test]
@@ -648,6 +774,8 @@ mod tests {
     fn kernel_probe_needs_a_file() {
         let e = target_file(&spec("kprobe/vfs_read(file->f_pos)"), None).unwrap_err();
         assert!(e.to_string().contains("vmlinux"), "{e}");
+        let e = target_file(&spec("kprobe/vfs_read:4"), None).unwrap_err();
+        assert!(e.to_string().contains(":LINE place"), "{e}");
         assert_eq!(
             target_file(&spec("uprobe//bin/x:f(a)"), None).unwrap(),
             PathBuf::from("/bin/x")

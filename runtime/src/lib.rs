@@ -7,6 +7,7 @@ pub mod btf;
 pub mod cpus;
 pub mod debuginfo;
 pub mod error;
+pub mod kallsyms;
 pub mod loader;
 pub mod maps;
 pub mod ring;

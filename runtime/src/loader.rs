@@ -14,7 +14,7 @@ use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver, Kind};
 use sluice_core::object::{KconfigExtern, KconfigKind, LinkedPart, MapKind};
 use sluice_core::object::{MapDef, Object, Program};
 use sluice_core::perf::abi::{map_type, object_name, prog_type, ProgInfoRaw, BPF_TAG_SIZE};
-use sluice_core::probe::{ProbeSpec, Section};
+use sluice_core::probe::{ProbeKind, ProbeSpec, Section};
 use sluice_core::Insn;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -151,12 +151,56 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
     let arch = sluice_core::arch::Arch::native().ok_or_else(|| Error::Usage {
         what: "no argument-passing tables for this architecture".into(),
     })?;
+    let symbols = kernel_symbols(&spec).map_err(|e| Error::Usage {
+        what: format!(
+            "program '{}' (spec '{spec_text}'): {e}",
+            p.name.unwrap_or("?")
+        ),
+    })?;
+    let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
     let locs =
-        sluice_core::prologue::from_typed_args(arch, spec.kind(), spec.args()).map_err(usage)?;
+        sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
+            .map_err(usage)?;
     let mut out = vec![Insn::default(); sluice_core::prologue::MAX_INSNS];
     let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
     out.truncate(n);
     Ok(out)
+}
+
+/// The running kernel's address of every symbol `spec`'s arguments name (`@SYM+OFF`, as
+/// `sluice prologue --emit` writes kernel globals), from `/proc/kallsyms`; nothing read when
+/// there is none.
+///
+/// # Errors
+/// As [`crate::kallsyms::lookup`]; [`Error::Usage`] naming a symbol the kernel does not list.
+fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
+    let mut names: Vec<&'s str> = Vec::new();
+    for a in spec.args().exprs() {
+        if let sluice_core::probe::ArgBase::Sym { name, .. } = a.base() {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() || !matches!(spec.kind(), ProbeKind::Kprobe | ProbeKind::Kretprobe) {
+        // A uprobe's `@SYM` is refused by the prologue itself.
+        return Ok(Vec::new());
+    }
+    let found = crate::kallsyms::lookup(&names)?;
+    names
+        .iter()
+        .zip(found)
+        .map(|(&name, at)| {
+            at.map(|a| (name, a)).ok_or_else(|| Error::Usage {
+                what: format!(
+                    "@{name}: {} does not list it in the core kernel (a module's symbol, or a \
+                     data symbol of a kernel without CONFIG_KALLSYMS_ALL: sluice prologue \
+                     --emit spells globals from _stext, which every kernel lists)",
+                    crate::kallsyms::KALLSYMS
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Every site of program `index` (`p`)'s spec whose arguments name variables, each with its
@@ -176,7 +220,7 @@ pub fn site_prologues(
     let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::Usage {
         what: format!("program '{name}': '{spec_text}' is no probe spec"),
     })?;
-    crate::debuginfo::resolve(&spec, opts.debuginfo.as_deref()).map_err(|e| Error::Usage {
+    crate::debuginfo::resolve_running(&spec, opts.debuginfo.as_deref()).map_err(|e| Error::Usage {
         what: format!("program '{name}' (spec '{spec_text}'): {e}"),
     })
 }

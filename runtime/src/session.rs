@@ -353,6 +353,8 @@ pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
             ArgBase::ArgN(n) => format!("$arg{n}"),
             ArgBase::Comm => "$comm".into(),
             ArgBase::Addr(a) => format!("@{a:#x}"),
+            // The kernel resolves the symbol itself: right under KASLR.
+            base @ ArgBase::Sym { .. } => base.to_string(),
             ArgBase::Imm(v) => format!("\\{v}"),
             ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
                 log::info!(
@@ -632,8 +634,8 @@ impl Session {
                         let offset = match spec.place() {
                             Place::Line(_) => {
                                 return Err(spec_err(
-                                    "a :LINE place needs arguments that name variables (debug \
-                                     info)"
+                                    "the program was loaded without the DWARF site of its \
+                                     :LINE place"
                                         .into(),
                                 ))
                             }
@@ -992,6 +994,12 @@ mod tests {
                 "kprobe/f(+8(@0x1000):u8, \\3, file->f_pos, $err, +8($stack2))"
             )),
             "arg1=+8(@0x1000):u8 arg2=\\3 arg5=+8($stack2)"
+        );
+        assert_eq!(
+            fetch_args(&spec(
+                "kprobe/f(max_threads=@_stext+0x2f83098:s32, +8(@init_task-0x10), @jiffies)"
+            )),
+            "max_threads=@_stext+0x2f83098:s32 arg2=+8(@init_task-0x10) arg3=@jiffies"
         );
     }
 

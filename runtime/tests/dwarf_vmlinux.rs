@@ -1,6 +1,7 @@
 //! DWARF resolution in the guest kernels' `-dbg` vmlinux images, when they are cached
 //! (`${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/{amd64,arm64}/current/vmlinux`, or
-//! `SLUICE_VMLINUX` / `SLUICE_VMLINUX_ARM64`); each test says SKIPPED without its file.
+//! `SLUICE_VMLINUX` / `SLUICE_VMLINUX_ARM64`); each test says SKIPPED without its file, or
+//! fails with `SLUICE_REQUIRE_VMLINUX=1` (CI fetches the images before the tests).
 //!
 //! - The unit index finds what the walk over every unit finds (`Lookup::Indexed` against
 //!   `Lookup::Exhaustive`): out-of-line functions, a function inlined into hundreds of units
@@ -37,6 +38,13 @@ fn vmlinux(env: &str, arch: &str) -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
+    // CI fetches the images first (`fetch-kernels.sh --dbg`) and sets this: there a missing
+    // image is a failure, not a skip.
+    assert!(
+        std::env::var_os("SLUICE_REQUIRE_VMLINUX").is_none_or(|v| v != "1"),
+        "no {arch} vmlinux at {} (set {env}) and SLUICE_REQUIRE_VMLINUX=1",
+        path.display()
+    );
     eprintln!(
         "SKIPPED: no {arch} vmlinux at {} (set {env})",
         path.display()
@@ -157,4 +165,101 @@ fn arm64_vmlinux_gives_aarch64_locations() {
             "(bf) r1 = r6",
         ]
     );
+}
+
+/// The value of `name` in the vmlinux's symbol table (`readelf -s`).
+fn nm(path: &Path, name: &str) -> u64 {
+    let out = std::process::Command::new("readelf")
+        .args(["-sW", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 8 && f[7] == name).then(|| u64::from_str_radix(f[1], 16).unwrap())
+        })
+        .unwrap_or_else(|| panic!("no {name} in {}", path.display()))
+}
+
+#[test]
+fn kernel_globals_are_spelled_from_stext_and_relocated_by_the_running_kernel() {
+    for (env, arch) in [
+        ("SLUICE_VMLINUX", "amd64"),
+        ("SLUICE_VMLINUX_ARM64", "arm64"),
+    ] {
+        let Some(path) = vmlinux(env, arch) else {
+            continue;
+        };
+        let info = DebugInfo::open(&path, None).unwrap();
+        let Ok(Section::Probe(p)) = probe::parse("kprobe/kernel_clone(max_threads, nr_threads)")
+        else {
+            panic!()
+        };
+        let sites = info.sites(&p).unwrap();
+        assert_eq!(sites.len(), 1, "{arch}");
+        let site = &sites[0];
+        // perf's spelling (what `perf probe -k VMLINUX -D 'kernel_clone max_threads nr_threads'`
+        // prints), and the kernel's: the distance from _stext, which every kallsyms lists.
+        assert_eq!(
+            site.perf_fetch_args,
+            [
+                "max_threads=@max_threads+0:s32",
+                "nr_threads=@nr_threads+0:s32"
+            ],
+            "{arch}"
+        );
+        let stext = nm(&path, "_stext");
+        let (max_threads, nr_threads) = (nm(&path, "max_threads"), nm(&path, "nr_threads"));
+        assert_eq!(
+            site.fetch_args,
+            [
+                format!("max_threads=@_stext+{:#x}:s32", max_threads - stext),
+                format!("nr_threads=@_stext+{:#x}:s32", nr_threads - stext)
+            ],
+            "{arch}"
+        );
+        // The link-time prologue loads the vmlinux addresses.
+        let text = Listing::new(&site.prologue).to_string();
+        for a in [max_threads, nr_threads] {
+            let imm = a as i64;
+            let as32 = i32::try_from(imm).map(|v| v.to_string());
+            assert!(
+                text.contains(&format!("{a:#x}")) || as32.is_ok_and(|v| text.contains(&v)),
+                "{arch}: {a:#x} in\n{text}"
+            );
+        }
+        // The resolved spec carries @_stext+OFF; a device relocates it with its own
+        // kallsyms: here a kernel moved by K.
+        let spec = sluice_runtime::debuginfo::resolved_spec(&p, site).unwrap();
+        let Ok(Section::Probe(rp)) = probe::parse(&spec) else {
+            panic!("{spec}")
+        };
+        let k: u64 = 0x4bb4_0de0_0000;
+        let a = info.arch().unwrap();
+        let locs = sluice_core::prologue::from_typed_args_with(a, rp.kind(), rp.args(), &mut |n| {
+            (n == "_stext").then_some(stext.wrapping_add(k))
+        })
+        .unwrap();
+        let bases: Vec<_> = locs.fetched().map(|l| l.base()).collect();
+        assert_eq!(
+            bases,
+            [
+                sluice_core::prologue::Base::Addr(max_threads.wrapping_add(k)),
+                sluice_core::prologue::Base::Addr(nr_threads.wrapping_add(k))
+            ],
+            "{arch}: {spec}"
+        );
+        // This host does not run that kernel: the running-kernel prologue is refused, the
+        // two symbols' offsets disagreeing (or kallsyms hiding addresses). Once: a
+        // resolution in a debug build takes seconds.
+        if arch != "arm64" {
+            continue;
+        }
+        let e = info.running_sites(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("is not the running kernel") || e.contains("kptr_restrict"),
+            "{arch}: {e}"
+        );
+    }
 }

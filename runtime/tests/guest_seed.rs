@@ -9,7 +9,10 @@
 //! `--lines` where the three variables live) and passes the resolved spec, a probe at
 //! `generic_perform_write+OFF` whose arguments are kprobe fetch-args, in the file named by
 //! `SLUICE_SEED_SPEC`; `SLUICE_SEED_A_OPS` is the address of `shmem_aops` in that
-//! vmlinux (the guests boot with `nokaslr`). `sluice record --event f=SPEC` runs a
+//! vmlinux and `SLUICE_SEED_STEXT` that of `_stext`, so the address in the running kernel is
+//! `SLUICE_SEED_A_OPS` plus the KASLR offset `_stext` (from `/proc/kallsyms`) minus
+//! `SLUICE_SEED_STEXT` (the arm64 guest boots with KASLR, `SLUICE_SEED_KASLR=1`: the offset
+//! must not be 0 there). `sluice record --event f=SPEC` runs a
 //! workload that writes known byte counts to files on tmpfs, and every hit must show:
 //!
 //! - the program's three words (from the prologue) equal to the kernel's own fetch-args
@@ -18,6 +21,13 @@
 //!   writes (one hit per page-sized piece, in order), `a_ops` equal to `shmem_aops`;
 //! - the sample's probe address equal to `generic_perform_write` + the spec's offset (from
 //!   the guest's `/proc/kallsyms`); no probe left behind.
+//!
+//! Kernel globals under KASLR (`SLUICE_SEED_GLOBAL_SPEC`: `kernel_clone max_threads
+//! nr_threads $err` resolved on the host, the globals spelled `@_stext+OFF`): with
+//! `kernel.threads-max` set to a value of the test's, every fork's hit must show the
+//! program's `max_threads` word = the kernel's fetch-arg = that value, `nr_threads` word =
+//! fetch-arg > 0, and `$err` = 0 — the prologue read both globals where the running kernel
+//! has them.
 //!
 //! Gating as `guest_kprobe.rs`: skipped loudly when not root, without `bpf()`, without
 //! kprobe events, the spec or the `sluice` binary; each of those fails under
@@ -110,7 +120,24 @@ fn pieces(sizes: &[u64], page: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// `generic_perform_write`'s address in the running kernel.
+/// A hexadecimal address from the environment (`0x` optional).
+fn hex_env(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+}
+
+/// The running kernel's KASLR offset: `_stext` in `/proc/kallsyms` minus `SLUICE_SEED_STEXT`
+/// (its vmlinux address); 0 without the latter.
+fn kaslr_offset() -> i64 {
+    let Some(link) = hex_env("SLUICE_SEED_STEXT") else {
+        return 0;
+    };
+    let running = kallsyms_addr("_stext").expect("_stext in /proc/kallsyms");
+    running.wrapping_sub(link) as i64
+}
+
+/// A symbol's address in the running kernel.
 fn kallsyms_addr(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
     text.lines().find_map(|l| {
@@ -148,9 +175,7 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
         skip(test, "no sluice binary (set SLUICE_BIN)");
         return;
     };
-    let want_a_ops = std::env::var("SLUICE_SEED_A_OPS")
-        .ok()
-        .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+    let want_a_ops = hex_env("SLUICE_SEED_A_OPS").map(|a| a.wrapping_add_signed(kaslr_offset()));
     let spec_text = std::fs::read_to_string(&spec_file)
         .unwrap_or_else(|e| panic!("{}: {e}", spec_file.display()));
     let spec = spec_text.lines().next().unwrap().trim().to_owned();
@@ -283,4 +308,129 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn kernel_globals_are_read_where_the_running_kernel_has_them() {
+    let test = "kernel_globals_are_read_where_the_running_kernel_has_them";
+    if !common::kernel(test) {
+        return;
+    }
+    let t = Tracefs::find().expect("tracefs");
+    if !t.supports(ProbeKind::Kprobe) {
+        skip(
+            test,
+            "the kernel has no kprobe events (the host's; run in a guest)",
+        );
+        return;
+    }
+    let Some(spec_file) = std::env::var_os("SLUICE_SEED_GLOBAL_SPEC").map(PathBuf::from) else {
+        skip(
+            test,
+            "no SLUICE_SEED_GLOBAL_SPEC (aarch64-ci/guest/seed.sh resolves it on the host)",
+        );
+        return;
+    };
+    let Some(bin) = std::env::var_os("SLUICE_BIN").map(PathBuf::from) else {
+        skip(test, "no sluice binary (set SLUICE_BIN)");
+        return;
+    };
+    let spec = std::fs::read_to_string(&spec_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", spec_file.display()))
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(
+        spec.contains("max_threads=@_stext+") && spec.contains("nr_threads=@_stext+"),
+        "globals from _stext: {spec}"
+    );
+    let offset = kaslr_offset();
+    if std::env::var("SLUICE_SEED_KASLR").as_deref() == Ok("1") {
+        assert_ne!(offset, 0, "this guest should run with KASLR");
+    }
+
+    // A value of ours in max_threads, restored afterwards.
+    let knob = "/proc/sys/kernel/threads-max";
+    let old = std::fs::read_to_string(knob).unwrap();
+    let want: u64 = if old.trim() == "4321" { 4322 } else { 4321 };
+    std::fs::write(knob, want.to_string()).unwrap();
+    struct Restore<'a>(&'a str, String);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::write(self.0, self.1.trim());
+        }
+    }
+    let _restore = Restore(knob, old);
+
+    let fixture = common::fixture_dir().join(FIXTURE);
+    let fixture = fixture.to_str().unwrap();
+    let event = format!("f={spec}");
+    // Three subshells (the last command is a builtin, so no exec takes the shell
+    // over): three forks, each a kernel_clone.
+    let run = |json: bool| {
+        let mut args = vec!["record", "-e", fixture, "--event", &event];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["--", "sh", "-c", "(:); (:); (:); :"]);
+        let out = Command::new(&bin).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "sluice {args:?}: {stderr}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    };
+    let (out, err) = run(true);
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(summary.contains("lost 0"), "{summary}");
+    assert!(summary.contains("probes removed 1"), "{summary}");
+    let mut pending: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut hits = 0;
+    let mut nr = Vec::new();
+    for l in out.lines() {
+        let tid = int_after(l, 0, "tid").unwrap_or_else(|| panic!("no tid: {l}"));
+        let (sample, w) = if l.starts_with("{\"type\":\"pair\"") {
+            (l, words(l))
+        } else if l.contains("\"event\":\"bpf-output:write_events\"") {
+            pending.push((tid, data_words(l)));
+            continue;
+        } else {
+            let at = pending
+                .iter()
+                .position(|(t, _)| *t == tid)
+                .unwrap_or_else(|| panic!("a sample without its output: {l}\n{out}"));
+            (l, pending.remove(at).1)
+        };
+        let fields = sample.find("\"fields\":").unwrap();
+        let (max_threads, nr_threads) = (
+            int_after(sample, fields, "max_threads").unwrap(),
+            int_after(sample, fields, "nr_threads").unwrap(),
+        );
+        // r2 = max_threads, r3 = nr_threads, r4 = $err; the kernel's own fetch-args agree.
+        assert_eq!(w[..3], [max_threads, nr_threads, 0], "{l}");
+        assert_eq!(max_threads, want, "max_threads is threads-max: {l}");
+        assert!(nr_threads > 0, "{l}");
+        nr.push(nr_threads);
+        hits += 1;
+    }
+    assert!(
+        pending.is_empty(),
+        "outputs without a sample: {pending:?}\n{out}"
+    );
+    assert!(hits >= 3, "three forks, {hits} hits\n{out}");
+
+    let (text, _) = run(false);
+    for l in text.lines() {
+        eprintln!("global-sample {}: {l}", arch());
+    }
+    eprintln!(
+        "guest-figures {}: spec '{spec}': KASLR offset {offset:#x} (_stext {:#x}); {hits} \
+         kernel_clone hits; max_threads word = fetch-arg = threads-max {want} in every hit; \
+         nr_threads word = fetch-arg in every hit ({nr:?}); $err 0; {summary}",
+        arch(),
+        kallsyms_addr("_stext").unwrap_or(0),
+    );
 }

@@ -132,6 +132,12 @@ fn code_and_debug<'d>(
         (Target::User { path, .. }, Some(d)) if !Path::new(path).exists() => d.to_path_buf(),
         (Target::User { path, .. }, _) => PathBuf::from(path),
         (_, Some(d)) => d.to_path_buf(),
+        (_, None) if matches!(parsed.place(), Place::Line(_)) => {
+            return Err(Failure::input(format!(
+                "'{spec}': a :LINE place is found in the line table: give a vmlinux (or \
+                 module) with DWARF (--debuginfo FILE)"
+            )));
+        }
         (_, None) => {
             let first = parsed
                 .args()

@@ -58,6 +58,10 @@ pub struct ArgLocation {
     pub global: Option<(String, u64)>,
 }
 
+/// The kernel symbol [`FetchSyntax::KprobeAnchored`] spells globals from: the start of the
+/// kernel's text, which `/proc/kallsyms` lists with or without `CONFIG_KALLSYMS_ALL`.
+pub const KERNEL_ANCHOR: &str = "_stext";
+
 /// How a fetch-arg spells globals and unsigned values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FetchSyntax {
@@ -65,6 +69,15 @@ pub enum FetchSyntax {
     Perf,
     /// For kprobe events: `@sym+off` for globals, `u` for unsigned (`:u64`).
     Kprobe,
+    /// For kprobe events, globals as their distance from [`KERNEL_ANCHOR`] (`@_stext+0x2f83098`),
+    /// `u` for unsigned: the kernel resolves the anchor in the running kernel, so the read is
+    /// right under KASLR, and `_stext` is listed in every kernel's symbol table, where a
+    /// global's own name is missing without `CONFIG_KALLSYMS_ALL` (Debian's arm64 kernels)
+    /// and may name several statics.
+    KprobeAnchored {
+        /// The link-time address of [`KERNEL_ANCHOR`] in the `vmlinux`.
+        anchor: u64,
+    },
     /// For uprobe events, which take no symbols: globals as `@+FILEOFF`, the address minus
     /// `load_bias` (the text section's `sh_addr - sh_offset`, which the kernel adds back
     /// from the probed mapping); `u` for unsigned.
@@ -227,6 +240,18 @@ impl ArgLocation {
                 (FetchSyntax::Uprobe { load_bias }, _) => {
                     let _ = write!(inner, "@+{:#x}", addr.wrapping_sub(load_bias));
                 }
+                (FetchSyntax::KprobeAnchored { anchor }, _) => {
+                    let delta = addr.wrapping_sub(anchor) as i64;
+                    let delta = i32::try_from(delta).map_err(|_| Error::Unexpressible {
+                        what: "global 2 GiB or more away from _stext",
+                        value: delta,
+                    })?;
+                    if delta < 0 {
+                        let _ = write!(inner, "@{KERNEL_ANCHOR}-{:#x}", delta.unsigned_abs());
+                    } else {
+                        let _ = write!(inner, "@{KERNEL_ANCHOR}+{delta:#x}");
+                    }
+                }
                 (_, Some((name, off))) => {
                     let _ = write!(inner, "@{name}+{off}");
                 }
@@ -377,6 +402,19 @@ mod tests {
             g.fetch_arg(Arch::X86_64, FetchSyntax::Perf, false).unwrap(),
             "@global_map+16:x8"
         );
+        // The kernel's fetch-arg of a vmlinux global: its distance from _stext.
+        let anchored = |anchor| FetchSyntax::KprobeAnchored { anchor };
+        assert_eq!(
+            g.fetch_arg(Arch::X86_64, anchored(0x1000), false).unwrap(),
+            "@_stext+0x3020:u8"
+        );
+        assert_eq!(
+            g.fetch_arg(Arch::X86_64, anchored(0x5000), false).unwrap(),
+            "@_stext-0xfe0:u8"
+        );
+        assert!(g
+            .fetch_arg(Arch::X86_64, anchored(0x8000_5000), false)
+            .is_err());
         let s = loc(reg(4), &[], 8, false);
         assert_eq!(
             s.fetch_arg(Arch::X86_64, FetchSyntax::Perf, true).unwrap(),

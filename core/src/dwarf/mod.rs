@@ -41,7 +41,7 @@ mod types;
 use alloc::string::String;
 use core::fmt;
 
-pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg};
+pub use location::{ArgLocation, FetchSyntax, LocBase, ResolvedArg, KERNEL_ANCHOR};
 pub use resolve::{Lookup, ProbeSite, PrologueSkip, Release, Resolver, MAX_DEPTH};
 pub use sections::{
     build_id, debug_file_candidates, debuglink, debuglink_crc, DebugSections, DEBUG_DIR,

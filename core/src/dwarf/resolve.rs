@@ -708,30 +708,55 @@ impl<'s> Resolver<'s> {
         Some(path.rsplit(|&b| b == b'/').next().unwrap_or(path))
     }
 
-    /// Whether the unit's producer says it was optimized (`-O` not followed by `0`).
+    /// Whether the unit was optimized: its producer says so (`-O` not followed by `0`), or,
+    /// as `perf probe` decides (`die_is_optimized_target`), a variable of it has a location
+    /// list (clang records no flags in `DW_AT_producer`).
     fn optimized(&self, unit_index: usize) -> Result<bool, Error> {
         let unit = self.unit(unit_index)?;
         let mut cursor = unit.entries();
         let Some((_, root)) = cursor.next_dfs().map_err(gimli_err("unit DIE"))? else {
             return Ok(false);
         };
-        let Some(v) = root
+        if let Some(v) = root
             .attr_value(dw::DW_AT_producer)
             .map_err(gimli_err("DW_AT_producer"))?
-        else {
-            return Ok(false);
-        };
-        let producer = self.string(unit, v)?;
-        Ok(producer
-            .windows(3)
-            .any(|w| w.get(..2) == Some(b" -O") && w.get(2).is_some_and(|&c| c != b'0'))
-            || producer.windows(4).any(|w| {
-                w.get(..3) == Some(b" -O") && w.get(3).is_some_and(|&c| c != b'0' && c != b' ')
-            }))
+        {
+            let producer = self.string(unit, v)?;
+            let says = producer
+                .windows(3)
+                .any(|w| w.get(..2) == Some(b" -O") && w.get(2).is_some_and(|&c| c != b'0'))
+                || producer.windows(4).any(|w| {
+                    w.get(..3) == Some(b" -O") && w.get(3).is_some_and(|&c| c != b'0' && c != b' ')
+                });
+            if says {
+                return Ok(true);
+            }
+        }
+        // Bounded by the unit's DIEs; stops at the first location list.
+        while let Some((_, entry)) = cursor.next_dfs().map_err(gimli_err("DIE tree"))? {
+            if !matches!(
+                entry.tag(),
+                dw::DW_TAG_formal_parameter | dw::DW_TAG_variable
+            ) {
+                continue;
+            }
+            let loc = entry
+                .attr_value(dw::DW_AT_location)
+                .map_err(gimli_err("DW_AT_location"))?;
+            if matches!(
+                loc,
+                Some(AttributeValue::LocationListsRef(_) | AttributeValue::DebugLocListsIndex(_))
+            ) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
-    /// `FUNC` alone on an out-of-line function: the first row with `prologue_end` in the
-    /// function, else the first row of another line than the entry's.
+    /// `FUNC` alone on an out-of-line function, where `perf probe` puts it
+    /// (`die_skip_prologue`): the row right after the first row at the entry, unless that
+    /// row is marked `prologue_end` or the next one lies outside the function (then the
+    /// entry). The next row may be of the same line (a function on one line).
     fn after_prologue(&self, site: &Site, entry: u64) -> Result<u64, Error> {
         let skip = match self.skip {
             PrologueSkip::Never => false,
@@ -744,22 +769,16 @@ impl<'s> Resolver<'s> {
         let ranges = self.ranges(site.die)?;
         let inside = |a: u64| ranges.iter().any(|&(b, e)| a >= b && a < e);
         let rows = self.line_rows(site.die.unit)?;
-        if let Some(r) = rows
-            .iter()
-            .find(|r| r.prologue_end && !r.end_sequence && inside(r.address))
-        {
-            return Ok(r.address);
+        let Some(first) = rows.iter().position(|r| r.address == entry) else {
+            return Ok(entry);
+        };
+        if rows.get(first).is_some_and(|r| r.prologue_end) {
+            return Ok(entry);
         }
-        let mut first_line = None;
-        for r in rows.iter().filter(|r| !r.end_sequence && inside(r.address)) {
-            match first_line {
-                None if r.address == entry => first_line = Some(r.line),
-                None => {}
-                Some(l) if r.line != l && r.address > entry => return Ok(r.address),
-                Some(_) => {}
-            }
-        }
-        Ok(entry)
+        Ok(match rows.get(first.saturating_add(1)) {
+            Some(r) if !r.end_sequence && inside(r.address) => r.address,
+            _ => entry,
+        })
     }
 
     /// The inlined instances nested anywhere in `die`.
@@ -845,6 +864,12 @@ impl<'s> Resolver<'s> {
                 }
                 alloc::vec![entry]
             }
+            // `perf probe` reads line 0 as no line at all (`pp->line == 0`): `FUNC:0` is
+            // `FUNC`, at the entry (after the prologue where `FUNC` skips it) of the
+            // out-of-line function and of every inlined instance. Not the declaration line's
+            // rows: a macro-made function (`SYSCALL_DEFINE`) has every row on that line, and
+            // the entries of the calls the macro inlines there too.
+            Place::Line(0) => return self.addresses(func, site, Place::Entry),
             Place::Line(rel) => {
                 let decl = self
                     .udata_of(site.die, dw::DW_AT_decl_line)?
@@ -874,11 +899,26 @@ impl<'s> Resolver<'s> {
                     }
                 }
                 // The line's own statements must start their addresses: the entry of an
-                // out-of-line function is its declaration's line (line 0), elsewhere the
-                // first statement row at an address says which line a probe there is.
+                // out-of-line function is its declaration's line (line 0; for an inlined
+                // instance, the line of the function it is inlined into), elsewhere the
+                // first statement row at an address says which line a probe there is
+                // (perf's `verify_representive_line`).
+                let real = match site.outer {
+                    Some(o) if site.inlined => {
+                        let at = self.entry_pc(o)?;
+                        let line = self.udata_of(o, dw::DW_AT_decl_line)?;
+                        let file = self.udata_of(o, dw::DW_AT_decl_file)?;
+                        let same_file = want_file.is_none()
+                            || file.and_then(|f| self.file_name(o.unit, f)) == want_file;
+                        // Another file's function: perf's reverse lookup names no line of
+                        // this one there, and accepts the address.
+                        at.map(|a| (a, line.filter(|_| same_file)))
+                    }
+                    _ => Some((entry, Some(decl))),
+                };
                 for &addr in &out {
-                    let owner = if !site.inlined && addr == entry {
-                        Some(decl)
+                    let owner = if let Some((_, line)) = real.filter(|&(at, _)| at == addr) {
+                        line
                     } else {
                         rows.iter()
                             .find(|r| r.address == addr && r.is_stmt && !r.end_sequence)
@@ -897,10 +937,6 @@ impl<'s> Resolver<'s> {
                                 .saturating_sub(i64::try_from(decl).unwrap_or(i64::MAX)),
                         });
                     }
-                }
-                // Line 0, the declaration, is the entry (perf's function lines).
-                if rel == 0 && !site.inlined {
-                    out.push(entry);
                 }
                 out.sort_unstable();
                 out.dedup();
@@ -969,9 +1005,7 @@ impl<'s> Resolver<'s> {
             let ranges = self.ranges(site.die)?;
             let nested = self.nested_inlines(site.die)?;
             let inside = |a: u64, r: &[(u64, u64)]| r.iter().any(|&(b, e)| a >= b && a < e);
-            if !site.inlined {
-                lines.push(0);
-            }
+            lines.push(0);
             for &inline in &nested {
                 if let Some(line) = self.call_line(inline, want_file)? {
                     if let Some(rel) = line.checked_sub(decl).and_then(|d| u32::try_from(d).ok()) {

@@ -3,7 +3,9 @@
 //!
 //! `BASE` is a variable (`file`), a register (`%di`, `%x0`), a `$` variable (`$retval`,
 //! `$stack3`, `$arg2`, `$comm`, the pseudo-argument `$err`, or any other `$name` the seed's
-//! examples use such as `$outdata`), an absolute address `@ADDR` or a constant `\IMM`.
+//! examples use such as `$outdata`), an absolute address `@ADDR`, a kernel symbol plus an
+//! offset `@SYM+OFF` (the kprobe tracer resolves it in the running kernel, so it holds under
+//! KASLR) or a constant `\IMM`.
 //! `STEP`s are `.member`, `->member` and `[index]`; only a variable or `$retval` has a type
 //! that steps can walk. `TYPE` is a kprobe-tracer fetch type.
 //!
@@ -17,7 +19,7 @@ use core::fmt;
 use heapless::Vec;
 
 use super::ctype::is_type_keyword;
-use super::cursor::{err_at, is_ident_cont, Cursor};
+use super::cursor::{err_at, is_ident_cont, is_ident_start, Cursor};
 use super::{ProbeError, MAX_STEPS};
 
 /// Where an argument's value starts.
@@ -46,6 +48,17 @@ pub enum ArgBase<'a> {
     Special(&'a str),
     /// `@ADDR`: the memory at an absolute (kernel) address, the kprobe tracer's `@ADDR`.
     Addr(u64),
+    /// `@SYM`, `@SYM+OFF`, `@SYM-OFF`: the memory at a kernel symbol's address in the running
+    /// kernel (its `/proc/kallsyms` entry) plus an offset, the kprobe tracer's `@SYM[+|-OFF]`.
+    /// Right whatever the kernel's KASLR offset; `sluice prologue --emit` writes kernel
+    /// globals this way.
+    Sym {
+        /// The symbol: `[A-Za-z_.][A-Za-z0-9_.]*`.
+        name: &'a str,
+        /// Added to the symbol's address (32 bits, as memory read offsets: a kernel image is
+        /// far smaller than 2 GiB, and it keeps [`ArgBase`] at three words).
+        offset: i32,
+    },
     /// `\IMM`: a constant, the kprobe tracer's immediate.
     Imm(u64),
 }
@@ -63,6 +76,7 @@ impl ArgBase<'_> {
                 | ArgBase::StackN(_)
                 | ArgBase::ArgN(_)
                 | ArgBase::Addr(_)
+                | ArgBase::Sym { .. }
         )
     }
 }
@@ -282,12 +296,29 @@ impl<'a> Arg<'a> {
             }
             dollar(var, base_at)?
         } else if c.eat(b'@') {
-            if !c.peek().is_some_and(|b| b.is_ascii_digit()) {
-                return Err(c.err(
-                    "expected an address after '@' (a symbol needs the kernel's symbol table)",
-                ));
+            if c.peek().is_some_and(|b| b.is_ascii_digit()) {
+                ArgBase::Addr(c.number()?)
+            } else if c.peek().is_some_and(|b| is_ident_start(b) || b == b'.') {
+                let name = c.take_while(|b| is_ident_cont(b) || b == b'.');
+                let offset = match c.peek() {
+                    Some(sign @ (b'+' | b'-')) => {
+                        let at = c.pos();
+                        c.bump();
+                        let n = c.number()?;
+                        if sign == b'-' {
+                            0i64.checked_sub_unsigned(n)
+                        } else {
+                            i64::try_from(n).ok()
+                        }
+                        .and_then(|v| i32::try_from(v).ok())
+                        .ok_or_else(|| err_at(at, "symbol offset out of the 32-bit range"))?
+                    }
+                    _ => 0,
+                };
+                ArgBase::Sym { name, offset }
+            } else {
+                return Err(c.err("expected an address or a kernel symbol after '@'"));
             }
-            ArgBase::Addr(c.number()?)
         } else if c.eat(b'\\') {
             ArgBase::Imm(c.number()?)
         } else if let Some(var) = c.ident() {
@@ -420,6 +451,11 @@ impl fmt::Display for ArgBase<'_> {
             ArgBase::Comm => f.write_str("$comm"),
             ArgBase::Special(v) => write!(f, "${v}"),
             ArgBase::Addr(a) => write!(f, "@{a:#x}"),
+            ArgBase::Sym { name, offset: 0 } => write!(f, "@{name}"),
+            ArgBase::Sym { name, offset } if *offset < 0 => {
+                write!(f, "@{name}-{:#x}", offset.unsigned_abs())
+            }
+            ArgBase::Sym { name, offset } => write!(f, "@{name}+{offset:#x}"),
             ArgBase::Imm(v) => write!(f, "\\{v}"),
         }
     }

@@ -10,8 +10,8 @@
 //! perf (the seed):  [[GROUP:]EVENT=]FUNC[+OFF|:LINE|%return] [ARG ...]
 //!                   generic_perform_write=generic_perform_write+122 file->f_mapping->a_ops bytes offset
 //!                   lock_page=lock_page        enter=sys_write $outdata:u64
-//! libbpf style:     kprobe/FUNC[+OFF][(ARG, ...)]        kretprobe/FUNC[(ARG, ...)]
-//!                   uprobe/PATH:FUNC[+OFF][(ARG, ...)]   uretprobe/PATH:FUNC[(ARG, ...)]
+//! libbpf style:     kprobe/FUNC[+OFF|:LINE][(ARG, ...)]        kretprobe/FUNC[(ARG, ...)]
+//!                   uprobe/PATH:FUNC[+OFF|:LINE][(ARG, ...)]   uretprobe/PATH:FUNC[(ARG, ...)]
 //!                   uprobe/PATH:ADDR (libbpf's raw offset, e.g. 0x1234)
 //!                   tracepoint/CAT/NAME   tp/CAT/NAME
 //! typed entry args: kprobe/vfs_read(struct file *, char *buf, size_t)
@@ -339,9 +339,13 @@ impl<'a> ProbeSpec<'a> {
         &self.args
     }
 
-    /// Whether `Display` needs the perf form to say everything.
+    /// Whether `Display` needs the perf form to say everything (a kernel `:LINE` keeps the
+    /// perf form it was first written in; a uprobe's has only the libbpf-style one).
     fn needs_perf_form(&self) -> bool {
-        self.event.is_some() || self.group.is_some() || matches!(self.place, Place::Line(_))
+        self.event.is_some()
+            || self.group.is_some()
+            || (matches!(self.place, Place::Line(_))
+                && matches!(self.target, Target::Kernel { .. }))
     }
 }
 
@@ -382,8 +386,10 @@ impl fmt::Display for ProbeSpec<'_> {
                 write!(f, "{}/{path}:{offset:#x}", prefix("uprobe", "uretprobe"))?;
             }
         }
-        if let Place::Offset(off) = self.place {
-            write!(f, "+{off}")?;
+        match self.place {
+            Place::Offset(off) => write!(f, "+{off}")?,
+            Place::Line(line) => write!(f, ":{line}")?,
+            Place::Entry | Place::Return => {}
         }
         if !self.args.is_empty() {
             write!(f, "({})", self.args)?;
@@ -631,7 +637,7 @@ fn user_func<'a>(c: &mut Cursor<'a>) -> Result<&'a str, ProbeError> {
     Ok(c.take_while(|b| is_class(b, IDENT_CONT | DOT | AT)))
 }
 
-/// `kprobe/FUNC[+OFF][(ARGS)]` or `kretprobe/FUNC[(ARGS)]`, from column `start`.
+/// `kprobe/FUNC[+OFF|:LINE][(ARGS)]` or `kretprobe/FUNC[(ARGS)]`, from column `start`.
 fn kernel<'a>(
     s: &'a str,
     start: usize,
@@ -656,7 +662,7 @@ fn kernel<'a>(
     })
 }
 
-/// `uprobe/PATH:FUNC[+OFF][(ARGS)]`, `uprobe/PATH:OFFSET[(ARGS)]`, `uretprobe/...`.
+/// `uprobe/PATH:FUNC[+OFF|:LINE][(ARGS)]`, `uprobe/PATH:OFFSET[(ARGS)]`, `uretprobe/...`.
 fn user<'a>(
     s: &'a str,
     start: usize,
@@ -714,7 +720,7 @@ fn user<'a>(
     })
 }
 
-/// After a function name: `[+OFF]`, then the end or a `(`.
+/// After a function name: `[+OFF|:LINE]`, then the end or a `(`.
 fn place_and_list_start(c: &mut Cursor<'_>, ret: bool) -> Result<Place, ProbeError> {
     let place = if c.peek() == Some(b'+') {
         if ret {
@@ -722,6 +728,14 @@ fn place_and_list_start(c: &mut Cursor<'_>, ret: bool) -> Result<Place, ProbeErr
         }
         c.bump();
         Place::Offset(c.number()?)
+    } else if c.peek() == Some(b':') {
+        if ret {
+            return Err(c.err("a return probe takes no line"));
+        }
+        c.bump();
+        let at = c.pos();
+        let line = c.number()?;
+        Place::Line(u32::try_from(line).map_err(|_| err_at(at, "line number too large"))?)
     } else if ret {
         Place::Return
     } else {

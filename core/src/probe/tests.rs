@@ -488,6 +488,29 @@ const GOOD: &[Row] = &[
         "uprobe/./a.out:memcpy@GLIBC_2.14(void *, void *, unsigned long)",
     ),
     (
+        "uprobe//bin/x:walk:6(i, total)",
+        U,
+        None,
+        None,
+        Target::User {
+            path: "/bin/x",
+            func: "walk",
+        },
+        Place::Line(6),
+        &["i", "total"],
+        "uprobe//bin/x:walk:6(i, total)",
+    ),
+    (
+        "kprobe/vfs_read:0x0c(count)",
+        K,
+        None,
+        None,
+        kf("vfs_read"),
+        Place::Line(12),
+        &["count"],
+        "vfs_read:12 count",
+    ),
+    (
         "uprobe/libc.so.6:0x1234",
         U,
         None,
@@ -740,6 +763,20 @@ const BAD: &[(&str, u32, &str)] = &[
     ("uprobe/bin:0x10+4", 15, "an offset target takes no '+OFF'"),
     ("uprobe/bin:12z", 13, "not a digit"),
     ("uretprobe/bin:f+4", 15, "a return probe takes no offset"),
+    ("uretprobe/bin:f:4", 15, "a return probe takes no line"),
+    ("kretprobe/f:4", 11, "a return probe takes no line"),
+    ("uprobe/bin:f:", 13, "expected a number"),
+    ("kprobe/f:99999999999", 9, "line number too large"),
+    (
+        "uprobe/bin:f:4+1",
+        14,
+        "unexpected character after the function",
+    ),
+    (
+        "kprobe/f:3(int)",
+        11,
+        "typed arguments need a function entry",
+    ),
     (
         "uretprobe/bin:f(int)",
         16,
@@ -793,7 +830,22 @@ const BAD: &[(&str, u32, &str)] = &[
     ("f +8(%di))", 9, "unexpected character in argument"),
     ("f +8%di", 4, "expected '(' after a memory read offset"),
     ("f +(%di)", 3, "expected a number"),
-    ("f @sym", 3, "expected an address after '@'"),
+    (
+        "f @+8",
+        3,
+        "expected an address or a kernel symbol after '@'",
+    ),
+    ("f @sym+", 7, "expected a number"),
+    (
+        "f @sym+0x80000000",
+        6,
+        "symbol offset out of the 32-bit range",
+    ),
+    (
+        "f @sym-0x80000001",
+        6,
+        "symbol offset out of the 32-bit range",
+    ),
     ("f +8(%di)->x", 9, "only a variable or $retval has members"),
     (
         "f +2147483648(%di)",
@@ -954,6 +1006,48 @@ fn memory_reads() {
     assert_eq!(
         args_text(&p),
         ["-8(%x29):s32", "@0x10", "+16(@0x20)", "\\7"]
+    );
+    // Kernel symbols, as `sluice prologue --emit` writes globals.
+    let p =
+        probe("kprobe/f(t=@_stext+0x2f83098:s32, @jiffies, +8(@init_task-0x10):u64, @a.b.0-16)");
+    let args = p.args().exprs();
+    assert_eq!(
+        args[0].base(),
+        ArgBase::Sym {
+            name: "_stext",
+            offset: 0x2f8_3098
+        }
+    );
+    assert_eq!(
+        args[1].base(),
+        ArgBase::Sym {
+            name: "jiffies",
+            offset: 0
+        }
+    );
+    assert_eq!(args[2].derefs(), [8]);
+    assert_eq!(
+        args[2].base(),
+        ArgBase::Sym {
+            name: "init_task",
+            offset: -0x10
+        }
+    );
+    assert_eq!(
+        args[3].base(),
+        ArgBase::Sym {
+            name: "a.b.0",
+            offset: -16
+        }
+    );
+    assert_eq!(
+        args_text(&p),
+        [
+            "t=@_stext+0x2f83098:s32",
+            "@jiffies",
+            "+8(@init_task-0x10):u64",
+            "@a.b.0-0x10"
+        ]
     );
     let p = probe("f +8($stack1)");
     assert_eq!(p.args().exprs()[0].base(), ArgBase::StackN(1));
@@ -1128,6 +1222,8 @@ fn round_trip_generated() {
         "perf_bpf_probe:e=f%return",
         "f+1",
         "f:0",
+        "kprobe/f:9",
+        "uprobe//bin/x:f:12",
         "f%return",
         "tp/a/b",
     ];

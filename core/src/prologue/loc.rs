@@ -162,6 +162,18 @@ impl<'a> ArgLoc<'a> {
         Ok(self)
     }
 
+    /// The same argument with an absolute address base ([`Base::Addr`]) moved by `offset`,
+    /// wrapping: a kernel global read at its link-time address (`DW_OP_addr` in `vmlinux`)
+    /// moved to where a kernel relocated by KASLR has it (`offset` = running address minus
+    /// link-time address of any kernel symbol). Other bases are unchanged.
+    #[must_use]
+    pub fn relocated(mut self, offset: i64) -> Self {
+        if let Base::Addr(a) = self.base {
+            self.base = Base::Addr(a.wrapping_add_signed(offset));
+        }
+        self
+    }
+
     /// The name, if any.
     #[must_use]
     pub fn name(&self) -> Option<&'a str> {

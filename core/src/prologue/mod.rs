@@ -62,7 +62,7 @@ use crate::{Error, Insn, Result};
 
 pub use gen::write;
 pub use loc::{ArgLoc, ArgLocs, Base, FetchArg, Memory, Value, PROBE_READ_KERNEL, PROBE_READ_USER};
-pub use typed::{c_type_layout, from_typed_args};
+pub use typed::{c_type_layout, from_typed_args, from_typed_args_with, NEEDS_SYMBOLS};
 
 /// Most values passed: r2..r5 (`$err` included).
 pub const MAX_VALUES: usize = 4;

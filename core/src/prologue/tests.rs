@@ -542,3 +542,85 @@ fn ip_relative_global_reads_at_the_program_counter_plus_its_distance() {
     let loc = ArgLoc::new(Base::IpRel(0x2db8), 8, false).unwrap();
     assert_eq!(loc.fetch_arg(2).to_string(), "arg2=@%ip+0x2db8:u64");
 }
+
+#[test]
+fn kernel_symbols_and_kaslr_relocation_move_absolute_reads() {
+    // `@SYM+OFF` reads at the symbol's address in the running kernel (given by the caller,
+    // /proc/kallsyms in sluice record) plus the offset; the kernel's fetch-arg stays `@SYM+OFF`.
+    let spec = "kprobe/f(t=@_stext+0x2f83098:s32, +8(@init_task-0x10):u64, %x0)";
+    let Section::Probe(p) = parse(spec).unwrap() else {
+        panic!("{spec}")
+    };
+    let stext = 0xffff_cf72_27a1_0000u64;
+    let mut asked = Vec::new();
+    let mut symbol = |name: &str| {
+        asked.push(name.to_string());
+        match name {
+            "_stext" => Some(stext),
+            "init_task" => Some(0xffff_cf72_29e0_0000),
+            _ => None,
+        }
+    };
+    let locs =
+        from_typed_args_with(Arch::Aarch64, ProbeKind::Kprobe, p.args(), &mut symbol).unwrap();
+    assert_eq!(asked, ["_stext", "init_task"]);
+    let bases: Vec<Base> = locs.fetched().map(ArgLoc::base).collect();
+    assert_eq!(
+        bases[..2],
+        [
+            Base::Addr(stext + 0x2f8_3098),
+            Base::Addr(0xffff_cf72_29df_fff0)
+        ]
+    );
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    let l = listing(&p).join("\n");
+    assert!(l.contains(&format!("{:#x}", stext + 0x2f8_3098)), "{l}");
+    assert_eq!(l.matches("call bpf_probe_read_kernel").count(), 3, "{l}");
+
+    // Without a symbol table, or in a uprobe: an error naming the argument.
+    assert_eq!(
+        from_typed_args(Arch::Aarch64, ProbeKind::Kprobe, p_args(spec).args()).unwrap_err(),
+        Error::Usage {
+            what: NEEDS_SYMBOLS,
+            value: 1
+        }
+    );
+    assert!(matches!(
+        from_typed_args_with(
+            Arch::X86_64,
+            ProbeKind::Uprobe,
+            p_args("uprobe/b:f(%di, @g)").args(),
+            &mut |_| Some(0x1000)
+        ),
+        Err(Error::Usage { value: 2, .. })
+    ));
+
+    // A DWARF global's link-time address moved by the KASLR offset, either way; registers,
+    // constants and program-counter-relative bases are not addresses to move.
+    let link = ArgLoc::new(Base::Addr(0xffff_8000_09f7_cbf0), 4, true).unwrap();
+    let offset = 0xffff_cf72_27a1_0000u64.wrapping_sub(0xffff_8000_0801_0000) as i64;
+    assert_eq!(
+        link.clone().relocated(offset).base(),
+        Base::Addr(0xffff_cf72_2997_cbf0)
+    );
+    assert_eq!(
+        link.clone().relocated(offset).relocated(-offset),
+        link.clone()
+    );
+    let amd = ArgLoc::new(Base::Addr(0xffff_ffff_83f8_3098), 4, true).unwrap();
+    assert_eq!(
+        amd.relocated(0x1e00_0000).base(),
+        Base::Addr(0xffff_ffff_a1f8_3098)
+    );
+    for b in [x86("di"), Base::Const(7), Base::IpRel(8), Base::Stack(8)] {
+        let l = ArgLoc::new(b, 8, false).unwrap();
+        assert_eq!(l.clone().relocated(offset), l);
+    }
+}
+
+fn p_args(spec: &str) -> crate::probe::ProbeSpec<'_> {
+    let Section::Probe(p) = parse(spec).unwrap() else {
+        panic!("{spec}")
+    };
+    p
+}

@@ -91,8 +91,19 @@ fn fetch_layout(arch: Arch, ty: Option<FetchType>, position: u64) -> Result<(u8,
     }
 }
 
-/// The location of one expression argument (position is 1-based, for errors).
-fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Result<ArgLoc<'a>> {
+/// The message of [`from_typed_args`] for `@SYM` when it has no symbol table to look in.
+pub const NEEDS_SYMBOLS: &str =
+    "@SYMBOL needs the running kernel's symbol table (a kprobe; sluice record looks it up in /proc/kallsyms)";
+
+/// The location of one expression argument (position is 1-based, for errors); `symbol` gives
+/// a kernel symbol's address.
+fn expr_loc<'a>(
+    arch: Arch,
+    memory: Memory,
+    arg: &Arg<'a>,
+    position: u64,
+    symbol: &mut dyn FnMut(&str) -> Option<u64>,
+) -> Result<ArgLoc<'a>> {
     let (size, signed) = fetch_layout(arch, arg.fetch_type(), position)?;
     let needs_types = Error::Usage {
         what: NEEDS_DEBUG_INFO,
@@ -150,6 +161,19 @@ fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Res
             })
         }
         ArgBase::Addr(a) => Base::Addr(a),
+        ArgBase::Sym { name, offset } => {
+            if memory != Memory::Kernel {
+                return Err(Error::Usage {
+                    what: "@SYMBOL is a kernel symbol: kprobes only (a uprobe reads @+FILEOFFSET)",
+                    value: position,
+                });
+            }
+            let at = symbol(name).ok_or(Error::Usage {
+                what: NEEDS_SYMBOLS,
+                value: position,
+            })?;
+            Base::Addr(at.wrapping_add_signed(i64::from(offset)))
+        }
         ArgBase::Imm(v) => Base::Const(v),
     };
     let mut loc = ArgLoc::new(base, size, signed)?;
@@ -184,8 +208,25 @@ fn expr_loc<'a>(arch: Arch, memory: Memory, arg: &Arg<'a>, position: u64) -> Res
 /// member access or an index ([`NEEDS_DEBUG_INFO`]), an argument past the convention's
 /// registers, one wider than a register, an unknown register, `$comm`, a string type.
 /// [`Error::Capacity`] for more than [`super::MAX_VALUES`] values, `$err` included: callers
-/// name the spec in the message. [`Memory::of`]'s error for a tracepoint.
+/// name the spec in the message. [`Memory::of`]'s error for a tracepoint. `@SYMBOL`
+/// ([`NEEDS_SYMBOLS`]): use [`from_typed_args_with`].
 pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Result<ArgLocs<'a>> {
+    from_typed_args_with(arch, kind, args, &mut |_| None)
+}
+
+/// [`from_typed_args`], with `symbol` giving the address of a kernel symbol an `@SYM+OFF`
+/// argument names (the running kernel's, from `/proc/kallsyms`: the argument is then read at
+/// that address plus `OFF`, right under KASLR).
+///
+/// # Errors
+/// As [`from_typed_args`]; [`Error::Usage`] ([`NEEDS_SYMBOLS`]) for a symbol `symbol` does
+/// not know, or `@SYM` in a uprobe.
+pub fn from_typed_args_with<'a>(
+    arch: Arch,
+    kind: ProbeKind,
+    args: &Args<'a>,
+    symbol: &mut dyn FnMut(&str) -> Option<u64>,
+) -> Result<ArgLocs<'a>> {
     let memory = Memory::of(kind)?;
     let mut locs = ArgLocs::new(arch, memory);
     match args {
@@ -212,7 +253,7 @@ pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Resu
                 if arg.is_err() {
                     locs.push_err()?;
                 } else {
-                    locs.push(expr_loc(arch, memory, arg, i as u64 + 1)?)?;
+                    locs.push(expr_loc(arch, memory, arg, i as u64 + 1, symbol)?)?;
                 }
             }
         }
