@@ -86,10 +86,10 @@ fn resolve_all(local: &Btf<'_>, target: Btf<'_>, relos: &[CoreRelo]) -> Vec<Core
 /// The immediate or offset an instruction holds, as a relocation value.
 fn insn_value(insns: &[Insn], at: usize) -> u64 {
     let i = insns[at];
-    match i.code & 7 {
-        0 => u64::from(i.imm as u32) | (u64::from(insns[at + 1].imm as u32) << 32),
-        1..=3 => i.off as i64 as u64,
-        _ => i.imm as i64 as u64,
+    match i.code() & 7 {
+        0 => u64::from(i.imm() as u32) | (u64::from(insns[at + 1].imm() as u32) << 32),
+        1..=3 => i.off() as i64 as u64,
+        _ => i.imm() as i64 as u64,
     }
 }
 
@@ -286,7 +286,7 @@ fn against_vmlinux_equals_libbpf_and_bpftool() {
         "{e}"
     );
     let at = poisoned[0].insn as usize;
-    assert_eq!((insns[at].code, insns[at].imm), (0x85, POISON_IMM));
+    assert_eq!((insns[at].code(), insns[at].imm()), (0x85, POISON_IMM));
 
     // libbpf: needs root (it probes the kernel before relocating), cc and libbpf-dev.
     if !nix_root() {
@@ -487,13 +487,7 @@ fn result(kind: u32, orig: u64, new: u64) -> CoreResult {
 
 #[test]
 fn patching() {
-    let ldx_w = Insn {
-        code: 0x61,
-        dst: 1,
-        src: 2,
-        off: 4,
-        imm: 0,
-    };
+    let ldx_w = Insn::new(0x61, 1, 2, 4, 0);
     // Offset and access size change (4 → 8 bytes, unsigned): ldxw becomes ldxdw.
     let mut r = result(0, 4, 24);
     r.orig_size = 4;
@@ -508,7 +502,7 @@ fn patching() {
             size: Some((4, 8))
         }
     );
-    assert_eq!((insns[0].code, insns[0].off), (0x79, 24));
+    assert_eq!((insns[0].code(), insns[0].off()), (0x79, 24));
     // A size change that a load cannot follow: poisoned.
     r.fail_memsz_adjust = true;
     let mut insns = [ldx_w];
@@ -516,20 +510,14 @@ fn patching() {
         patch_insn(&mut insns, 0, &r).unwrap(),
         PatchOutcome::Poisoned { .. }
     ));
-    assert_eq!(insns[0].imm, POISON_IMM);
+    assert_eq!(insns[0].imm(), POISON_IMM);
     // The instruction does not hold what the compiler computed: error.
     let mut insns = [ldx_w];
     assert!(patch_insn(&mut insns, 0, &result(0, 8, 24)).is_err());
     // Too far for 16 bits.
     assert!(patch_insn(&mut insns, 0, &result(0, 4, 40_000)).is_err());
     // ld_imm64: both halves; poison covers both slots.
-    let lo = Insn {
-        code: 0x18,
-        dst: 1,
-        src: 0,
-        off: 0,
-        imm: 5,
-    };
+    let lo = Insn::new(0x18, 1, 0, 0, 5);
     let hi = Insn::default();
     let mut insns = [lo, hi];
     assert_eq!(
@@ -539,14 +527,19 @@ fn patching() {
             to: 0x1_0000_0002
         }
     );
-    assert_eq!((insns[0].imm, insns[1].imm), (2, 1));
+    assert_eq!((insns[0].imm(), insns[1].imm()), (2, 1));
     let mut p = result(11, 5, 0);
     p.poison = Some(BtfError::NoSize { id: 1 });
     let mut insns = [lo, hi];
     patch_insn(&mut insns, 0, &p).unwrap();
-    assert!(insns.iter().all(|i| i.code == 0x85 && i.imm == POISON_IMM));
+    assert!(insns
+        .iter()
+        .all(|i| i.code() == 0x85 && i.imm() == POISON_IMM));
     // An ALU with a register source, a jump, an index past the end: errors.
-    for bad in [Insn { code: 0x0f, ..lo }, Insn { code: 0x05, ..lo }] {
+    for bad in [
+        Insn::new(0x0f, lo.dst(), lo.src(), lo.off(), lo.imm()),
+        Insn::new(0x05, lo.dst(), lo.src(), lo.off(), lo.imm()),
+    ] {
         assert!(patch_insn(&mut [bad], 0, &result(0, 5, 6)).is_err());
     }
     assert!(patch_insn(&mut [lo], 3, &result(0, 5, 6)).is_err());

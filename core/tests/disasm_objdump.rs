@@ -109,7 +109,7 @@ fn bits(i: &Insn) -> u32 {
 /// Our decoded instruction in LLVM 14's BPF assembly syntax, or `None` where LLVM 14
 /// prints `<unknown>`.
 fn render(i: &Insn, hi: Option<&Insn>) -> Option<String> {
-    let (d, s, off, imm) = (i.dst, i.src, i.off, i.imm);
+    let (d, s, off, imm) = (i.dst(), i.src(), i.off(), i.imm());
     let jmp_off = if off < 0 {
         format!("{off}")
     } else {
@@ -178,8 +178,8 @@ fn render(i: &Insn, hi: Option<&Insn>) -> Option<String> {
         }
         LD if i.mode() == ABS => format!("r0 = *(u{} *)skb[{imm}]", bits(i)),
         LD if i.mode() == IND => format!("r0 = *(u{} *)skb[r{s}]", bits(i)),
-        LD if i.code == LD_IMM64 => {
-            let v = (u64::from(hi?.imm as u32) << 32) | u64::from(imm as u32);
+        LD if i.code() == LD_IMM64 => {
+            let v = (u64::from(hi?.imm() as u32) << 32) | u64::from(imm as u32);
             format!("r{d} = {} ll", v as i64)
         }
         JMP | JMP32 => {

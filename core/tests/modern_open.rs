@@ -133,18 +133,18 @@ fn linked_programs_are_consistent() {
             let mut j = 0;
             while j < body.len() {
                 let insn = body[j];
-                if insn.code == 0x85 && insn.src == PSEUDO_CALL {
-                    let t = (j as i64 + 1 + i64::from(insn.imm)) as usize;
+                if insn.code() == 0x85 && insn.src() == PSEUDO_CALL {
+                    let t = (j as i64 + 1 + i64::from(insn.imm())) as usize;
                     assert!(starts.contains(&t), "{name}: call at {j} lands at {t}");
                 }
-                if insn.code == 0x18 {
-                    if insn.src == PSEUDO_MAP_FD {
-                        assert!(insn.imm >= 100, "{name}: {j}");
+                if insn.code() == 0x18 {
+                    if insn.src() == PSEUDO_MAP_FD {
+                        assert!(insn.imm() >= 100, "{name}: {j}");
                     }
-                    if insn.src == PSEUDO_MAP_VALUE {
-                        let m = &o.maps()[(insn.imm - 100) as usize];
+                    if insn.src() == PSEUDO_MAP_VALUE {
+                        let m = &o.maps()[(insn.imm() - 100) as usize];
                         assert!(m.kind.is_internal());
-                        assert!((body[j + 1].imm as u32) < m.value_size, "{name}: {j}");
+                        assert!((body[j + 1].imm() as u32) < m.value_size, "{name}: {j}");
                     }
                     j += 1;
                 }

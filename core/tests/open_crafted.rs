@@ -45,40 +45,25 @@ fn legacy_object_reports_everything() {
 fn relocate_patches_map_fds_behind_a_prologue() {
     let bytes = legacy_object(16, 3, "kprobe/sys_write");
     let obj = open(&bytes).unwrap();
-    let prologue = [
-        Insn {
-            code: 0xbf,
-            dst: 6,
-            src: 1,
-            off: 0,
-            imm: 0,
-        },
-        Insn {
-            code: 0xbf,
-            dst: 1,
-            src: 6,
-            off: 0,
-            imm: 0,
-        },
-    ];
+    let prologue = [Insn::new(0xbf, 6, 1, 0, 0), Insn::new(0xbf, 1, 6, 0, 0)];
     let mut out = [Insn::default(); 16];
     let n = obj.relocate(0, &prologue, &[10, 11, 12], &mut out).unwrap();
     assert_eq!(n, 10);
     assert_eq!(&out[..2], &prologue);
     for (slot, fd) in [(2, 10), (4, 11), (6, 12)] {
-        assert_eq!(out[slot].code, 0x18);
+        assert_eq!(out[slot].code(), 0x18);
         assert_eq!(
-            (out[slot].src, out[slot].imm, out[slot + 1].imm),
+            (out[slot].src(), out[slot].imm(), out[slot + 1].imm()),
             (PSEUDO_MAP_FD, fd, 0),
             "slot {slot}"
         );
     }
-    assert_eq!(out[8].code, 0xb7);
-    assert_eq!(out[9].code, 0x95);
+    assert_eq!(out[8].code(), 0xb7);
+    assert_eq!(out[9].code(), 0x95);
     // Without a prologue, the same patches at the program's own indices.
     let n = obj.relocate(0, &[], &[10, 11, 12], &mut out).unwrap();
     assert_eq!(n, 8);
-    assert_eq!((out[2].src, out[2].imm), (PSEUDO_MAP_FD, 11));
+    assert_eq!((out[2].src(), out[2].imm()), (PSEUDO_MAP_FD, 11));
     // Too small a buffer, a missing fd, no such program: errors, not truncation.
     let mut small = [Insn::default(); 9];
     assert_eq!(
@@ -437,7 +422,7 @@ fn several_programs_in_one_section_split_at_their_symbols() {
     );
     let mut out = [Insn::default(); 3];
     o.relocate(1, &[], &[42], &mut out).unwrap();
-    assert_eq!((out[0].src, out[0].imm), (PSEUDO_MAP_FD, 42));
+    assert_eq!((out[0].src(), out[0].imm()), (PSEUDO_MAP_FD, 42));
 }
 
 /// Two function symbols at the same offset of one section (an alias with another size,
@@ -481,10 +466,10 @@ fn a_relocation_inside_aliased_functions_belongs_to_the_first() {
     assert_eq!(got, vec![(Some("short"), 4, 2), (Some("long"), 5, 0)]);
     let mut out = [Insn::default(); 5];
     assert_eq!(o.relocate(0, &[], &[42], &mut out), Ok(4));
-    assert_eq!((out[2].src, out[2].imm), (PSEUDO_MAP_FD, 42));
+    assert_eq!((out[2].src(), out[2].imm()), (PSEUDO_MAP_FD, 42));
     assert_eq!(o.relocate(1, &[], &[42], &mut out), Ok(5));
     assert_eq!(
-        (out[2].src, out[2].imm),
+        (out[2].src(), out[2].imm()),
         (0, 0),
         "the long alias has no relocation"
     );

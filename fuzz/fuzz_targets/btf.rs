@@ -64,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
     let resolver = CoreResolver::new(&btf, &cands);
     let mut insns = [Insn::default(); 16];
     for (i, b) in data.iter().take(16).enumerate() {
-        insns[i].code = *b;
+        insns[i].set_code(*b);
     }
     for sec in ext.core_relos() {
         for (i, relo) in sec.records().enumerate() {

@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(obj) = Object::open(data, &mut storage) else { return };
     let mut out = [Insn::default(); 512];
     let fds = [5i32; 8];
-    let prologue = [Insn { code: 0xbf, dst: 6, src: 1, off: 0, imm: 0 }];
+    let prologue = [Insn::new(0xbf, 6, 1, 0, 0)];
     for (i, p) in obj.programs().iter().enumerate() {
         let _ = p.section();
         let _ = obj.relocations(i).count();

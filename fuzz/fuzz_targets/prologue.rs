@@ -137,25 +137,25 @@ fn check(insns: &[Insn]) {
     let mut regs: [Option<Known>; 11] = [None; 11];
     let mut i = 0;
     while let Some(insn) = insns.get(i) {
-        let (class, op, x) = (insn.code & 7, insn.code & 0xf0, insn.code & 0x08 != 0);
-        let size = match insn.code & 0x18 {
+        let (class, op, x) = (insn.code() & 7, insn.code() & 0xf0, insn.code() & 0x08 != 0);
+        let size = match insn.code() & 0x18 {
             0x00 => 4,
             0x08 => 2,
             0x10 => 1,
             _ => 8,
         };
-        let is_ld_imm64 = insn.code == 0x18;
-        for r in [insn.dst, insn.src] {
+        let is_ld_imm64 = insn.code() == 0x18;
+        for r in [insn.dst(), insn.src()] {
             assert!(!(7..=9).contains(&r), "insn {i} names r{r}: {insn:?}");
         }
         let writes_dst = matches!(class, 0x04 | 0x07 | 0x01) || is_ld_imm64;
         assert!(
-            !(writes_dst && insn.dst == R10),
+            !(writes_dst && insn.dst() == R10),
             "insn {i} writes r10: {insn:?}"
         );
         match class {
-            0x01 if insn.src == R10 => check_frame(insn.off.into(), size, "load", i),
-            0x02 | 0x03 if insn.dst == R10 => check_frame(insn.off.into(), size, "store", i),
+            0x01 if insn.src() == R10 => check_frame(insn.off().into(), size, "load", i),
+            0x02 | 0x03 if insn.dst() == R10 => check_frame(insn.off().into(), size, "store", i),
             0x05 | 0x06 => match op {
                 0x80 => {
                     // A helper call: the read helper writes r2 bytes at r1.
@@ -166,9 +166,9 @@ fn check(insns: &[Insn]) {
                 }
                 0x90 => panic!("insn {i}: exit inside a prologue"),
                 _ => {
-                    let target = i as i64 + 1 + i64::from(insn.off);
+                    let target = i as i64 + 1 + i64::from(insn.off());
                     assert!(
-                        insn.off >= 0 && (target as usize) < insns.len(),
+                        insn.off() >= 0 && (target as usize) < insns.len(),
                         "insn {i}: jump to {target} of {}",
                         insns.len()
                     );
@@ -179,13 +179,13 @@ fn check(insns: &[Insn]) {
             _ => {}
         }
         if writes_dst {
-            let dst = usize::from(insn.dst);
+            let dst = usize::from(insn.dst());
             let new = match (class, op, x) {
-                (0x07, 0xb0, true) if insn.src == R10 => Some(Known::Fp(0)),
-                (0x07, 0xb0, false) => Some(Known::Imm(insn.imm.into())),
+                (0x07, 0xb0, true) if insn.src() == R10 => Some(Known::Fp(0)),
+                (0x07, 0xb0, false) => Some(Known::Imm(insn.imm().into())),
                 (0x07, 0x00, false) => match regs[dst] {
-                    Some(Known::Fp(p)) => Some(Known::Fp(p + i64::from(insn.imm))),
-                    Some(Known::Imm(v)) => Some(Known::Imm(v.wrapping_add(insn.imm.into()))),
+                    Some(Known::Fp(p)) => Some(Known::Fp(p + i64::from(insn.imm()))),
+                    Some(Known::Imm(v)) => Some(Known::Imm(v.wrapping_add(insn.imm().into()))),
                     None => None,
                 },
                 _ => None,

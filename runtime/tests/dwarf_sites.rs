@@ -144,7 +144,7 @@ fn kernel_probes_read_kernel_memory_from_the_given_file() {
         assert!(s
             .prologue
             .iter()
-            .any(|insn| insn.code == 0x85 && insn.imm == PROBE_READ_KERNEL));
+            .any(|insn| insn.code() == 0x85 && insn.imm() == PROBE_READ_KERNEL));
         assert_eq!(prologue_for(p, i, &opts).unwrap(), s.prologue);
     });
 }

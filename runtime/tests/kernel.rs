@@ -22,19 +22,10 @@ const ADD64_REG: u8 = 0x0f;
 const EXIT: u8 = 0x95;
 
 fn mov_imm(dst: u8, imm: i32) -> Insn {
-    Insn {
-        code: MOV64_IMM,
-        dst,
-        src: 0,
-        off: 0,
-        imm,
-    }
+    Insn::new(MOV64_IMM, dst, 0, 0, imm)
 }
 fn exit() -> Insn {
-    Insn {
-        code: EXIT,
-        ..Insn::default()
-    }
+    Insn::new(EXIT, 0, 0, 0, 0)
 }
 
 /// `r2 = 0; r3 = 0; r4 = 0; r5 = 0`: what a program reading arguments needs before the
@@ -69,13 +60,7 @@ fn uninitialised_register_is_refused_with_a_log_naming_the_insn() {
     let insns = [
         mov_imm(0, 0),
         mov_imm(1, 1),
-        Insn {
-            code: ADD64_REG,
-            dst: 0,
-            src: 2,
-            off: 0,
-            imm: 0,
-        },
+        Insn::new(ADD64_REG, 0, 2, 0, 0),
         exit(),
     ];
     let req = ProgramLoad {
@@ -110,16 +95,7 @@ fn out_of_bounds_stack_read_is_refused() {
         return;
     }
     // 0: r0 = *(u64 *)(r10 +8): above the frame.
-    let insns = [
-        Insn {
-            code: 0x79,
-            dst: 0,
-            src: 10,
-            off: 8,
-            imm: 0,
-        },
-        exit(),
-    ];
+    let insns = [Insn::new(0x79, 0, 10, 8, 0), exit()];
     let req = ProgramLoad {
         name: "oob_stack",
         prog_type: prog_type::KPROBE,

@@ -74,11 +74,7 @@ fn verifier_listing_equals_our_disassembly() {
             .map(|p| {
                 if p.section_name.contains(['(', ' ']) {
                     (2..=5)
-                        .map(|r| sluice_core::Insn {
-                            code: 0xb7,
-                            dst: r,
-                            ..Default::default()
-                        })
+                        .map(|r| sluice_core::Insn::new(0xb7, r, 0, 0, 0))
                         .collect()
                 } else {
                     Vec::new()
@@ -100,7 +96,7 @@ fn verifier_listing_equals_our_disassembly() {
                         (
                             f.to_string(),
                             insn.is_ld_imm64()
-                                && (insn.src == PSEUDO_MAP_FD || insn.src == PSEUDO_MAP_VALUE),
+                                && (insn.src() == PSEUDO_MAP_FD || insn.src() == PSEUDO_MAP_VALUE),
                         ),
                     )
                 })

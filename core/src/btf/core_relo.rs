@@ -1312,13 +1312,7 @@ fn size_code(bytes: u32) -> Option<u8> {
 }
 
 fn poison(insn: &mut Insn) {
-    *insn = Insn {
-        code: JMP_CALL,
-        dst: 0,
-        src: 0,
-        off: 0,
-        imm: POISON_IMM,
-    };
+    *insn = Insn::new(JMP_CALL, 0, 0, 0, POISON_IMM);
 }
 
 /// Applies `res` to instruction `at` of `insns` (libbpf's `bpf_core_patch_insn`).
@@ -1354,22 +1348,25 @@ pub fn patch_insn(insns: &mut [Insn], at: usize, res: &CoreResult) -> BtfResult<
         return poisoned(insns, reason);
     }
     let (orig, new) = (res.orig_val, res.new_val);
-    match insn.code & 0x07 {
+    match insn.code() & 0x07 {
         CLASS_ALU | CLASS_ALU64 => {
-            if insn.code & SRC_X != 0 {
+            if insn.code() & SRC_X != 0 {
                 return Err(err("ALU instruction with a register source"));
             }
-            if res.validate && insn.imm as i64 as u64 != orig {
+            if res.validate && insn.imm() as i64 as u64 != orig {
                 return Err(err("ALU immediate is not the value the compiler computed"));
             }
             let to = new as i32;
             if let Some(i) = insns.get_mut(at) {
-                i.imm = to;
+                i.set_imm(to);
             }
-            Ok(PatchOutcome::Imm { from: insn.imm, to })
+            Ok(PatchOutcome::Imm {
+                from: insn.imm(),
+                to,
+            })
         }
         CLASS_LDX | CLASS_ST | CLASS_STX => {
-            if res.validate && insn.off as i64 as u64 != orig {
+            if res.validate && insn.off() as i64 as u64 != orig {
                 return Err(err(
                     "LDX/ST/STX offset is not the value the compiler computed",
                 ));
@@ -1384,22 +1381,22 @@ pub fn patch_insn(insns: &mut [Insn], at: usize, res: &CoreResult) -> BtfResult<
                 );
             }
             let to = new as i16;
-            let mut code = insn.code;
+            let mut code = insn.code();
             let mut size = None;
             if res.new_size != res.orig_size {
-                if size_bytes(insn.code) != res.orig_size {
+                if size_bytes(insn.code()) != res.orig_size {
                     return Err(err("LDX/ST/STX access size is not the field's size"));
                 }
                 let c = size_code(res.new_size).ok_or(err("new field size is not 1, 2, 4 or 8"))?;
-                code = (insn.code & 0xe0) | c | (insn.code & 0x07);
+                code = (insn.code() & 0xe0) | c | (insn.code() & 0x07);
                 size = Some((res.orig_size, res.new_size));
             }
             if let Some(i) = insns.get_mut(at) {
-                i.off = to;
-                i.code = code;
+                i.set_off(to);
+                i.set_code(code);
             }
             Ok(PatchOutcome::Off {
-                from: insn.off,
+                from: insn.off(),
                 to,
                 size,
             })
@@ -1408,26 +1405,26 @@ pub fn patch_insn(insns: &mut [Insn], at: usize, res: &CoreResult) -> BtfResult<
             let next = insns.get(at + 1).copied();
             let Some(next) = next.filter(|n| {
                 insn.is_ld_imm64()
-                    && insn.src == 0
-                    && insn.off == 0
-                    && n.code == 0
-                    && n.dst == 0
-                    && n.src == 0
-                    && n.off == 0
+                    && insn.src() == 0
+                    && insn.off() == 0
+                    && n.code() == 0
+                    && n.dst() == 0
+                    && n.src() == 0
+                    && n.off() == 0
             }) else {
                 return Err(err("ld_imm64 of an unexpected form"));
             };
-            let from = u64::from(insn.imm as u32) | (u64::from(next.imm as u32) << 32);
+            let from = u64::from(insn.imm() as u32) | (u64::from(next.imm() as u32) << 32);
             if res.validate && from != orig {
                 return Err(err(
                     "ld_imm64 immediate is not the value the compiler computed",
                 ));
             }
             if let Some(i) = insns.get_mut(at) {
-                i.imm = new as u32 as i32;
+                i.set_imm(new as u32 as i32);
             }
             if let Some(i) = insns.get_mut(at + 1) {
-                i.imm = (new >> 32) as u32 as i32;
+                i.set_imm((new >> 32) as u32 as i32);
             }
             Ok(PatchOutcome::Imm64 { from, to: new })
         }

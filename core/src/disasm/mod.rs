@@ -123,7 +123,7 @@ impl<'a> InsnFmt<'a> {
 
 /// Operator of an ALU instruction (`bpf_alu_string`, `bpf_alu_sign_string`).
 fn alu_op(i: &Insn) -> &'static str {
-    let signed = i.off == OFF_SIGNED;
+    let signed = i.off() == OFF_SIGNED;
     match i.op() {
         ADD => "+=",
         SUB => "-=",
@@ -178,7 +178,7 @@ fn ldst(i: &Insn) -> &'static str {
 
 /// Whether an ALU `X` instruction is a sign-extending move, and its cast.
 fn movsx(i: &Insn) -> &'static str {
-    match (i.op(), i.off) {
+    match (i.op(), i.off()) {
         (MOV, 8) => "(s8)",
         (MOV, 16) => "(s16)",
         (MOV, 32) => "(s32)",
@@ -189,8 +189,8 @@ fn movsx(i: &Insn) -> &'static str {
 impl fmt::Display for InsnFmt<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let i = self.insn();
-        let code = i.code;
-        let (dst, src, off, imm) = (i.dst, i.src, i.off, i.imm);
+        let code = i.code();
+        let (dst, src, off, imm) = (i.dst(), i.src(), i.off(), i.imm());
         match i.class() {
             ALU | ALU64 => {
                 let r = if i.class() == ALU { 'w' } else { 'r' };
@@ -279,7 +279,7 @@ impl fmt::Display for InsnFmt<'_> {
                 IND => write!(f, "({code:02x}) r0 = *({} *)skb[r{src} + {imm}]", ldst(&i)),
                 IMM if i.size() == DW => match self.next() {
                     Some(hi) => {
-                        let v = (u64::from(hi.imm as u32) << 32) | u64::from(imm as u32);
+                        let v = (u64::from(hi.imm() as u32) << 32) | u64::from(imm as u32);
                         write!(f, "({code:02x}) r{dst} = {v:#x}")
                     }
                     None => write!(f, "BUG_ld_{code:02x}"),
@@ -433,14 +433,14 @@ pub fn validate(insns: &[Insn]) -> Result<()> {
             opcode,
         };
         if !decodes(&i) {
-            return Err(bad(index, i.code));
+            return Err(bad(index, i.code()));
         }
-        if i.code == LD_IMM64 {
+        if i.code() == LD_IMM64 {
             let second = index.saturating_add(1);
             match insns.get(second) {
-                Some(h) if h.code == 0 && h.dst == 0 && h.src == 0 && h.off == 0 => {}
-                Some(h) => return Err(bad(second, h.code)),
-                None => return Err(bad(index, i.code)),
+                Some(h) if h.code() == 0 && h.dst() == 0 && h.src() == 0 && h.off() == 0 => {}
+                Some(h) => return Err(bad(second, h.code())),
+                None => return Err(bad(index, i.code())),
             }
         }
         index = index.saturating_add(i.slots());
@@ -450,24 +450,24 @@ pub fn validate(insns: &[Insn]) -> Result<()> {
 
 /// The per-instruction part of [`validate`].
 fn decodes(i: &Insn) -> bool {
-    if !is_known(i.code) || i.dst > MAX_REG {
+    if !is_known(i.code()) || i.dst() > MAX_REG {
         return false;
     }
     match i.class() {
         // `src` of these carries a pseudo value, not a register.
-        LD if i.code == LD_IMM64 => i.src <= crate::insn::opcode::PSEUDO_MAP_IDX_VALUE,
-        JMP if i.op() == CALL => matches!(i.src, 0 | PSEUDO_CALL | PSEUDO_KFUNC_CALL),
-        JMP if i.op() == JCOND => i.src == MAY_GOTO,
-        ALU | ALU64 if i.op() == END => matches!(i.imm, 16 | 32 | 64),
+        LD if i.code() == LD_IMM64 => i.src() <= crate::insn::opcode::PSEUDO_MAP_IDX_VALUE,
+        JMP if i.op() == CALL => matches!(i.src(), 0 | PSEUDO_CALL | PSEUDO_KFUNC_CALL),
+        JMP if i.op() == JCOND => i.src() == MAY_GOTO,
+        ALU | ALU64 if i.op() == END => matches!(i.imm(), 16 | 32 | 64),
         STX if i.mode() == ATOMIC => {
-            let imm = i.imm;
+            let imm = i.imm();
             let plain = [ADD as i32, AND as i32, OR as i32, XOR as i32];
-            i.src <= MAX_REG
+            i.src() <= MAX_REG
                 && (plain.contains(&imm)
                     || plain.iter().any(|p| p | FETCH == imm)
                     || matches!(imm, XCHG | CMPXCHG | LOAD_ACQ | STORE_REL))
         }
-        _ => i.src <= MAX_REG,
+        _ => i.src() <= MAX_REG,
     }
 }
 

@@ -416,7 +416,7 @@ fn validate_reports_index_and_opcode() {
             validate(&p),
             Err(Error::BadInsn {
                 index: 0,
-                opcode: i.code
+                opcode: i.code()
             }),
             "{i:?}"
         );

@@ -13,18 +13,6 @@ use super::opcode::{
 use super::Insn;
 
 impl Insn {
-    /// A raw instruction from its fields.
-    #[must_use]
-    pub const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Self {
-        Insn {
-            code,
-            dst,
-            src,
-            off,
-            imm,
-        }
-    }
-
     /// `rD = rS` (`BPF_MOV64_REG`).
     #[doc(alias = "BPF_MOV64_REG")]
     #[must_use]
@@ -418,7 +406,7 @@ mod tests {
         assert_eq!(b.to_bytes(true), [0, 0, 0, 0, 0x78, 0x56, 0x34, 0x12]);
         let [a, b] = Insn::ld_map_fd(R1, 7);
         assert_eq!(
-            (a.code, a.dst, a.src, a.imm, b.imm),
+            (a.code(), a.dst(), a.src(), a.imm(), b.imm()),
             (LD_IMM64, 1, PSEUDO_MAP_FD, 7, 0)
         );
         assert!(a.is_ld_imm64() && !b.is_ld_imm64());
@@ -429,7 +417,7 @@ mod tests {
         // Evaluate the pair the way the interpreter does to show the shifts are right.
         fn run(pair: [Insn; 2], mut v: u64) -> u64 {
             for i in pair {
-                let s = i.imm as u32;
+                let s = i.imm() as u32;
                 v = match i.op() {
                     LSH => v << s,
                     RSH => v >> s,

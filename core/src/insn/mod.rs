@@ -38,30 +38,140 @@ pub mod reg {
     pub const FP: u8 = R10;
 }
 
-/// One eBPF instruction (`struct bpf_insn`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// One eBPF instruction (`struct bpf_insn`), held as its 8 bytes in the byte order of the
+/// machine running this code: the wire format `BPF_PROG_LOAD` takes and the only order an
+/// opened object has. Relocating copies an object's code into these as it stands, and
+/// patches write fields in place; the accessors decode the fields.
+#[derive(Clone, Copy, PartialEq, Eq, Default, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[doc(alias = "bpf_insn")]
-pub struct Insn {
-    /// Opcode byte: class, size/source and operation.
-    pub code: u8,
-    /// Destination register (0..=10, 4 bits in the encoding).
-    pub dst: u8,
-    /// Source register, or a pseudo value such as `BPF_PSEUDO_MAP_FD` on `ld_imm64`.
-    pub src: u8,
-    /// Signed offset.
-    pub off: i16,
-    /// Signed immediate.
-    pub imm: i32,
-}
+#[repr(transparent)]
+pub struct Insn([u8; INSN_SIZE]);
 
 /// Size of one encoded instruction in bytes.
 pub const INSN_SIZE: usize = 8;
 
+impl core::fmt::Debug for Insn {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Insn")
+            .field("code", &self.code())
+            .field("dst", &self.dst())
+            .field("src", &self.src())
+            .field("off", &self.off())
+            .field("imm", &self.imm())
+            .finish()
+    }
+}
+
+/// Whether this machine is little-endian (the register nibbles' order follows it).
+const LE: bool = cfg!(target_endian = "little");
+
 impl Insn {
+    /// An instruction from its fields: opcode byte, destination and source registers
+    /// (4 bits each: higher bits are dropped, as the encoding has no room for them),
+    /// signed offset and immediate.
+    #[must_use]
+    #[inline(always)]
+    pub const fn new(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Self {
+        let regs = if LE {
+            (dst & 0x0f) | (src << 4)
+        } else {
+            (dst << 4) | (src & 0x0f)
+        };
+        let o = off.to_ne_bytes();
+        let i = imm.to_ne_bytes();
+        Insn([code, regs, o[0], o[1], i[0], i[1], i[2], i[3]])
+    }
+
+    /// Opcode byte: class, size/source and operation.
+    #[must_use]
+    #[inline(always)]
+    pub const fn code(&self) -> u8 {
+        self.0[0]
+    }
+
+    /// Destination register (0..=10, 4 bits in the encoding).
+    #[must_use]
+    #[inline(always)]
+    pub const fn dst(&self) -> u8 {
+        if LE {
+            self.0[1] & 0x0f
+        } else {
+            self.0[1] >> 4
+        }
+    }
+
+    /// Source register, or a pseudo value such as `BPF_PSEUDO_MAP_FD` on `ld_imm64`.
+    #[must_use]
+    #[inline(always)]
+    pub const fn src(&self) -> u8 {
+        if LE {
+            self.0[1] >> 4
+        } else {
+            self.0[1] & 0x0f
+        }
+    }
+
+    /// Signed offset.
+    #[must_use]
+    #[inline(always)]
+    pub const fn off(&self) -> i16 {
+        i16::from_ne_bytes([self.0[2], self.0[3]])
+    }
+
+    /// Signed immediate.
+    #[must_use]
+    #[inline(always)]
+    pub const fn imm(&self) -> i32 {
+        i32::from_ne_bytes([self.0[4], self.0[5], self.0[6], self.0[7]])
+    }
+
+    /// Sets the opcode byte.
+    #[inline(always)]
+    pub fn set_code(&mut self, code: u8) {
+        self.0[0] = code;
+    }
+
+    /// Sets the destination register (4 bits).
+    #[inline(always)]
+    pub fn set_dst(&mut self, dst: u8) {
+        *self = Insn::new(self.code(), dst, self.src(), self.off(), self.imm());
+    }
+
+    /// Sets the source register (4 bits).
+    #[inline(always)]
+    pub fn set_src(&mut self, src: u8) {
+        self.0[1] = if LE {
+            (self.0[1] & 0x0f) | (src << 4)
+        } else {
+            (self.0[1] & 0xf0) | (src & 0x0f)
+        };
+    }
+
+    /// Sets the offset.
+    #[inline(always)]
+    pub fn set_off(&mut self, off: i16) {
+        let [a, b] = off.to_ne_bytes();
+        self.0[2] = a;
+        self.0[3] = b;
+    }
+
+    /// Sets the immediate.
+    #[inline(always)]
+    pub fn set_imm(&mut self, imm: i32) {
+        let [a, b, c, d] = imm.to_ne_bytes();
+        self.0[4] = a;
+        self.0[5] = b;
+        self.0[6] = c;
+        self.0[7] = d;
+    }
+
     /// Decodes one instruction from 8 bytes in the given byte order.
     #[must_use]
     pub fn from_bytes(b: [u8; INSN_SIZE], little_endian: bool) -> Self {
+        if little_endian == LE {
+            return Insn(b);
+        }
         let (dst, src) = if little_endian {
             (b[1] & 0x0f, b[1] >> 4)
         } else {
@@ -74,105 +184,81 @@ impl Insn {
         } else {
             (i16::from_be_bytes(off_b), i32::from_be_bytes(imm_b))
         };
-        Insn {
-            code: b[0],
-            dst,
-            src,
-            off,
-            imm,
-        }
+        Insn::new(b[0], dst, src, off, imm)
     }
 
-    /// Decodes an instruction stored in the byte order of the machine running this code
-    /// (the only order an opened object has), from its 8 bytes as one word.
+    /// An instruction from its 8 bytes in the byte order of the machine running this code.
+    #[must_use]
     #[inline(always)]
-    fn from_native_word(w: u64) -> Self {
-        if cfg!(target_endian = "little") {
-            Insn {
-                code: w as u8,
-                dst: (w >> 8) as u8 & 0x0f,
-                src: (w >> 12) as u8 & 0x0f,
-                off: (w >> 16) as i16,
-                imm: (w >> 32) as i32,
-            }
-        } else {
-            Insn {
-                code: (w >> 56) as u8,
-                dst: (w >> 52) as u8 & 0x0f,
-                src: (w >> 48) as u8 & 0x0f,
-                off: (w >> 32) as i16,
-                imm: w as i32,
-            }
-        }
+    pub const fn from_native_bytes(b: [u8; INSN_SIZE]) -> Self {
+        Insn(b)
     }
 
     /// Encodes the instruction in the given byte order.
     #[must_use]
     pub fn to_bytes(self, little_endian: bool) -> [u8; INSN_SIZE] {
+        if little_endian == LE {
+            return self.0;
+        }
         let regs = if little_endian {
-            (self.dst & 0x0f) | (self.src << 4)
+            (self.dst() & 0x0f) | (self.src() << 4)
         } else {
-            (self.dst << 4) | (self.src & 0x0f)
+            (self.dst() << 4) | (self.src() & 0x0f)
         };
         let (o, i) = if little_endian {
-            (self.off.to_le_bytes(), self.imm.to_le_bytes())
+            (self.off().to_le_bytes(), self.imm().to_le_bytes())
         } else {
-            (self.off.to_be_bytes(), self.imm.to_be_bytes())
+            (self.off().to_be_bytes(), self.imm().to_be_bytes())
         };
-        [self.code, regs, o[0], o[1], i[0], i[1], i[2], i[3]]
+        [self.code(), regs, o[0], o[1], i[0], i[1], i[2], i[3]]
     }
 
     /// Encodes the instruction in the byte order of the machine running this code,
     /// which is what `BPF_PROG_LOAD` expects.
     #[must_use]
-    pub fn to_native_bytes(self) -> [u8; INSN_SIZE] {
-        self.to_bytes(cfg!(target_endian = "little"))
+    #[inline(always)]
+    pub const fn to_native_bytes(self) -> [u8; INSN_SIZE] {
+        self.0
     }
 
     /// Whether this is the first slot of the two-slot `ld_imm64` (`BPF_LD|BPF_IMM|BPF_DW`).
     #[must_use]
     pub fn is_ld_imm64(&self) -> bool {
-        self.code == opcode::LD_IMM64
+        self.code() == opcode::LD_IMM64
     }
 }
 
-/// Decodes the instructions of `code` (in the byte order of the machine running this code)
-/// into `slots`, as many as both hold: the copy at the heart of relocation, four at a time.
+/// Copies the instructions of `code` (in the byte order of the machine running this code)
+/// into `slots`, as many as both hold: the copy at the heart of relocation (the layouts
+/// are the same, so this is a plain copy).
 #[inline]
 pub(crate) fn decode_native(slots: &mut [Insn], code: &[u8]) {
-    let word = |c: &[u8; INSN_SIZE]| Insn::from_native_word(u64::from_ne_bytes(*c));
-    let mut out = slots.chunks_exact_mut(4);
-    let mut input = code.chunks_exact(4 * INSN_SIZE);
-    for (o, i) in (&mut out).zip(&mut input) {
-        if let ([a, b, c, d], Some(i)) = (o, i.first_chunk::<{ 4 * INSN_SIZE }>()) {
-            let (i0, rest) = i.split_at(INSN_SIZE);
-            let (i1, rest) = rest.split_at(INSN_SIZE);
-            let (i2, i3) = rest.split_at(INSN_SIZE);
-            let at = |x: &[u8]| x.first_chunk::<INSN_SIZE>().map_or(Insn::default(), word);
-            *a = at(i0);
-            *b = at(i1);
-            *c = at(i2);
-            *d = at(i3);
+    for (o, i) in slots.iter_mut().zip(code.chunks_exact(INSN_SIZE)) {
+        if let Some(c) = i.first_chunk::<INSN_SIZE>() {
+            *o = Insn(*c);
         }
-    }
-    let rest = input.remainder().chunks_exact(INSN_SIZE);
-    for (o, i) in out.into_remainder().iter_mut().zip(rest) {
-        *o = i.first_chunk::<INSN_SIZE>().map_or(Insn::default(), word);
     }
 }
 
-/// [`decode_native`], one at a time, noting whether any slot is a bpf-to-bpf call (`call`
-/// with `src_reg = BPF_PSEUDO_CALL`): without a branch per instruction.
+/// [`decode_native`], noting whether any slot is a bpf-to-bpf call (`call` with
+/// `src_reg = BPF_PSEUDO_CALL`): one masked compare of each instruction as a word, without
+/// a branch per instruction.
 #[inline]
 pub(crate) fn decode_native_calls(slots: &mut [Insn], code: &[u8]) -> bool {
+    decode_native(slots, code);
+    // The opcode byte and the source nibble, where they sit in the word.
+    let (mask, want) = if LE {
+        (0xf0ff_u64, u64::from(opcode::JMP | opcode::CALL) | 0x1000)
+    } else {
+        (
+            0xff0f_u64 << 48,
+            (u64::from(opcode::JMP | opcode::CALL) << 56) | (1 << 48),
+        )
+    };
+    let n = slots.len().min(code.len() / INSN_SIZE);
     let mut calls = false;
-    for (o, i) in slots.iter_mut().zip(code.chunks_exact(INSN_SIZE)) {
-        let w = i
-            .first_chunk::<INSN_SIZE>()
-            .map_or(0, |c| u64::from_ne_bytes(*c));
-        let insn = Insn::from_native_word(w);
-        calls |= (insn.code == opcode::JMP | opcode::CALL) & (insn.src == 1);
-        *o = insn;
+    for s in slots.iter().take(n) {
+        calls |= u64::from_ne_bytes(s.0) & mask == want;
     }
     calls
 }

@@ -334,14 +334,14 @@ impl Insn {
     #[doc(alias = "BPF_CLASS")]
     #[must_use]
     pub const fn class(&self) -> u8 {
-        self.code & 0x07
+        self.code() & 0x07
     }
 
     /// The size of a load/store: [`W`], [`H`], [`B`] or [`DW`].
     #[doc(alias = "BPF_SIZE")]
     #[must_use]
     pub const fn size(&self) -> u8 {
-        self.code & 0x18
+        self.code() & 0x18
     }
 
     /// The size of a load/store in bytes (4, 2, 1, 8).
@@ -359,21 +359,21 @@ impl Insn {
     #[doc(alias = "BPF_MODE")]
     #[must_use]
     pub const fn mode(&self) -> u8 {
-        self.code & 0xe0
+        self.code() & 0xe0
     }
 
     /// The operation of an ALU or JMP instruction ([`ADD`] ... [`END`], [`JA`] ... [`JCOND`]).
     #[doc(alias = "BPF_OP")]
     #[must_use]
     pub const fn op(&self) -> u8 {
-        self.code & 0xf0
+        self.code() & 0xf0
     }
 
     /// The source of an ALU or JMP instruction: [`K`] (immediate) or [`X`] (register).
     #[doc(alias = "BPF_SRC")]
     #[must_use]
     pub const fn source(&self) -> u8 {
-        self.code & 0x08
+        self.code() & 0x08
     }
 
     /// Whether the class is [`ALU`] or [`ALU64`].
@@ -391,25 +391,25 @@ impl Insn {
     /// Whether this is a helper call (`call` with `src` 0).
     #[must_use]
     pub const fn is_helper_call(&self) -> bool {
-        self.code == JMP | CALL && self.src == 0
+        self.code() == JMP | CALL && self.src() == 0
     }
 
     /// Whether this is a bpf-to-bpf call (`call pc+imm`).
     #[must_use]
     pub const fn is_pseudo_call(&self) -> bool {
-        self.code == JMP | CALL && self.src == PSEUDO_CALL
+        self.code() == JMP | CALL && self.src() == PSEUDO_CALL
     }
 
     /// Whether this is a kernel function call.
     #[must_use]
     pub const fn is_kfunc_call(&self) -> bool {
-        self.code == JMP | CALL && self.src == PSEUDO_KFUNC_CALL
+        self.code() == JMP | CALL && self.src() == PSEUDO_KFUNC_CALL
     }
 
     /// How many 8-byte slots the instruction takes: 2 for `ld_imm64`, else 1.
     #[must_use]
     pub const fn slots(&self) -> usize {
-        if self.code == LD_IMM64 {
+        if self.code() == LD_IMM64 {
             2
         } else {
             1
@@ -424,40 +424,17 @@ mod tests {
 
     #[test]
     fn fields_split_the_opcode_byte() {
-        let i = Insn {
-            code: 0x79,
-            ..Insn::default()
-        }; // LDX | MEM | DW
+        let i = Insn::new(0x79, 0, 0, 0, 0); // LDX | MEM | DW
         assert_eq!(
             (i.class(), i.mode(), i.size(), i.size_bytes()),
             (LDX, MEM, DW, 8)
         );
-        let i = Insn {
-            code: 0x5d,
-            ..Insn::default()
-        }; // JMP | JNE | X
+        let i = Insn::new(0x5d, 0, 0, 0, 0); // JMP | JNE | X
         assert_eq!((i.class(), i.op(), i.source()), (JMP, JNE, X));
-        let i = Insn {
-            code: 0xd4,
-            ..Insn::default()
-        };
+        let i = Insn::new(0xd4, 0, 0, 0, 0);
         assert_eq!((i.class(), i.op(), i.source()), (ALU, END, TO_LE));
-        assert_eq!(
-            Insn {
-                code: LD_IMM64,
-                ..Insn::default()
-            }
-            .slots(),
-            2
-        );
-        assert_eq!(
-            Insn {
-                code: 0x95,
-                ..Insn::default()
-            }
-            .slots(),
-            1
-        );
+        assert_eq!(Insn::new(LD_IMM64, 0, 0, 0, 0).slots(), 2);
+        assert_eq!(Insn::new(0x95, 0, 0, 0, 0).slots(), 1);
     }
 
     #[test]

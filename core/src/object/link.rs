@@ -124,8 +124,8 @@ pub(super) fn code_target(
     reloc: impl FnOnce() -> Option<(u32, u64, bool)>,
     hint: &mut usize,
 ) -> Result<Option<Target>> {
-    let is_call = insn.code == opcode::JMP | opcode::CALL && insn.src == PSEUDO_CALL;
-    let is_ld = insn.code == opcode::LD_IMM64;
+    let is_call = insn.code() == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL;
+    let is_ld = insn.code() == opcode::LD_IMM64;
     if !is_call && !is_ld {
         return Ok(None);
     }
@@ -136,11 +136,11 @@ pub(super) fn code_target(
         what,
     };
     let own = i64::from(p.offset / 8) + at as i64;
-    let imm = i64::from(insn.imm);
+    let imm = i64::from(insn.imm());
     // Only relocations that are not map loads can name code: without any, a map or
     // data load is no code reference and a call is relative inside the section.
     let others = p.reloc_count != p.map_reloc_count;
-    if is_ld && !others && insn.src != PSEUDO_FUNC {
+    if is_ld && !others && insn.src() != PSEUDO_FUNC {
         return Ok(None);
     }
     let rel = if others { reloc() } else { None };
@@ -160,7 +160,7 @@ pub(super) fn code_target(
             (shndx, index)
         }
         // Inside the program's own section: relative, no relocation.
-        None if is_call || insn.src == PSEUDO_FUNC => (p.section_index, own + imm + 1),
+        None if is_call || insn.src() == PSEUDO_FUNC => (p.section_index, own + imm + 1),
         None => return Ok(None),
     };
     let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
@@ -240,7 +240,11 @@ impl<'a, 's> Object<'a, 's> {
             while j < n {
                 let at = j;
                 let insn = cp.insn(at).unwrap_or_default();
-                j += if insn.code == opcode::LD_IMM64 { 2 } else { 1 };
+                j += if insn.code() == opcode::LD_IMM64 {
+                    2
+                } else {
+                    1
+                };
                 let Some(t) = self.code_target(cp, at, insn)? else {
                     continue;
                 };
@@ -405,7 +409,11 @@ impl<'a, 's> Object<'a, 's> {
             while j < slots.len() {
                 let at = j;
                 let insn = slots.get(at).copied().unwrap_or_default();
-                j += if insn.code == opcode::LD_IMM64 { 2 } else { 1 };
+                j += if insn.code() == opcode::LD_IMM64 {
+                    2
+                } else {
+                    1
+                };
                 let Some(t) = self.code_target(p, at, insn)? else {
                     continue;
                 };
@@ -415,9 +423,9 @@ impl<'a, 's> Object<'a, 's> {
                     .map_or(0, |x| x.start);
                 let rel = (start + t.offset) as i64 - (part.start + at + 1) as i64;
                 if let Some(slot) = slots.get_mut(at) {
-                    slot.imm = rel as i32;
-                    if insn.code == opcode::LD_IMM64 {
-                        slot.src = PSEUDO_FUNC;
+                    slot.set_imm(rel as i32);
+                    if insn.code() == opcode::LD_IMM64 {
+                        slot.set_src(PSEUDO_FUNC);
                     }
                 }
             }
@@ -535,9 +543,9 @@ impl<'a, 's> Object<'a, 's> {
                 if let Some(s) = sink.as_mut().filter(|s| s.fits) {
                     let rel = (start + t.offset) as i64 - (cur_start + at + 1) as i64;
                     if let Some(slot) = s.body.get_mut(cur_start + at) {
-                        slot.imm = rel as i32;
+                        slot.set_imm(rel as i32);
                         if ld {
-                            slot.src = PSEUDO_FUNC;
+                            slot.set_src(PSEUDO_FUNC);
                         }
                     }
                 }
@@ -638,9 +646,9 @@ impl<'a, 's> Object<'a, 's> {
                     let at = cur_start + c.at as usize;
                     let rel = (start + offset as usize) as i64 - (at + 1) as i64;
                     if let Some(slot) = s.body.get_mut(at) {
-                        slot.imm = rel as i32;
+                        slot.set_imm(rel as i32);
                         if ld {
-                            slot.src = PSEUDO_FUNC;
+                            slot.set_src(PSEUDO_FUNC);
                         }
                     }
                 }
@@ -726,12 +734,12 @@ impl<'a, 's> Object<'a, 's> {
             // the low 32 bits of either count).
             let mut orig = 0;
             if let Some(slot) = slots.get_mut(at) {
-                orig = slot.imm;
-                slot.src = src;
-                slot.imm = fd;
+                orig = slot.imm();
+                slot.set_src(src);
+                slot.set_imm(fd);
             }
             if let Some(next) = slots.get_mut(at + 1) {
-                next.imm = value.map_or(0, |v| (v as i32).wrapping_add(orig));
+                next.set_imm(value.map_or(0, |v| (v as i32).wrapping_add(orig)));
             }
         }
         Ok(())
@@ -828,7 +836,7 @@ impl<'a, 's> Object<'a, 's> {
         let Some((map, offset)) = found else {
             let is_call = slots
                 .get(insn as usize)
-                .is_some_and(|i| i.code == opcode::JMP | opcode::CALL);
+                .is_some_and(|i| i.code() == opcode::JMP | opcode::CALL);
             return Err(self.unsupported(
                 if is_call {
                     "call of an extern function (kfunc)"
@@ -839,7 +847,7 @@ impl<'a, 's> Object<'a, 's> {
                 insn.into(),
             ));
         };
-        if slots.get(insn as usize).map(|i| i.code) != Some(opcode::LD_IMM64) {
+        if slots.get(insn as usize).map(|i| i.code()) != Some(opcode::LD_IMM64) {
             return Err(self.unsupported(
                 "use of a .kconfig extern by an instruction that is not ld_imm64",
                 p,

@@ -20,7 +20,7 @@ use heapless::vec::VecView;
 /// references (the peers' `large` object has 1,000; Debian's libbpf-tools at most 289).
 pub const DEFAULT_PATCHES: usize = 2048;
 
-/// Default capacity of the decoded-instruction cache (12 bytes each): the functions other
+/// Default capacity of the decoded-instruction cache (8 bytes each): the functions other
 /// functions call (`.text` subprograms) are decoded once at open, and relocating copies
 /// them into every program that calls them (the peers' `globals` object has 97 such
 /// instructions; a function that does not fit is decoded each time).
@@ -155,7 +155,7 @@ pub(crate) fn scan_functions(
                 continue;
             };
             let insn = Insn::from_bytes(c, cfg!(target_endian = "little"));
-            let pseudo = op == opcode::JMP | opcode::CALL && insn.src == super::PSEUDO_CALL;
+            let pseudo = op == opcode::JMP | opcode::CALL && insn.src() == super::PSEUDO_CALL;
             // What `relocate` looks for in every slot, second ones included.
             pseudo_call |= pseudo;
             if core::mem::replace(&mut second, op == opcode::LD_IMM64) {
@@ -163,7 +163,7 @@ pub(crate) fn scan_functions(
             }
             let ld = op == opcode::LD_IMM64;
             // What cannot refer to code, told at once (as `code_target` tells it).
-            if !pseudo && !(ld && (others || insn.src == super::PSEUDO_FUNC)) {
+            if !pseudo && !(ld && (others || insn.src() == super::PSEUDO_FUNC)) {
                 continue;
             }
             let mut rel = None;
@@ -183,7 +183,7 @@ pub(crate) fn scan_functions(
             }
             // A map or data load, or a plain `ld_imm64`: no code.
             if ld && rel.is_some_and(|r| !r.2)
-                || ld && rel.is_none() && insn.src != super::PSEUDO_FUNC
+                || ld && rel.is_none() && insn.src() != super::PSEUDO_FUNC
             {
                 continue;
             }
@@ -248,8 +248,8 @@ fn target(
     insn: Insn,
     rel: Option<(u32, u64, bool)>,
 ) -> Option<(u32, u32)> {
-    let imm = i64::from(insn.imm);
-    let is_call = insn.code != opcode::LD_IMM64;
+    let imm = i64::from(insn.imm());
+    let is_call = insn.code() != opcode::LD_IMM64;
     let (section, index) = match rel {
         Some((_, _, false)) => return None, // a call against a symbol that is not code
         Some((section, value, true)) => {

@@ -108,7 +108,7 @@ impl<'a> Parts<'a> {
             MapTarget::None => self.non_map_kind(shndx),
             MapTarget::Bad(what) => return Err(bad(what)),
             MapTarget::Map(map) | MapTarget::Value(map) => {
-                if insn.code != opcode::LD_IMM64 {
+                if insn.code() != opcode::LD_IMM64 {
                     return Err(bad("map relocation on an instruction that is not ld_imm64"));
                 }
                 if insn_index + 1 >= count {
@@ -372,15 +372,15 @@ impl<'a, 's> Object<'a, 's> {
 pub(super) fn patch_ld(body: &mut [Insn], at: usize, src: u8, fd: i32, value: Option<u64>) {
     let mut orig = 0;
     if let Some(slot) = body.get_mut(at) {
-        orig = slot.imm;
-        slot.src = src;
-        slot.imm = fd;
+        orig = slot.imm();
+        slot.set_src(src);
+        slot.set_imm(fd);
     }
     if let Some(next) = body.get_mut(at + 1) {
-        next.imm = match value {
+        next.set_imm(match value {
             Some(v) => (v as i64).wrapping_add(i64::from(orig)) as i32,
             None => 0,
-        };
+        });
     }
 }
 

@@ -60,7 +60,7 @@ impl Emitter<'_> {
             limit: i16::MAX as u32,
         })?;
         if let Some(i) = self.out.get_mut(at) {
-            i.off = off;
+            i.set_off(off);
         }
         Ok(())
     }

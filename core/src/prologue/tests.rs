@@ -105,19 +105,19 @@ fn no_r7_to_r9_and_r10_only_read() {
             let helper = memory.helper();
             for i in insns {
                 assert!(
-                    !(7..=9).contains(&i.dst) && !(7..=9).contains(&i.src),
+                    !(7..=9).contains(&i.dst()) && !(7..=9).contains(&i.src()),
                     "{i:?}"
                 );
                 if i.is_ld_imm64() {
                     continue;
                 }
-                let class = i.code & 7;
+                let class = i.code() & 7;
                 // r10 is never written: no ALU/LDX into it.
                 if matches!(class, 0x04 | 0x07 | 0x01) {
-                    assert_ne!(i.dst, 10, "{i:?}");
+                    assert_ne!(i.dst(), 10, "{i:?}");
                 }
-                if i.code == 0x85 {
-                    assert_eq!(i.imm, helper);
+                if i.code() == 0x85 {
+                    assert_eq!(i.imm(), helper);
                 }
             }
         }
