@@ -88,14 +88,14 @@ fn run(out: &mut Handle) -> Result<usize, Failure> {
     let fetched = loads.iter().all(|&(dst, off)| {
         prologue
             .iter()
-            .any(|i| i.code == 0x79 && i.dst == dst && i.src == 6 && i.off == off)
+            .any(|i| i.code() == 0x79 && i.dst() == dst && i.src() == 6 && i.off() == off)
     });
     let framed = prologue
         .first()
-        .is_some_and(|i| i.code == 0xbf && i.dst == 6 && i.src == 1)
+        .is_some_and(|i| i.code() == 0xbf && i.dst() == 6 && i.src() == 1)
         && prologue
             .last()
-            .is_some_and(|i| i.code == 0xbf && i.dst == 1 && i.src == 6);
+            .is_some_and(|i| i.code() == 0xbf && i.dst() == 1 && i.src() == 6);
     if !fetched || !framed {
         return Err(Failure::Check("prologue does not fetch x0..x2 into r2..r4"));
     }
@@ -115,13 +115,13 @@ fn run(out: &mut Handle) -> Result<usize, Failure> {
         // every map load must now carry BPF_PSEUDO_MAP_FD and one of our fds
         let patched = written
             .iter()
-            .filter(|insn| insn.is_ld_imm64() && insn.src == PSEUDO_MAP_FD)
+            .filter(|insn| insn.is_ld_imm64() && insn.src() == PSEUDO_MAP_FD)
             .inspect(|insn| {
                 #[cfg(feature = "defmt")]
                 defmt::debug!("map load: {}", insn);
                 let _ = insn;
             })
-            .filter(|insn| MAP_FDS.contains(&insn.imm))
+            .filter(|insn| MAP_FDS.contains(&insn.imm()))
             .count();
         if patched != prog.map_reloc_count() {
             return Err(Failure::Check(
