@@ -34,23 +34,6 @@ pub struct Elf<'a> {
 }
 
 impl<'a> Elf<'a> {
-    /// An empty file's view (no sections), before anything is parsed.
-    pub(crate) const EMPTY: Elf<'static> = Elf {
-        data: &[],
-        header: Header {
-            class: Class::Elf64,
-            endian: Endian::Little,
-            e_type: 0,
-            machine: 0,
-            flags: 0,
-            shoff: 0,
-            shentsize: 0,
-            shnum: 0,
-            shstrndx: 0,
-        },
-        shstrtab: StrTab::empty(),
-    };
-
     /// Parses and validates the ELF header and the section header table.
     ///
     /// # Errors

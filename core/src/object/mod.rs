@@ -103,8 +103,9 @@ pub struct ObjectStorage<
     /// Every function's instructions, decoded once (while they fit).
     insns: Vec<Insn, I>,
     /// What the object knows besides its tables: written in place by the open phase, so
-    /// the [`Object`] handed out is a few references.
-    parts: Parts<'a>,
+    /// the [`Object`] handed out is a few references (`None` until the first open: a new
+    /// storage writes one tag, not the whole record).
+    parts: Option<Parts<'a>>,
 }
 
 impl ObjectStorage<'_> {
@@ -129,7 +130,7 @@ impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: us
             btf_index: empty(),
             patches: empty(),
             insns: empty(),
-            parts: Parts::EMPTY,
+            parts: None,
         }
     }
 }
@@ -223,36 +224,6 @@ struct Parts<'a> {
     rels_sorted: bool,
 }
 
-impl Parts<'_> {
-    /// Nothing known yet (what a new storage holds).
-    const EMPTY: Self = Parts {
-        elf: Elf::EMPTY,
-        symbols: None,
-        license: None,
-        version: None,
-        maps_section: None,
-        map_def_size: 0,
-        map_count: 0,
-        btf_maps_section: None,
-        btf_map_symbols: 0,
-        btf_maps_sorted: false,
-        btf_map_stride: 0,
-        btf_map_base: 0,
-        btf_section: None,
-        btf_ext_section: None,
-        data_lo: u32::MAX,
-        data_hi: 0,
-        first_data_map: 0,
-        externs: 0,
-        kconfig_map: None,
-        rel_lo: 0,
-        rel_hi: 0,
-        patches_ready: false,
-        calls_ready: false,
-        rels_sorted: false,
-    };
-}
-
 impl<'a, 's> Object<'a, 's> {
     /// Opens an eBPF object from its bytes into `storage` (whatever it held before is
     /// dropped). Never touches the kernel, never allocates.
@@ -281,7 +252,7 @@ impl<'a, 's> Object<'a, 's> {
         btf_index.clear();
         patches.clear();
         insns.clear();
-        fill(
+        let parts = fill(
             bytes,
             parts,
             programs.as_mut_view(),
@@ -424,13 +395,13 @@ fn capacity(what: &'static str, limit: usize) -> Error {
 }
 
 /// The open phase proper, non-generic: the tables are views of the caller's storage.
-fn fill<'a>(
+fn fill<'a, 'p>(
     bytes: &'a [u8],
-    parts: &mut Parts<'a>,
+    slot: &'p mut Option<Parts<'a>>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
     execs: &mut VecView<ExecSection<'a>>,
-) -> Result<()> {
+) -> Result<&'p mut Parts<'a>> {
     // The seed's rule first: an object in the other byte order is refused as such, not
     // as the garbage its fields read as in ours.
     let object_little = match bytes.get(5) {
@@ -470,7 +441,7 @@ fn fill<'a>(
     }
     // From here on every field is in the target's byte order: read natively. Written in
     // place, into the caller's storage.
-    *parts = Parts {
+    let parts = slot.insert(Parts {
         elf,
         symbols: None,
         license: None,
@@ -495,7 +466,7 @@ fn fill<'a>(
         patches_ready: false,
         calls_ready: false,
         rels_sorted: false,
-    };
+    });
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
@@ -522,7 +493,7 @@ fn fill<'a>(
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
-    Ok(())
+    Ok(parts)
 }
 
 /// Parses `.BTF` into the storage's type index.
