@@ -475,7 +475,10 @@ fn fill<'a, 'p>(
         sections::<40>(parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
-        parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
+        parts.symbols = Some(match symbol_table(&elf, index, wide) {
+            Some(table) => table,
+            None => elf.symbol_table_names_unchecked(index)?,
+        });
     }
     if wide {
         collect_symbols::<24>(parts, execs, programs, maps, &mut names)?;
@@ -494,6 +497,42 @@ fn fill<'a, 'p>(
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
     Ok(parts)
+}
+
+/// The symbol table in section `index` as [`Elf::symbol_table_names_unchecked`] makes it,
+/// its headers read natively, when it passes every check and its names are in the section
+/// name table (the usual case); `None` otherwise, and that path reports the error. The
+/// section pass checked every section's extent already.
+#[inline]
+fn symbol_table<'a>(elf: &Elf<'a>, index: u32, wide: bool) -> Option<SymbolTable<'a>> {
+    let headers = elf.section_table();
+    let entsize = usize::from(elf.header().shentsize);
+    let raw = |index: u32| {
+        let at = (index as usize).checked_mul(entsize)?;
+        full_header(headers.get(at..at.checked_add(entsize)?)?, wide)
+    };
+    let sh = raw(index)?;
+    let sym_size: u64 = if wide { 24 } else { 16 };
+    if sh.sh_type != SHT_SYMTAB
+        || sh.entsize != sym_size
+        || sh.size % sym_size != 0
+        || sh.link != elf.header().shstrndx
+        || raw(sh.link)?.sh_type != elf::SHT_STRTAB
+    {
+        return None;
+    }
+    let start = usize::try_from(sh.offset).ok()?;
+    let data = elf
+        .data()
+        .get(start..start.checked_add(usize::try_from(sh.size).ok()?)?)?;
+    let count = u32::try_from(sh.size / sym_size).ok()?;
+    Some(SymbolTable::from_checked(
+        elf,
+        index,
+        data,
+        count,
+        *elf.shstrtab(),
+    ))
 }
 
 /// Parses `.BTF` into the storage's type index.
