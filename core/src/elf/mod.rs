@@ -239,8 +239,18 @@ impl<'a> Elf<'a> {
     fn section_unchecked(&self, index: u32) -> SectionHeader {
         // In range by construction: Header::parse checked shoff + shnum * shentsize.
         let off = self.header.shoff as usize + index as usize * usize::from(self.header.shentsize);
-        SectionHeader::read(self.data, off, self.header.class, self.header.endian)
-            .unwrap_or_default()
+        // The target's byte order, the usual one, read natively (no branch per field).
+        let native = if cfg!(target_endian = "little") {
+            Endian::Little
+        } else {
+            Endian::Big
+        };
+        let endian = self.header.endian;
+        if endian == native {
+            SectionHeader::read(self.data, off, self.header.class, native).unwrap_or_default()
+        } else {
+            SectionHeader::read(self.data, off, self.header.class, endian).unwrap_or_default()
+        }
     }
 
     #[inline]
