@@ -1082,35 +1082,12 @@ fn exec_section<'a>(
 
 /// A data section whose name (`t`: the name table from it on) may be one the object
 /// phase reads: `license`, `version`, `maps`, `.maps`, `.BTF`, `.BTF.ext`, `.rodata*`,
-/// `.data*`.
-#[inline(never)]
+/// `.data*`. Inline in the section pass: most only note their index.
+#[inline(always)]
 fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection) -> Result<()> {
-    let elf = parts.elf;
-    let at = || elf.section_ref(index);
-    let data = || section_bytes(&elf, &sh);
     match t.first() {
-        Some(b'l') if t.starts_with(b"license\0") => {
-            let data = data();
-            let len = data
-                .iter()
-                .position(|&b| b == 0)
-                .ok_or_else(|| Error::BadSection {
-                    section: at(),
-                    what: "license is not NUL-terminated",
-                })?;
-            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-            parts.license = Some(text.ok_or_else(|| Error::BadSection {
-                section: at(),
-                what: "license is not valid UTF-8",
-            })?);
-        }
-        Some(b'v') if t.starts_with(b"version\0") => {
-            let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
-                section: at(),
-                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-            })?;
-            parts.version = Some(u32::from_ne_bytes(data));
-        }
+        Some(b'l') if t.starts_with(b"license\0") => license_section(parts, index, sh)?,
+        Some(b'v') if t.starts_with(b"version\0") => version_section(parts, index, sh)?,
         Some(b'm') if t.starts_with(b"maps\0") => parts.maps_section = Some(index),
         Some(b'.') => match t.get(1).copied() {
             Some(b'm') if t.starts_with(b".maps\0") => {
@@ -1132,6 +1109,41 @@ fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection
         },
         _ => {}
     }
+    Ok(())
+}
+
+/// The `license` section: a NUL-terminated UTF-8 string.
+#[inline(never)]
+fn license_section(parts: &mut Parts<'_>, index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let at = || elf.section_ref(index);
+    let data = section_bytes(&elf, &sh);
+    let len = data
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or_else(|| Error::BadSection {
+            section: at(),
+            what: "license is not NUL-terminated",
+        })?;
+    let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+    parts.license = Some(text.ok_or_else(|| Error::BadSection {
+        section: at(),
+        what: "license is not valid UTF-8",
+    })?);
+    Ok(())
+}
+
+/// The `version` section: exactly 4 bytes.
+#[inline(never)]
+fn version_section(parts: &mut Parts<'_>, index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let data: [u8; 4] = section_bytes(&elf, &sh)
+        .try_into()
+        .map_err(|_| Error::BadSection {
+            section: elf.section_ref(index),
+            what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+        })?;
+    parts.version = Some(u32::from_ne_bytes(data));
     Ok(())
 }
 
