@@ -666,13 +666,37 @@ fn finish<'a>(
             }
         }
     }
-    let wide = elf.header().class == Class::Elf64;
     let mut table = PatchTable {
         patches,
         ready: true,
         sorted: true,
     };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    if parts.rel_lo < parts.rel_hi {
+        all_relocations(parts, programs, maps, &mut table)?;
+    }
+    parts.patches_ready = table.ready && patch::contiguous(programs);
+    parts.rels_sorted = table.sorted;
+    // Call lists (and a decoded copy of the functions called) when some function
+    // relocates against code, which is how programs reach their subprograms: otherwise
+    // `relocate` notices a call inside a section as it copies, and links by scanning.
+    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
+    if parts.patches_ready && parts.rels_sorted && links {
+        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
+    }
+    Ok(())
+}
+
+/// Every REL table of code (in `parts.rel_lo..parts.rel_hi`) through [`collect_relocations`].
+#[inline(never)]
+fn all_relocations(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    maps: &[MapDef<'_>],
+    table: &mut PatchTable<'_>,
+) -> Result<()> {
+    let elf = parts.elf;
+    let wide = elf.header().class == Class::Elf64;
     let mut lo = 0usize;
     // The headers in `rel_lo..rel_hi` (program sections and their REL tables, usually
     // interleaved) told apart by native reads; the REL tables of code read in full.
@@ -696,24 +720,11 @@ fn finish<'a>(
         };
         if sh.sh_type == SHT_REL && is_exec(sh.info) {
             if wide {
-                collect_relocations::<true>(
-                    parts, programs, maps, index, &sh, &mut lo, &mut table,
-                )?;
+                collect_relocations::<true>(parts, programs, maps, index, &sh, &mut lo, table)?;
             } else {
-                collect_relocations::<false>(
-                    parts, programs, maps, index, &sh, &mut lo, &mut table,
-                )?;
+                collect_relocations::<false>(parts, programs, maps, index, &sh, &mut lo, table)?;
             }
         }
-    }
-    parts.patches_ready = table.ready && patch::contiguous(programs);
-    parts.rels_sorted = table.sorted;
-    // Call lists (and a decoded copy of the functions called) when some function
-    // relocates against code, which is how programs reach their subprograms: otherwise
-    // `relocate` notices a call inside a section as it copies, and links by scanning.
-    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
-    if parts.patches_ready && parts.rels_sorted && links {
-        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
     }
     Ok(())
 }
