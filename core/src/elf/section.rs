@@ -159,7 +159,7 @@ impl<'a> StrTab<'a> {
         }
     }
 
-    const fn new_unchecked_text(data: &'a [u8]) -> Self {
+    pub(crate) const fn new_unchecked_text(data: &'a [u8]) -> Self {
         StrTab { data, text: None }
     }
 

@@ -418,7 +418,10 @@ fn fill<'a, 'p>(
     }
     // The header and the section name table now; every other section is checked in the
     // pass below before it is used (one read of each section header, not two).
-    let elf = Elf::parse_header(bytes, false)?;
+    let elf = match Elf::parse_header_usual(bytes) {
+        Some(elf) => elf,
+        None => Elf::parse_header(bytes, false)?,
+    };
     let h = *elf.header();
     if h.e_type != elf::ET_REL {
         return Err(Error::BadHeader {
