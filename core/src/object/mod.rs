@@ -591,15 +591,13 @@ fn mmapable(btf: &Btf<'_>, section: &str) -> bool {
         })
 }
 
-/// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
-/// maps, global data maps, the `.kconfig` map, then every relocation of every program.
-fn finish<'a>(
+/// The maps [`finish`] adds after the legacy ones: BTF-defined maps, global data maps and
+/// the `.kconfig` map.
+#[inline(always)]
+fn more_maps<'a>(
     parts: &mut Parts<'a>,
     btf: Option<&Btf<'_>>,
-    programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
-    patches: &mut VecView<Patch>,
-    insns: &mut VecView<Insn>,
 ) -> Result<()> {
     let elf = parts.elf;
     if let (Some(btf), Some(section)) = (btf, parts.btf_maps_section) {
@@ -668,6 +666,26 @@ fn finish<'a>(
                 maps.push(def).map_err(|_| capacity("maps", map_cap))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
+/// maps, global data maps, the `.kconfig` map, then every relocation of every program.
+fn finish<'a>(
+    parts: &mut Parts<'a>,
+    btf: Option<&Btf<'_>>,
+    programs: &mut VecView<Program<'a>>,
+    maps: &mut VecView<MapDef<'a>>,
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+) -> Result<()> {
+    if parts.btf_map_symbols > 0 || parts.data_lo < parts.data_hi || parts.externs > 0 {
+        more_maps(parts, btf, maps)?;
+    } else {
+        // No BTF-defined, global data or `.kconfig` map: what `more_maps` finds of none.
+        parts.first_data_map = maps.len() as u32;
+        parts.btf_maps_sorted = true;
     }
     let mut table = PatchTable {
         patches,
