@@ -964,6 +964,8 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
 /// One pass over the section headers: checks each (without a branch, see [`sections`]),
 /// notes the executable sections in `execs` (their names checked as probe specs),
 /// `license`, `version`, `maps`, the symbol table and where the REL tables of code lie.
+/// Out of line: inlined in [`fill`], its locals were kept in memory.
+#[inline(never)]
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
