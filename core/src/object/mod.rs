@@ -1004,17 +1004,15 @@ fn scan_sections<'a, const N: usize>(
             SHT_PROGBITS => {
                 // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
                 // are told apart on their first bytes, compared in place.
-                let t = tab.get(sh.name as usize..).unwrap_or_default();
-                let interesting = match t.first() {
-                    Some(b'l' | b'v' | b'm') => true,
-                    Some(b'.') => match t.get(1) {
-                        Some(b'm' | b'B' | b'r') => true,
-                        Some(b'd') => t.get(2) == Some(&b'a'),
-                        _ => false,
-                    },
-                    _ => false,
-                };
+                // The first four bytes of every name `named_section` reads, found by a
+                // perfect hash of the name's first four bytes (most names are none of them).
+                let at = sh.name as usize;
+                let interesting = tab
+                    .get(at..at.wrapping_add(4))
+                    .and_then(|w| w.first_chunk::<4>())
+                    .is_some_and(|w| is_named_word(u32::from_ne_bytes(*w)));
                 if interesting {
+                    let t = tab.get(at..).unwrap_or_default();
                     named_section(parts, t, index, RawSection::read(raw))?;
                 }
             }
@@ -1062,6 +1060,48 @@ fn scan_sections<'a, const N: usize>(
         scan,
         u64::from(max_name) >= name_limit || max_end > file_len,
     ))
+}
+
+/// The multiplier of the perfect hash of [`NAMED_WORDS`]: `(w * K) >> 29` puts each of the
+/// seven words in a slot of its own, in either byte order.
+const NAMED_HASH: u32 = 0x16a9;
+
+/// The first four bytes of the names `named_section` reads (`license`, `version`, `maps`,
+/// `.maps`, `.BTF`, `.rodata`, `.data`), each in its slot of the hash (0: empty slot).
+const NAMED_WORDS: [u32; 8] = {
+    let w = u32::from_ne_bytes;
+    if cfg!(target_endian = "little") {
+        [
+            w(*b"vers"),
+            w(*b".dat"),
+            0,
+            w(*b"lice"),
+            w(*b".map"),
+            w(*b".BTF"),
+            w(*b"maps"),
+            w(*b".rod"),
+        ]
+    } else {
+        [
+            w(*b".map"),
+            w(*b".BTF"),
+            w(*b".dat"),
+            w(*b".rod"),
+            w(*b"maps"),
+            w(*b"lice"),
+            0,
+            w(*b"vers"),
+        ]
+    }
+};
+
+/// Whether `w`, a name's first four bytes (native order), begins a name `named_section`
+/// reads: one multiplication, one load, one comparison.
+#[inline(always)]
+fn is_named_word(w: u32) -> bool {
+    let slot = (w.wrapping_mul(NAMED_HASH) >> 29) as usize;
+    // An empty slot (0) matches a name of four NULs, which `named_section` then ignores.
+    NAMED_WORDS.get(slot).is_some_and(|&n| n == w)
 }
 
 /// The contents of section `sh` (empty when outside the file: the checks report it).
