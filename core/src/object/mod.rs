@@ -1761,3 +1761,52 @@ struct ExecSection<'a> {
     code: &'a [u8],
     has_funcs: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_named_word;
+
+    #[test]
+    fn named_words_are_told_from_other_names() {
+        for name in [
+            "license",
+            "version",
+            "maps",
+            ".maps",
+            ".BTF",
+            ".BTF.ext",
+            ".rodata",
+            ".rodata.str1.1",
+            ".data",
+            ".data.counts",
+        ] {
+            let w = name
+                .as_bytes()
+                .first_chunk::<4>()
+                .copied()
+                .unwrap_or_default();
+            assert!(is_named_word(u32::from_ne_bytes(w)), "{name}");
+        }
+        for name in [
+            ".debug_info",
+            ".rel.text",
+            ".text",
+            ".llvm_addrsig",
+            ".bss",
+            "kprobe/f",
+            "lic.",
+            "map.",
+            ".BT.",
+            "xdp",
+            ".eh_frame",
+            "\0\0\0\x01",
+        ] {
+            let w = name
+                .as_bytes()
+                .first_chunk::<4>()
+                .copied()
+                .unwrap_or_default();
+            assert!(!is_named_word(u32::from_ne_bytes(w)), "{name}");
+        }
+    }
+}
