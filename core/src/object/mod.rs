@@ -998,8 +998,12 @@ fn scan_sections<'a, const N: usize>(
         max_end = max_end.max(end);
         max_name = max_name.max(sh.name);
         match sh.sh_type {
+            // A program section when its size is a non-zero multiple of 8 (an empty
+            // `.text` costs no call).
             SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
-                exec_section(parts, execs, names, index, RawSection::read(raw))?;
+                if sh.size != 0 && sh.size % 8 == 0 {
+                    exec_section(parts, execs, names, index, RawSection::read(raw))?;
+                }
             }
             SHT_PROGBITS => {
                 // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
@@ -1112,8 +1116,8 @@ fn section_bytes<'a>(elf: &Elf<'a>, sh: &RawSection) -> &'a [u8] {
         .unwrap_or_default()
 }
 
-/// An executable section: a program section (its name checked as a probe spec) when its
-/// size is a non-zero multiple of 8.
+/// A program section (an executable section whose size is a non-zero multiple of 8): its
+/// name checked as a probe spec.
 #[inline(never)]
 fn exec_section<'a>(
     parts: &mut Parts<'a>,
@@ -1122,9 +1126,6 @@ fn exec_section<'a>(
     index: u32,
     sh: RawSection,
 ) -> Result<()> {
-    if sh.size == 0 || sh.size % 8 != 0 {
-        return Ok(());
-    }
     let elf = &parts.elf;
     let at = || elf.section_ref(index);
     // The table as a whole was checked as UTF-8 once: no per-name check.
