@@ -1193,6 +1193,11 @@ fn license_section(parts: &mut Parts<'_>, index: u32, sh: RawSection) -> Result<
     let elf = parts.elf;
     let at = || elf.section_ref(index);
     let data = section_bytes(&elf, &sh);
+    // The commonest license told at once: the same string as the scan below reads.
+    if data.starts_with(b"GPL\0") {
+        parts.license = Some("GPL");
+        return Ok(());
+    }
     let len = data
         .iter()
         .position(|&b| b == 0)
