@@ -440,7 +440,10 @@ fn plainly_valid(name: &[u8]) -> bool {
             && rest.iter().all(|&b| is_class(b, IDENT_CONT | DOT))
     };
     // The commonest forms told by their prefix, compared at once.
-    if let Some(rest) = name.strip_prefix(b"kprobe/") {
+    if let Some(rest) = name
+        .strip_prefix(b"kprobe/")
+        .or_else(|| name.strip_prefix(b"kretprobe/"))
+    {
         return kernel_symbol(rest);
     }
     let Some(slash) = name.iter().position(|&b| b == b'/') else {
