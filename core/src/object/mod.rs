@@ -999,12 +999,11 @@ fn scan_sections<'a, const N: usize>(
         max_name = max_name.max(sh.name);
         match sh.sh_type {
             // A program section when its size is a non-zero multiple of 8 (an empty
-            // `.text` costs no call).
-            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
-                if sh.size != 0 && sh.size % 8 == 0 {
-                    exec_section(parts, execs, names, index, RawSection::read(raw))?;
-                }
+            // `.text` costs no call); any other executable section is skipped.
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 && sh.size != 0 && sh.size % 8 == 0 => {
+                exec_section(parts, execs, names, index, RawSection::read(raw))?;
             }
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {}
             SHT_PROGBITS => {
                 // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
                 // are told apart on their first bytes, compared in place.
