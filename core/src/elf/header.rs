@@ -57,6 +57,18 @@ impl Header {
     /// [`Error::Truncated`] when the file is shorter than the header or the table;
     /// [`Error::BadHeader`] for a bad magic, class, data encoding, version or entry size.
     pub fn parse(data: &[u8]) -> Result<Self> {
+        // The target's byte order is the usual one: its copy reads every field natively.
+        let native: u8 = if cfg!(target_endian = "little") { 1 } else { 2 };
+        if data.get(5) == Some(&native) {
+            Self::parse_in(data, native)
+        } else {
+            Self::parse_in(data, 0)
+        }
+    }
+
+    /// [`Header::parse`] where `EI_DATA` is known to be `ei_data` (0: not known).
+    #[inline(always)]
+    fn parse_in(data: &[u8], ei_data: u8) -> Result<Self> {
         let ident = data.get(..16).ok_or(Error::Truncated {
             what: "ELF identification",
             offset: 0,
@@ -81,7 +93,7 @@ impl Header {
                 })
             }
         };
-        let endian = match byte(5) {
+        let endian = match if ei_data != 0 { ei_data } else { byte(5) } {
             1 => Endian::Little,
             2 => Endian::Big,
             v => {

@@ -34,23 +34,6 @@ pub struct Elf<'a> {
 }
 
 impl<'a> Elf<'a> {
-    /// An empty file's view (no sections), before anything is parsed.
-    pub(crate) const EMPTY: Elf<'static> = Elf {
-        data: &[],
-        header: Header {
-            class: Class::Elf64,
-            endian: Endian::Little,
-            e_type: 0,
-            machine: 0,
-            flags: 0,
-            shoff: 0,
-            shentsize: 0,
-            shnum: 0,
-            shstrndx: 0,
-        },
-        shstrtab: StrTab::empty(),
-    };
-
     /// Parses and validates the ELF header and the section header table.
     ///
     /// # Errors
@@ -106,6 +89,60 @@ impl<'a> Elf<'a> {
             };
         }
         Ok(elf)
+    }
+
+    /// [`Elf::parse_header`] (names unchecked) of the usual object, read natively: ELF64 in
+    /// the target's byte order with a section table and a section name table and nothing
+    /// unusual (extended numbering, a missing table). `None` for anything else, valid or
+    /// not: [`Elf::parse_header`] then gives the view or names the error.
+    #[inline]
+    pub(crate) fn parse_header_usual(data: &'a [u8]) -> Option<Self> {
+        let h = data.first_chunk::<64>()?;
+        let native: u8 = if cfg!(target_endian = "little") { 1 } else { 2 };
+        // Magic, ELFCLASS64, the target's byte order, EV_CURRENT.
+        if h.first_chunk::<7>()? != &[0x7f, b'E', b'L', b'F', 2, native, 1] {
+            return None;
+        }
+        let shoff = ne_u64(h, 40);
+        let (shentsize, shnum, shstrndx) = (ne_u16(h, 58), ne_u16(h, 60), ne_u16(h, 62));
+        if shoff == 0 || shentsize != 64 || shnum == 0 || shstrndx == 0 || shstrndx >= shnum {
+            return None;
+        }
+        let table = data
+            .get(usize::try_from(shoff).ok()?..)?
+            .get(..usize::from(shnum) * 64)?;
+        let sh = table
+            .get(usize::from(shstrndx) * 64..)?
+            .first_chunk::<64>()?;
+        if ne_u32(sh, 4) != SHT_STRTAB {
+            return None;
+        }
+        let (offset, size) = (ne_u64(sh, 24), ne_u64(sh, 32));
+        let names = data
+            .get(usize::try_from(offset).ok()?..)?
+            .get(..usize::try_from(size).ok()?)?;
+        if names.last().is_some_and(|&b| b != 0) {
+            return None;
+        }
+        Some(Elf {
+            data,
+            header: Header {
+                class: Class::Elf64,
+                endian: if native == 1 {
+                    Endian::Little
+                } else {
+                    Endian::Big
+                },
+                e_type: ne_u16(h, 16),
+                machine: ne_u16(h, 18),
+                flags: ne_u32(h, 48),
+                shoff,
+                shentsize,
+                shnum: shnum.into(),
+                shstrndx: shstrndx.into(),
+            },
+            shstrtab: StrTab::new_unchecked_text(names),
+        })
     }
 
     /// The checks [`Elf::parse`] makes of section `index`: its contents lie inside the
@@ -256,8 +293,18 @@ impl<'a> Elf<'a> {
     fn section_unchecked(&self, index: u32) -> SectionHeader {
         // In range by construction: Header::parse checked shoff + shnum * shentsize.
         let off = self.header.shoff as usize + index as usize * usize::from(self.header.shentsize);
-        SectionHeader::read(self.data, off, self.header.class, self.header.endian)
-            .unwrap_or_default()
+        // The target's byte order, the usual one, read natively (no branch per field).
+        let native = if cfg!(target_endian = "little") {
+            Endian::Little
+        } else {
+            Endian::Big
+        };
+        let endian = self.header.endian;
+        if endian == native {
+            SectionHeader::read(self.data, off, self.header.class, native).unwrap_or_default()
+        } else {
+            SectionHeader::read(self.data, off, self.header.class, endian).unwrap_or_default()
+        }
     }
 
     #[inline]

@@ -159,7 +159,7 @@ impl<'a> StrTab<'a> {
         }
     }
 
-    const fn new_unchecked_text(data: &'a [u8]) -> Self {
+    pub(crate) const fn new_unchecked_text(data: &'a [u8]) -> Self {
         StrTab { data, text: None }
     }
 
@@ -172,9 +172,10 @@ impl<'a> StrTab<'a> {
     /// The string at `index` cut out of `text`, the whole table known to be UTF-8.
     #[inline]
     pub(crate) fn get_in(&self, text: &'a str, index: u32) -> Option<&'a str> {
-        let start = index as usize;
-        let len = nul_at(self.data.get(start..)?)?;
-        text.get(start..start + len)
+        // Cut at the start (a char boundary or not), then before the NUL (always one).
+        let tail = text.get(index as usize..)?;
+        let len = nul_at(tail.as_bytes())?;
+        tail.get(..len)
     }
 
     /// Length of the table in bytes.

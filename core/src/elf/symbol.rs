@@ -129,6 +129,28 @@ impl<'a> SymbolTable<'a> {
         Ok(table)
     }
 
+    /// A table whose checks the caller made ([`SymbolTable::new`]'s, names unchecked):
+    /// `data` holds `count` whole entries of the ELF class and byte order of `elf`.
+    #[inline]
+    pub(crate) fn from_checked(
+        elf: &Elf<'a>,
+        index: u32,
+        data: &'a [u8],
+        count: u32,
+        strtab: StrTab<'a>,
+    ) -> Self {
+        SymbolTable {
+            strtab,
+            entries: Entries {
+                data,
+                class: elf.header().class,
+                endian: elf.endian(),
+                count,
+            },
+            section: index,
+        }
+    }
+
     /// The raw entries.
     #[inline]
     pub(crate) fn data(&self) -> &'a [u8] {

@@ -103,8 +103,9 @@ pub struct ObjectStorage<
     /// Every function's instructions, decoded once (while they fit).
     insns: Vec<Insn, I>,
     /// What the object knows besides its tables: written in place by the open phase, so
-    /// the [`Object`] handed out is a few references.
-    parts: Parts<'a>,
+    /// the [`Object`] handed out is a few references (`None` until the first open: a new
+    /// storage writes one tag, not the whole record).
+    parts: Option<Parts<'a>>,
 }
 
 impl ObjectStorage<'_> {
@@ -129,7 +130,7 @@ impl<const P: usize, const M: usize, const T: usize, const L: usize, const I: us
             btf_index: empty(),
             patches: empty(),
             insns: empty(),
-            parts: Parts::EMPTY,
+            parts: None,
         }
     }
 }
@@ -223,36 +224,6 @@ struct Parts<'a> {
     rels_sorted: bool,
 }
 
-impl Parts<'_> {
-    /// Nothing known yet (what a new storage holds).
-    const EMPTY: Self = Parts {
-        elf: Elf::EMPTY,
-        symbols: None,
-        license: None,
-        version: None,
-        maps_section: None,
-        map_def_size: 0,
-        map_count: 0,
-        btf_maps_section: None,
-        btf_map_symbols: 0,
-        btf_maps_sorted: false,
-        btf_map_stride: 0,
-        btf_map_base: 0,
-        btf_section: None,
-        btf_ext_section: None,
-        data_lo: u32::MAX,
-        data_hi: 0,
-        first_data_map: 0,
-        externs: 0,
-        kconfig_map: None,
-        rel_lo: 0,
-        rel_hi: 0,
-        patches_ready: false,
-        calls_ready: false,
-        rels_sorted: false,
-    };
-}
-
 impl<'a, 's> Object<'a, 's> {
     /// Opens an eBPF object from its bytes into `storage` (whatever it held before is
     /// dropped). Never touches the kernel, never allocates.
@@ -281,7 +252,7 @@ impl<'a, 's> Object<'a, 's> {
         btf_index.clear();
         patches.clear();
         insns.clear();
-        fill(
+        let parts = fill(
             bytes,
             parts,
             programs.as_mut_view(),
@@ -424,13 +395,13 @@ fn capacity(what: &'static str, limit: usize) -> Error {
 }
 
 /// The open phase proper, non-generic: the tables are views of the caller's storage.
-fn fill<'a>(
+fn fill<'a, 'p>(
     bytes: &'a [u8],
-    parts: &mut Parts<'a>,
+    slot: &'p mut Option<Parts<'a>>,
     programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
     execs: &mut VecView<ExecSection<'a>>,
-) -> Result<()> {
+) -> Result<&'p mut Parts<'a>> {
     // The seed's rule first: an object in the other byte order is refused as such, not
     // as the garbage its fields read as in ours.
     let object_little = match bytes.get(5) {
@@ -447,7 +418,10 @@ fn fill<'a>(
     }
     // The header and the section name table now; every other section is checked in the
     // pass below before it is used (one read of each section header, not two).
-    let elf = Elf::parse_header(bytes, false)?;
+    let elf = match Elf::parse_header_usual(bytes) {
+        Some(elf) => elf,
+        None => Elf::parse_header(bytes, false)?,
+    };
     let h = *elf.header();
     if h.e_type != elf::ET_REL {
         return Err(Error::BadHeader {
@@ -470,7 +444,7 @@ fn fill<'a>(
     }
     // From here on every field is in the target's byte order: read natively. Written in
     // place, into the caller's storage.
-    *parts = Parts {
+    let parts = slot.insert(Parts {
         elf,
         symbols: None,
         license: None,
@@ -495,7 +469,7 @@ fn fill<'a>(
         patches_ready: false,
         calls_ready: false,
         rels_sorted: false,
-    };
+    });
     let wide = h.class == Class::Elf64;
     let mut names = Names::new(*elf.shstrtab());
     let scan = if wide {
@@ -504,7 +478,10 @@ fn fill<'a>(
         sections::<40>(parts, execs, &mut names)?
     };
     if let Some(index) = scan.symtab {
-        parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
+        parts.symbols = Some(match symbol_table(&elf, index, wide) {
+            Some(table) => table,
+            None => elf.symbol_table_names_unchecked(index)?,
+        });
     }
     if wide {
         collect_symbols::<24>(parts, execs, programs, maps, &mut names)?;
@@ -522,7 +499,43 @@ fn fill<'a>(
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
-    Ok(())
+    Ok(parts)
+}
+
+/// The symbol table in section `index` as [`Elf::symbol_table_names_unchecked`] makes it,
+/// its headers read natively, when it passes every check and its names are in the section
+/// name table (the usual case); `None` otherwise, and that path reports the error. The
+/// section pass checked every section's extent already.
+#[inline]
+fn symbol_table<'a>(elf: &Elf<'a>, index: u32, wide: bool) -> Option<SymbolTable<'a>> {
+    let headers = elf.section_table();
+    let entsize = usize::from(elf.header().shentsize);
+    let raw = |index: u32| {
+        let at = (index as usize).checked_mul(entsize)?;
+        full_header(headers.get(at..at.checked_add(entsize)?)?, wide)
+    };
+    let sh = raw(index)?;
+    let sym_size: u64 = if wide { 24 } else { 16 };
+    if sh.sh_type != SHT_SYMTAB
+        || sh.entsize != sym_size
+        || sh.size % sym_size != 0
+        || sh.link != elf.header().shstrndx
+        || raw(sh.link)?.sh_type != elf::SHT_STRTAB
+    {
+        return None;
+    }
+    let start = usize::try_from(sh.offset).ok()?;
+    let data = elf
+        .data()
+        .get(start..start.checked_add(usize::try_from(sh.size).ok()?)?)?;
+    let count = u32::try_from(sh.size / sym_size).ok()?;
+    Some(SymbolTable::from_checked(
+        elf,
+        index,
+        data,
+        count,
+        *elf.shstrtab(),
+    ))
 }
 
 /// Parses `.BTF` into the storage's type index.
@@ -578,15 +591,13 @@ fn mmapable(btf: &Btf<'_>, section: &str) -> bool {
         })
 }
 
-/// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
-/// maps, global data maps, the `.kconfig` map, then every relocation of every program.
-fn finish<'a>(
+/// The maps [`finish`] adds after the legacy ones: BTF-defined maps, global data maps and
+/// the `.kconfig` map.
+#[inline(always)]
+fn more_maps<'a>(
     parts: &mut Parts<'a>,
     btf: Option<&Btf<'_>>,
-    programs: &mut VecView<Program<'a>>,
     maps: &mut VecView<MapDef<'a>>,
-    patches: &mut VecView<Patch>,
-    insns: &mut VecView<Insn>,
 ) -> Result<()> {
     let elf = parts.elf;
     if let (Some(btf), Some(section)) = (btf, parts.btf_maps_section) {
@@ -656,13 +667,57 @@ fn finish<'a>(
             }
         }
     }
-    let wide = elf.header().class == Class::Elf64;
+    Ok(())
+}
+
+/// The second half of the open phase, once the BTF (if needed) is parsed: BTF-defined
+/// maps, global data maps, the `.kconfig` map, then every relocation of every program.
+fn finish<'a>(
+    parts: &mut Parts<'a>,
+    btf: Option<&Btf<'_>>,
+    programs: &mut VecView<Program<'a>>,
+    maps: &mut VecView<MapDef<'a>>,
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+) -> Result<()> {
+    if parts.btf_map_symbols > 0 || parts.data_lo < parts.data_hi || parts.externs > 0 {
+        more_maps(parts, btf, maps)?;
+    } else {
+        // No BTF-defined, global data or `.kconfig` map: what `more_maps` finds of none.
+        parts.first_data_map = maps.len() as u32;
+        parts.btf_maps_sorted = true;
+    }
     let mut table = PatchTable {
         patches,
         ready: true,
         sorted: true,
     };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    if parts.rel_lo < parts.rel_hi {
+        all_relocations(parts, programs, maps, &mut table)?;
+    }
+    parts.patches_ready = table.ready && patch::contiguous(programs);
+    parts.rels_sorted = table.sorted;
+    // Call lists (and a decoded copy of the functions called) when some function
+    // relocates against code, which is how programs reach their subprograms: otherwise
+    // `relocate` notices a call inside a section as it copies, and links by scanning.
+    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
+    if parts.patches_ready && parts.rels_sorted && links {
+        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
+    }
+    Ok(())
+}
+
+/// Every REL table of code (in `parts.rel_lo..parts.rel_hi`) through [`collect_relocations`].
+#[inline(never)]
+fn all_relocations(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    maps: &[MapDef<'_>],
+    table: &mut PatchTable<'_>,
+) -> Result<()> {
+    let elf = parts.elf;
+    let wide = elf.header().class == Class::Elf64;
     let mut lo = 0usize;
     // The headers in `rel_lo..rel_hi` (program sections and their REL tables, usually
     // interleaved) told apart by native reads; the REL tables of code read in full.
@@ -686,24 +741,11 @@ fn finish<'a>(
         };
         if sh.sh_type == SHT_REL && is_exec(sh.info) {
             if wide {
-                collect_relocations::<true>(
-                    parts, programs, maps, index, &sh, &mut lo, &mut table,
-                )?;
+                collect_relocations::<true>(parts, programs, maps, index, &sh, &mut lo, table)?;
             } else {
-                collect_relocations::<false>(
-                    parts, programs, maps, index, &sh, &mut lo, &mut table,
-                )?;
+                collect_relocations::<false>(parts, programs, maps, index, &sh, &mut lo, table)?;
             }
         }
-    }
-    parts.patches_ready = table.ready && patch::contiguous(programs);
-    parts.rels_sorted = table.sorted;
-    // Call lists (and a decoded copy of the functions called) when some function
-    // relocates against code, which is how programs reach their subprograms: otherwise
-    // `relocate` notices a call inside a section as it copies, and links by scanning.
-    let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
-    if parts.patches_ready && parts.rels_sorted && links {
-        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
     }
     Ok(())
 }
@@ -922,6 +964,8 @@ fn check_sections<const N: usize>(elf: &Elf<'_>) -> Result<()> {
 /// One pass over the section headers: checks each (without a branch, see [`sections`]),
 /// notes the executable sections in `execs` (their names checked as probe specs),
 /// `license`, `version`, `maps`, the symbol table and where the REL tables of code lie.
+/// Out of line: inlined in [`fill`], its locals were kept in memory.
+#[inline(never)]
 fn scan_sections<'a, const N: usize>(
     parts: &mut Parts<'a>,
     execs: &mut VecView<ExecSection<'a>>,
@@ -954,23 +998,24 @@ fn scan_sections<'a, const N: usize>(
         max_end = max_end.max(end);
         max_name = max_name.max(sh.name);
         match sh.sh_type {
-            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {
+            // A program section when its size is a non-zero multiple of 8 (an empty
+            // `.text` costs no call); any other executable section is skipped.
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 && sh.size != 0 && sh.size % 8 == 0 => {
                 exec_section(parts, execs, names, index, RawSection::read(raw))?;
             }
+            SHT_PROGBITS if sh.flags & SHF_EXECINSTR != 0 => {}
             SHT_PROGBITS => {
                 // Most sections (`.debug_*`, `.BTF.ext`'s relocations, `.llvm_addrsig`)
                 // are told apart on their first bytes, compared in place.
-                let t = tab.get(sh.name as usize..).unwrap_or_default();
-                let interesting = match t.first() {
-                    Some(b'l' | b'v' | b'm') => true,
-                    Some(b'.') => match t.get(1) {
-                        Some(b'm' | b'B' | b'r') => true,
-                        Some(b'd') => t.get(2) == Some(&b'a'),
-                        _ => false,
-                    },
-                    _ => false,
-                };
+                // The first four bytes of every name `named_section` reads, found by a
+                // perfect hash of the name's first four bytes (most names are none of them).
+                let at = sh.name as usize;
+                let interesting = tab
+                    .get(at..at.wrapping_add(4))
+                    .and_then(|w| w.first_chunk::<4>())
+                    .is_some_and(|w| is_named_word(u32::from_ne_bytes(*w)));
                 if interesting {
+                    let t = tab.get(at..).unwrap_or_default();
                     named_section(parts, t, index, RawSection::read(raw))?;
                 }
             }
@@ -1020,6 +1065,48 @@ fn scan_sections<'a, const N: usize>(
     ))
 }
 
+/// The multiplier of the perfect hash of [`NAMED_WORDS`]: `(w * K) >> 29` puts each of the
+/// seven words in a slot of its own, in either byte order.
+const NAMED_HASH: u32 = 0x16a9;
+
+/// The first four bytes of the names `named_section` reads (`license`, `version`, `maps`,
+/// `.maps`, `.BTF`, `.rodata`, `.data`), each in its slot of the hash (0: empty slot).
+const NAMED_WORDS: [u32; 8] = {
+    let w = u32::from_ne_bytes;
+    if cfg!(target_endian = "little") {
+        [
+            w(*b"vers"),
+            w(*b".dat"),
+            0,
+            w(*b"lice"),
+            w(*b".map"),
+            w(*b".BTF"),
+            w(*b"maps"),
+            w(*b".rod"),
+        ]
+    } else {
+        [
+            w(*b".map"),
+            w(*b".BTF"),
+            w(*b".dat"),
+            w(*b".rod"),
+            w(*b"maps"),
+            w(*b"lice"),
+            0,
+            w(*b"vers"),
+        ]
+    }
+};
+
+/// Whether `w`, a name's first four bytes (native order), begins a name `named_section`
+/// reads: one multiplication, one load, one comparison.
+#[inline(always)]
+fn is_named_word(w: u32) -> bool {
+    let slot = (w.wrapping_mul(NAMED_HASH) >> 29) as usize;
+    // An empty slot (0) matches a name of four NULs, which `named_section` then ignores.
+    NAMED_WORDS.get(slot).is_some_and(|&n| n == w)
+}
+
 /// The contents of section `sh` (empty when outside the file: the checks report it).
 fn section_bytes<'a>(elf: &Elf<'a>, sh: &RawSection) -> &'a [u8] {
     let start = sh.offset as usize;
@@ -1028,8 +1115,8 @@ fn section_bytes<'a>(elf: &Elf<'a>, sh: &RawSection) -> &'a [u8] {
         .unwrap_or_default()
 }
 
-/// An executable section: a program section (its name checked as a probe spec) when its
-/// size is a non-zero multiple of 8.
+/// A program section (an executable section whose size is a non-zero multiple of 8): its
+/// name checked as a probe spec.
 #[inline(never)]
 fn exec_section<'a>(
     parts: &mut Parts<'a>,
@@ -1038,9 +1125,6 @@ fn exec_section<'a>(
     index: u32,
     sh: RawSection,
 ) -> Result<()> {
-    if sh.size == 0 || sh.size % 8 != 0 {
-        return Ok(());
-    }
     let elf = &parts.elf;
     let at = || elf.section_ref(index);
     // The table as a whole was checked as UTF-8 once: no per-name check.
@@ -1072,35 +1156,12 @@ fn exec_section<'a>(
 
 /// A data section whose name (`t`: the name table from it on) may be one the object
 /// phase reads: `license`, `version`, `maps`, `.maps`, `.BTF`, `.BTF.ext`, `.rodata*`,
-/// `.data*`.
-#[inline(never)]
+/// `.data*`. Inline in the section pass: most only note their index.
+#[inline(always)]
 fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection) -> Result<()> {
-    let elf = parts.elf;
-    let at = || elf.section_ref(index);
-    let data = || section_bytes(&elf, &sh);
     match t.first() {
-        Some(b'l') if t.starts_with(b"license\0") => {
-            let data = data();
-            let len = data
-                .iter()
-                .position(|&b| b == 0)
-                .ok_or_else(|| Error::BadSection {
-                    section: at(),
-                    what: "license is not NUL-terminated",
-                })?;
-            let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
-            parts.license = Some(text.ok_or_else(|| Error::BadSection {
-                section: at(),
-                what: "license is not valid UTF-8",
-            })?);
-        }
-        Some(b'v') if t.starts_with(b"version\0") => {
-            let data: [u8; 4] = data().try_into().map_err(|_| Error::BadSection {
-                section: at(),
-                what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
-            })?;
-            parts.version = Some(u32::from_ne_bytes(data));
-        }
+        Some(b'l') if t.starts_with(b"license\0") => license_section(parts, index, sh)?,
+        Some(b'v') if t.starts_with(b"version\0") => version_section(parts, index, sh)?,
         Some(b'm') if t.starts_with(b"maps\0") => parts.maps_section = Some(index),
         Some(b'.') => match t.get(1).copied() {
             Some(b'm') if t.starts_with(b".maps\0") => {
@@ -1122,6 +1183,46 @@ fn named_section<'a>(parts: &mut Parts<'a>, t: &[u8], index: u32, sh: RawSection
         },
         _ => {}
     }
+    Ok(())
+}
+
+/// The `license` section: a NUL-terminated UTF-8 string.
+#[inline(never)]
+fn license_section(parts: &mut Parts<'_>, index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let at = || elf.section_ref(index);
+    let data = section_bytes(&elf, &sh);
+    // The commonest license told at once: the same string as the scan below reads.
+    if data.starts_with(b"GPL\0") {
+        parts.license = Some("GPL");
+        return Ok(());
+    }
+    let len = data
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or_else(|| Error::BadSection {
+            section: at(),
+            what: "license is not NUL-terminated",
+        })?;
+    let text = data.get(..len).and_then(|t| core::str::from_utf8(t).ok());
+    parts.license = Some(text.ok_or_else(|| Error::BadSection {
+        section: at(),
+        what: "license is not valid UTF-8",
+    })?);
+    Ok(())
+}
+
+/// The `version` section: exactly 4 bytes.
+#[inline(never)]
+fn version_section(parts: &mut Parts<'_>, index: u32, sh: RawSection) -> Result<()> {
+    let elf = parts.elf;
+    let data: [u8; 4] = section_bytes(&elf, &sh)
+        .try_into()
+        .map_err(|_| Error::BadSection {
+            section: elf.section_ref(index),
+            what: "version must be exactly 4 bytes (a u32 LINUX_VERSION_CODE)",
+        })?;
+    parts.version = Some(u32::from_ne_bytes(data));
     Ok(())
 }
 
@@ -1664,4 +1765,53 @@ struct ExecSection<'a> {
     name: &'a str,
     code: &'a [u8],
     has_funcs: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_named_word;
+
+    #[test]
+    fn named_words_are_told_from_other_names() {
+        for name in [
+            "license",
+            "version",
+            "maps",
+            ".maps",
+            ".BTF",
+            ".BTF.ext",
+            ".rodata",
+            ".rodata.str1.1",
+            ".data",
+            ".data.counts",
+        ] {
+            let w = name
+                .as_bytes()
+                .first_chunk::<4>()
+                .copied()
+                .unwrap_or_default();
+            assert!(is_named_word(u32::from_ne_bytes(w)), "{name}");
+        }
+        for name in [
+            ".debug_info",
+            ".rel.text",
+            ".text",
+            ".llvm_addrsig",
+            ".bss",
+            "kprobe/f",
+            "lic.",
+            "map.",
+            ".BT.",
+            "xdp",
+            ".eh_frame",
+            "\0\0\0\x01",
+        ] {
+            let w = name
+                .as_bytes()
+                .first_chunk::<4>()
+                .copied()
+                .unwrap_or_default();
+            assert!(!is_named_word(u32::from_ne_bytes(w)), "{name}");
+        }
+    }
 }

@@ -239,7 +239,10 @@ impl<'a, 's> Object<'a, 's> {
             return self.link_into(prog, prologue, map_fds, out);
         }
         let (head, body) = dst.split_at_mut(prologue.len());
-        head.copy_from_slice(prologue);
+        // No prologue is the usual case: no call to copy nothing.
+        if !prologue.is_empty() {
+            head.copy_from_slice(prologue);
+        }
         if self.parts.calls_ready {
             self.copy_insns(p, body);
         } else {

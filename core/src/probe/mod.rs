@@ -435,6 +435,17 @@ pub fn validate(section: &str) -> Result<(), ProbeError> {
 /// `%`). `false` says nothing: [`parse`] decides.
 fn plainly_valid(name: &[u8]) -> bool {
     let word = |b: &u8| is_ident_cont(*b) || *b == b'-';
+    let kernel_symbol = |rest: &[u8]| {
+        rest.first().is_some_and(|&b| is_ident_start(b))
+            && rest.iter().all(|&b| is_class(b, IDENT_CONT | DOT))
+    };
+    // The commonest forms told by their prefix, compared at once.
+    if let Some(rest) = name
+        .strip_prefix(b"kprobe/")
+        .or_else(|| name.strip_prefix(b"kretprobe/"))
+    {
+        return kernel_symbol(rest);
+    }
     let Some(slash) = name.iter().position(|&b| b == b'/') else {
         return !name
             .iter()
@@ -443,10 +454,7 @@ fn plainly_valid(name: &[u8]) -> bool {
     let (prefix, rest) = name.split_at(slash);
     let rest = rest.get(1..).unwrap_or_default();
     match prefix {
-        b"kprobe" | b"kretprobe" => {
-            rest.first().is_some_and(|&b| is_ident_start(b))
-                && rest.iter().all(|&b| is_class(b, IDENT_CONT | DOT))
-        }
+        b"kprobe" | b"kretprobe" => kernel_symbol(rest),
         b"tracepoint" | b"tp" => match rest.iter().position(|&b| b == b'/') {
             Some(i) => {
                 let (category, name) = rest.split_at(i);
