@@ -404,23 +404,30 @@ mod tests {
         o.link_into_reference(prog, &[], map_fds, out)
     }
 
+    /// Every fixture object, plus those of `SLUICE_EXTRA_OBJS=DIR`: path and bytes.
+    fn objects() -> std::vec::Vec<(std::path::PathBuf, std::vec::Vec<u8>)> {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
+        let mut dirs = std::vec![dir];
+        dirs.extend(std::env::var_os("SLUICE_EXTRA_OBJS").map(std::path::PathBuf::from));
+        dirs.iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap())
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "o"))
+            .map(|p| {
+                let bytes = std::fs::read(&p).unwrap();
+                (p, bytes)
+            })
+            .collect()
+    }
+
     /// Every program of every fixture (calls, global data, BTF maps, legacy maps),
     /// with no fds, too few and enough: the same answer and the same instructions.
     /// `SLUICE_EXTRA_OBJS=DIR` adds the objects of another folder (the peers' benchmark
     /// objects, say).
     #[test]
     fn relocate_answers_as_the_table_walk_does() {
-        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
-        let mut dirs = std::vec![dir];
-        dirs.extend(std::env::var_os("SLUICE_EXTRA_OBJS").map(std::path::PathBuf::from));
         let mut checked = 0;
-        let entries = dirs.iter().flat_map(|d| std::fs::read_dir(d).unwrap());
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|x| x != "o") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
+        for (path, bytes) in objects() {
             let mut storage = std::boxed::Box::new(ObjectStorage::new());
             let Ok(o) = Object::open(&bytes, &mut storage) else {
                 continue;
@@ -454,17 +461,8 @@ mod tests {
     #[test]
     fn the_patch_table_answers_as_rereading_does() {
         use crate::object::LinkedPart;
-        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf");
-        let mut dirs = std::vec![dir];
-        dirs.extend(std::env::var_os("SLUICE_EXTRA_OBJS").map(std::path::PathBuf::from));
         let mut checked = 0;
-        let entries = dirs.iter().flat_map(|d| std::fs::read_dir(d).unwrap());
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|x| x != "o") {
-                continue;
-            }
-            let bytes = std::fs::read(&path).unwrap();
+        for (path, bytes) in objects() {
             let mut full = std::boxed::Box::new(ObjectStorage::new());
             let mut none =
                 std::boxed::Box::new(ObjectStorage::<256, 128, 16384, 0, 0>::with_capacities());
