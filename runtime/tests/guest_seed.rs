@@ -150,11 +150,12 @@ fn kallsyms_addr(name: &str) -> Option<u64> {
     })
 }
 
-#[test]
-fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
-    let test = "seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes";
+/// What both tests need: a kernel with kprobe events, the resolved spec file named by
+/// `spec_env` (aarch64-ci/guest/seed.sh resolves it on the host) and the `sluice` binary;
+/// `None` after saying which is missing.
+fn setup(test: &str, spec_env: &str) -> Option<(Tracefs, PathBuf, PathBuf)> {
     if !common::kernel(test) {
-        return;
+        return None;
     }
     let t = Tracefs::find().expect("tracefs");
     if !t.supports(ProbeKind::Kprobe) {
@@ -162,17 +163,26 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
             test,
             "the kernel has no kprobe events (the host's; run in a guest)",
         );
-        return;
+        return None;
     }
-    let Some(spec_file) = std::env::var_os("SLUICE_SEED_SPEC").map(PathBuf::from) else {
+    let Some(spec_file) = std::env::var_os(spec_env).map(PathBuf::from) else {
         skip(
             test,
-            "no SLUICE_SEED_SPEC (aarch64-ci/guest/seed.sh resolves it on the host)",
+            &format!("no {spec_env} (aarch64-ci/guest/seed.sh resolves it on the host)"),
         );
-        return;
+        return None;
     };
     let Some(bin) = std::env::var_os("SLUICE_BIN").map(PathBuf::from) else {
         skip(test, "no sluice binary (set SLUICE_BIN)");
+        return None;
+    };
+    Some((t, spec_file, bin))
+}
+
+#[test]
+fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
+    let test = "seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes";
+    let Some((t, spec_file, bin)) = setup(test, "SLUICE_SEED_SPEC") else {
         return;
     };
     let want_a_ops = hex_env("SLUICE_SEED_A_OPS").map(|a| a.wrapping_add_signed(kaslr_offset()));
@@ -313,26 +323,7 @@ fn seed_probe_values_from_the_prologue_equal_the_kernels_and_the_writes() {
 #[test]
 fn kernel_globals_are_read_where_the_running_kernel_has_them() {
     let test = "kernel_globals_are_read_where_the_running_kernel_has_them";
-    if !common::kernel(test) {
-        return;
-    }
-    let t = Tracefs::find().expect("tracefs");
-    if !t.supports(ProbeKind::Kprobe) {
-        skip(
-            test,
-            "the kernel has no kprobe events (the host's; run in a guest)",
-        );
-        return;
-    }
-    let Some(spec_file) = std::env::var_os("SLUICE_SEED_GLOBAL_SPEC").map(PathBuf::from) else {
-        skip(
-            test,
-            "no SLUICE_SEED_GLOBAL_SPEC (aarch64-ci/guest/seed.sh resolves it on the host)",
-        );
-        return;
-    };
-    let Some(bin) = std::env::var_os("SLUICE_BIN").map(PathBuf::from) else {
-        skip(test, "no sluice binary (set SLUICE_BIN)");
+    let Some((_, spec_file, bin)) = setup(test, "SLUICE_SEED_GLOBAL_SPEC") else {
         return;
     };
     let spec = std::fs::read_to_string(&spec_file)
