@@ -74,43 +74,6 @@ impl<'a> RelTable<'a> {
         Ok(table)
     }
 
-    /// [`RelTable::new`] without its entries checked, for section `index` whose header
-    /// `sh` the caller has read.
-    pub(crate) fn checked_header(
-        elf: &Elf<'a>,
-        index: u32,
-        sh: &super::SectionHeader,
-        symbols: &SymbolTable<'a>,
-    ) -> Result<Self> {
-        let bad = |what| Error::BadSection {
-            section: elf.section_ref(index),
-            what,
-        };
-        if sh.sh_type != SHT_REL {
-            return Err(bad("not SHT_REL"));
-        }
-        if sh.link != symbols.section {
-            return Err(bad("sh_link is not the symbol table"));
-        }
-        let class = elf.header().class;
-        let entsize = entry_size(class);
-        if (sh.entsize != 0 && sh.entsize != entsize as u64) || sh.size % entsize as u64 != 0 {
-            return Err(bad("relocation entry size does not match the ELF class"));
-        }
-        let data = elf.section_data(sh);
-        let count = u32::try_from(data.len() / entsize).map_err(|_| bad("too many relocations"))?;
-        Ok(RelTable {
-            entries: Entries {
-                data,
-                class,
-                endian: elf.endian(),
-                count,
-            },
-            section: index,
-            target: sh.info,
-        })
-    }
-
     /// The table of section `index` of an object whose tables were validated at open:
     /// nothing is re-checked, a section that is not a REL table reads as empty.
     #[inline]

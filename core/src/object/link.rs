@@ -12,7 +12,7 @@
 //! Scratch is fixed-capacity and on the stack: the placed functions ([`MAX_LINKED`]
 //! entries of 8 bytes) and the walk's stack ([`MAX_CALL_DEPTH`] frames); no heap.
 
-use super::patch::PatchKind;
+use super::patch::{Patch, PatchKind};
 use super::relocate::{patch_ld, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
 use super::{externs, MapTarget, Object, Parts, Program, RelocKind};
 use crate::error::{Error, Result};
@@ -64,7 +64,7 @@ fn no_fd(map: u32) -> Error {
 /// `(section, offset)` order) starting at or before it, if it extends over it. `hint`, the
 /// answer of the previous search, is tried first (calls repeat their targets).
 #[inline]
-fn find_function(
+pub(super) fn find_function(
     programs: &[Program<'_>],
     section: u32,
     byte: u64,
@@ -720,12 +720,12 @@ impl<'a, 's> Object<'a, 's> {
             let (src, map, value) = match patch.kind {
                 PatchKind::MapFd { map } => (PSEUDO_MAP_FD, map, None),
                 PatchKind::MapValue { map, value } => (PSEUDO_MAP_VALUE, map, Some(value)),
-                PatchKind::Nothing | PatchKind::Code { .. } | PatchKind::Call { .. } => continue,
-                PatchKind::Extern { sym } => {
-                    self.link_extern(p, sym, patch.at, map_fds, slots)?;
+                PatchKind::Code { .. } => continue, // linked by the walk
+                // The rest out of line: the loads stay a few compares, not a table.
+                _ => {
+                    self.apply_other(p, patch, map_fds, slots)?;
                     continue;
                 }
-                PatchKind::Other => return Err(self.other_section(p, at)),
             };
             let Some(&fd) = map_fds.get(map as usize) else {
                 return Err(no_fd(map));
@@ -743,6 +743,30 @@ impl<'a, 's> Object<'a, 's> {
             }
         }
         Ok(())
+    }
+
+    /// A patch of [`Object::apply_patches`] that is not a map or global data load: an
+    /// extern linked, another section refused, anything else (code) left to the walk.
+    #[inline(never)]
+    fn apply_other(
+        &self,
+        p: &Program<'_>,
+        patch: &Patch,
+        map_fds: &[i32],
+        slots: &mut [Insn],
+    ) -> Result<()> {
+        match patch.kind {
+            PatchKind::Extern { sym } => self.link_extern(p, sym, patch.at, map_fds, slots),
+            PatchKind::Other => Err(self.other_section(p, patch.at as usize)),
+            PatchKind::MapFd { .. }
+            | PatchKind::MapValue { .. }
+            | PatchKind::Nothing
+            | PatchKind::Code { .. }
+            | PatchKind::Call { .. }
+            | PatchKind::Fd { .. }
+            | PatchKind::Part { .. }
+            | PatchKind::Root => Ok(()),
+        }
     }
 
     #[cold]

@@ -58,7 +58,7 @@ use crate::elf::{
     SHF_EXECINSTR, SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_SYMTAB, STT_SECTION,
 };
 use crate::error::{Error, Result};
-use crate::insn::{opcode, Insn};
+use crate::insn::Insn;
 use heapless::vec::{Vec, VecView};
 
 /// Default program capacity: the peers' `large` object has 200.
@@ -687,14 +687,19 @@ fn finish<'a>(
         parts.first_data_map = maps.len() as u32;
         parts.btf_maps_sorted = true;
     }
-    let mut table = PatchTable {
+    let mut table = patch::PatchTable {
         patches,
         ready: true,
         sorted: true,
+        dup: false,
     };
     // Only the REL tables of executable sections are ours; the scan noted where they lie.
     if parts.rel_lo < parts.rel_hi {
-        all_relocations(parts, programs, maps, &mut table)?;
+        if parts.elf.header().class == Class::Elf64 {
+            patch::collect::<true>(parts, programs, maps, &mut table)?;
+        } else {
+            patch::collect::<false>(parts, programs, maps, &mut table)?;
+        }
     }
     parts.patches_ready = table.ready && patch::contiguous(programs);
     parts.rels_sorted = table.sorted;
@@ -703,60 +708,12 @@ fn finish<'a>(
     // `relocate` notices a call inside a section as it copies, and links by scanning.
     let links = programs.iter().any(|p| p.reloc_count != p.map_reloc_count);
     if parts.patches_ready && parts.rels_sorted && links {
-        parts.calls_ready = patch::scan_functions(programs, table.patches, insns);
-    }
-    Ok(())
-}
-
-/// Every REL table of code (in `parts.rel_lo..parts.rel_hi`) through [`collect_relocations`].
-#[inline(never)]
-fn all_relocations(
-    parts: &Parts<'_>,
-    programs: &mut [Program<'_>],
-    maps: &[MapDef<'_>],
-    table: &mut PatchTable<'_>,
-) -> Result<()> {
-    let elf = parts.elf;
-    let wide = elf.header().class == Class::Elf64;
-    let mut lo = 0usize;
-    // The headers in `rel_lo..rel_hi` (program sections and their REL tables, usually
-    // interleaved) told apart by native reads; the REL tables of code read in full.
-    let headers = elf.section_table();
-    let entsize = usize::from(elf.header().shentsize);
-    let raw = |index: u32| {
-        let at = (index as usize).checked_mul(entsize)?;
-        headers.get(at..at.checked_add(entsize)?)
-    };
-    let is_exec = |index: u32| {
-        raw(index).is_some_and(|h| match h.first_chunk::<64>() {
-            Some(h) if wide => RawSection::read(h).is_exec(),
-            _ => h
-                .first_chunk::<40>()
-                .is_some_and(|h| RawSection::read(h).is_exec()),
-        })
-    };
-    for index in parts.rel_lo..parts.rel_hi {
-        let Some(sh) = raw(index).and_then(|h| full_header(h, wide)) else {
-            continue;
-        };
-        if sh.sh_type == SHT_REL && is_exec(sh.info) {
-            if wide {
-                collect_relocations::<true>(parts, programs, maps, index, &sh, &mut lo, table)?;
-            } else {
-                collect_relocations::<false>(parts, programs, maps, index, &sh, &mut lo, table)?;
-            }
+        parts.calls_ready = patch::scan_functions(programs, table.patches);
+        if parts.calls_ready {
+            patch::link_images(programs, table.patches, insns, !table.dup);
         }
     }
     Ok(())
-}
-
-/// The patch table being filled by [`collect_relocations`], and what it learned.
-struct PatchTable<'p> {
-    patches: &'p mut VecView<Patch>,
-    /// Every relocation has its patch (the table did not fill up).
-    ready: bool,
-    /// Every REL table of code is in offset order.
-    sorted: bool,
 }
 
 /// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,
@@ -1431,182 +1388,6 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
         *m = MapDef::read(m.name, data, m.offset, layout, endian, at)?;
     }
     parts.map_def_size = def_size as u32;
-    Ok(())
-}
-
-/// Validates every relocation of REL section `index` (whose header is `rel`): each entry
-/// belongs to the program whose instructions contain its offset; records per program its
-/// REL section, the range of its entries in that table, its counts, and each entry's patch
-/// in the patch table (`WIDE`: ELF64 records, else ELF32). `lo` is where the search for
-/// the target section's programs starts (REL tables usually come in the order of their
-/// sections).
-#[inline(never)]
-fn collect_relocations<const WIDE: bool>(
-    parts: &Parts<'_>,
-    programs: &mut [Program<'_>],
-    maps: &[MapDef<'_>],
-    index: u32,
-    rel: &SectionHeader,
-    lo: &mut usize,
-    table_out: &mut PatchTable<'_>,
-) -> Result<()> {
-    let elf = &parts.elf;
-    let target = rel.info;
-    // The programs of the target section: a contiguous run (programs are sorted).
-    let first = if programs.get(*lo).is_some_and(|p| p.section_index == target)
-        && (*lo == 0
-            || programs
-                .get(*lo - 1)
-                .is_some_and(|p| p.section_index < target))
-    {
-        *lo
-    } else {
-        programs.partition_point(|p| p.section_index < target)
-    };
-    let end = first
-        + programs
-            .get(first..)
-            .unwrap_or_default()
-            .iter()
-            .take_while(|p| p.section_index == target)
-            .count();
-    *lo = end;
-    let Some(section_programs) = programs.get_mut(first..end).filter(|s| !s.is_empty()) else {
-        return Ok(()); // an executable section too small to be a program
-    };
-    let symbols = parts.symbols.ok_or_else(|| Error::BadSection {
-        section: elf.section_ref(index),
-        what: "relocations without a symbol table",
-    })?;
-    let table = RelTable::checked_header(elf, index, rel, &symbols)?;
-    let (rels, syms) = (table.data(), symbols.data());
-    let nsyms = symbols.len();
-    let n = table.len();
-    // Entry `i`'s patch goes to `base + i`.
-    let base = table_out.patches.len() as u32;
-    let mut last_section = (u32::MAX, RelocKind::Extern);
-    let mut prev_offset = 0u64;
-    let mut sorted = true;
-    let mut ready = table_out.ready;
-    let bad = |i: u32, offset: u64, what| Error::BadReloc {
-        section: elf.section_ref(target),
-        index: i,
-        insn: offset / 8,
-        what,
-    };
-    // Runs of entries of one program (entries usually come in offset order): the program
-    // is found once per run, its counts kept in locals until the run ends.
-    let mut i = 0u32;
-    // The program of the previous entry, tried first (the first program at the start).
-    let mut cur = 0usize;
-    while i < n {
-        let Some((offset, sym)) = raw_rel::<WIDE>(rels, i) else {
-            break;
-        };
-        if sym >= nsyms {
-            return Err(bad(i, offset, "symbol index outside the symbol table"));
-        }
-        let contains = |p: &Program<'_>| {
-            let start = u64::from(p.offset);
-            offset >= start && offset < start + p.code.len() as u64
-        };
-        if !section_programs.get(cur).is_some_and(contains) {
-            let after = section_programs.partition_point(|p| u64::from(p.offset) <= offset);
-            cur = after
-                .checked_sub(1)
-                .filter(|&c| section_programs.get(c).is_some_and(contains))
-                .ok_or_else(|| bad(i, offset, "offset is outside every program of the section"))?;
-        }
-        let Some(prog) = section_programs.get_mut(cur) else {
-            break;
-        };
-        if prog.rel_section.is_some_and(|r| r != index) {
-            return Err(Error::BadSection {
-                section: elf.section_ref(index),
-                what: "second REL section for the same program",
-            });
-        }
-        if prog.rel_section.is_none() {
-            prog.rel_section = Some(index);
-            prog.rel_first = i;
-            prog.patch_first = base + i;
-        }
-        let start = u64::from(prog.offset);
-        let code = prog.code;
-        let end = start + code.len() as u64;
-        let count = code.len() as u64 / 8;
-        let (mut relocs, mut map_relocs, mut maps_needed) = (0u32, 0u32, prog.maps_needed);
-        // The run: entry `i` and those after it inside the same program.
-        let mut j = i;
-        let run_end = loop {
-            let Some((offset, sym)) = raw_rel::<WIDE>(rels, j) else {
-                break j;
-            };
-            if j != i {
-                if sym >= nsyms {
-                    if offset >= start && offset < end {
-                        return Err(bad(j, offset, "symbol index outside the symbol table"));
-                    }
-                    break j; // the next run reports it
-                }
-                if offset < start || offset >= end {
-                    break j;
-                }
-            }
-            sorted &= offset >= prev_offset;
-            prev_offset = offset;
-            // The checks of `Parts::classify`, in its order.
-            if offset % 8 != 0 {
-                return Err(bad(j, offset, "offset is not on an instruction boundary"));
-            }
-            let rel_off = offset - start;
-            let insn_index = rel_off / 8;
-            let (shndx, value) = raw_sym::<WIDE>(syms, sym).unwrap_or_default();
-            let shndx = u32::from(shndx);
-            let target = parts.map_target(maps, shndx, value);
-            match target {
-                MapTarget::None => {}
-                MapTarget::Bad(what) => return Err(bad(j, offset, what)),
-                MapTarget::Map(map) | MapTarget::Value(map) => {
-                    let op = code.get(rel_off as usize).copied().unwrap_or(0);
-                    if op != opcode::LD_IMM64 {
-                        return Err(bad(
-                            j,
-                            offset,
-                            "map relocation on an instruction that is not ld_imm64",
-                        ));
-                    }
-                    if insn_index + 1 >= count {
-                        return Err(bad(j, offset, "ld_imm64 is missing its second slot"));
-                    }
-                    map_relocs += 1;
-                    maps_needed = maps_needed.max(map + 1);
-                }
-            }
-            match patch::kind_of(parts, target, shndx, sym, value, &mut last_section) {
-                Some(kind) => patch::push(
-                    table_out.patches,
-                    &mut ready,
-                    Patch {
-                        at: insn_index as u32,
-                        kind,
-                    },
-                ),
-                None => ready = false,
-            }
-            relocs += 1;
-            j += 1;
-        };
-        if let Some(prog) = section_programs.get_mut(cur) {
-            prog.rel_end = run_end;
-            prog.reloc_count += relocs;
-            prog.map_reloc_count += map_relocs;
-            prog.maps_needed = maps_needed;
-        }
-        i = run_end;
-    }
-    table_out.ready = ready;
-    table_out.sorted &= sorted;
     Ok(())
 }
 

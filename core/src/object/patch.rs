@@ -12,7 +12,9 @@
 //! not one run, a call that resolves to no function), is relocated by re-reading as
 //! before: the table is a shortcut, never a limit.
 
-use super::{MapTarget, Parts, Program, RelocKind};
+use super::{MapDef, MapTarget, Parts, Program, RelocKind};
+use crate::elf::{SHF_EXECINSTR, SHT_PROGBITS, SHT_REL};
+use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 use heapless::vec::VecView;
 
@@ -54,6 +56,20 @@ pub(crate) enum PatchKind {
     /// A code reference: a call (`ld: false`) or function address (`ld: true`) landing
     /// on instruction `offset` of function `program`.
     Call { program: u32, offset: u32, ld: bool },
+    /// In the layout (see [`Image`]): the `imm` of a map or global data load, map `map`'s
+    /// fd (its `src_reg` and second slot are set there already).
+    Fd { map: u32 },
+    /// Just before a function's call list: its part of the layout (see [`Image`]), from
+    /// [`Patch::at`] in the decoded-instruction cache.
+    Part {
+        /// Its height, plus [`CLOSED`] when nothing in the part refers outside it.
+        meta: u8,
+        npatches: u16,
+        len: u32,
+        patches: u32,
+    },
+    /// Just before a function's call list: it is a root (see [`Image`]).
+    Root,
 }
 
 /// What the patch of a relocation against a symbol of section `shndx` whose value is
@@ -101,6 +117,345 @@ pub(crate) fn push(patches: &mut VecView<Patch>, ready: &mut bool, patch: Patch)
     }
 }
 
+/// The patch table being filled by [`collect`], and what it learned.
+pub(crate) struct PatchTable<'p> {
+    pub(crate) patches: &'p mut VecView<Patch>,
+    /// Every relocation has its patch (the table did not fill up).
+    pub(crate) ready: bool,
+    /// Every REL table of code is in offset order.
+    pub(crate) sorted: bool,
+    /// Some REL table has two entries in a row at the same offset.
+    pub(crate) dup: bool,
+}
+
+/// `u32` at `at` of `b`, native byte order (0 past the end).
+#[inline(always)]
+fn rd32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|w| w.first_chunk::<4>())
+        .map_or(0, |w| u32::from_ne_bytes(*w))
+}
+
+/// `u64` at `at` of `b`, native byte order (0 past the end).
+#[inline(always)]
+fn rd64(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8)
+        .and_then(|w| w.first_chunk::<8>())
+        .map_or(0, |w| u64::from_ne_bytes(*w))
+}
+
+/// A field of a section header that is 64 bits wide in ELF64 (at `at64`) and 32 in
+/// ELF32 (at `at32`).
+#[inline(always)]
+fn word<const WIDE: bool>(h: &[u8], at64: usize, at32: usize) -> u64 {
+    if WIDE {
+        rd64(h, at64)
+    } else {
+        rd32(h, at32).into()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_reloc(parts: &Parts<'_>, target: u32, index: u32, offset: u64, what: &'static str) -> Error {
+    Error::BadReloc {
+        section: parts.elf.section_ref(target),
+        index,
+        insn: offset / 8,
+        what,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_table(parts: &Parts<'_>, index: u32, what: &'static str) -> Error {
+    Error::BadSection {
+        section: parts.elf.section_ref(index),
+        what,
+    }
+}
+
+/// The pass over every REL table of code (in `parts.rel_lo..parts.rel_hi`, section
+/// order; `WIDE`: ELF64 records, else ELF32): validates every relocation (each entry
+/// belongs to the program whose instructions contain its offset, and the checks of
+/// `Parts::classify`, in its order); records per program its REL section, the range of
+/// its entries in that table and its counts, and each entry's patch in the patch table
+/// (entry `i` of a table at the table's base plus `i`).
+#[inline(never)]
+pub(crate) fn collect<const WIDE: bool>(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    maps: &[MapDef<'_>],
+    out: &mut PatchTable<'_>,
+) -> Result<()> {
+    let elf = &parts.elf;
+    let hsize = if WIDE { 64 } else { 40 };
+    let headers = elf.section_table();
+    let header = |index: u32| {
+        let at = index as usize * hsize;
+        headers.get(at..at + hsize)
+    };
+    let (syms, nsyms, symtab) = match parts.symbols {
+        Some(s) => (s.data(), s.len(), Some(s.section)),
+        None => (&[][..], 0, None),
+    };
+    // Where the search for a table's programs starts (tables usually come in the order
+    // of their sections).
+    let mut lo = 0usize;
+    for index in parts.rel_lo..parts.rel_hi {
+        let Some(h) = header(index) else {
+            continue;
+        };
+        if rd32(h, 4) != SHT_REL {
+            continue;
+        }
+        let target = rd32(h, if WIDE { 44 } else { 28 });
+        let exec = header(target).is_some_and(|t| {
+            rd32(t, 4) == SHT_PROGBITS && word::<WIDE>(t, 8, 8) & SHF_EXECINSTR != 0
+        });
+        if !exec {
+            continue;
+        }
+        // The programs of the target section: a contiguous run (programs are sorted).
+        let first = if programs.get(lo).is_some_and(|p| p.section_index == target)
+            && (lo == 0
+                || programs
+                    .get(lo - 1)
+                    .is_some_and(|p| p.section_index < target))
+        {
+            lo
+        } else {
+            programs.partition_point(|p| p.section_index < target)
+        };
+        let count = programs
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|p| p.section_index == target)
+            .count();
+        lo = first + count;
+        let Some(section_programs) = programs.get_mut(first..lo).filter(|s| !s.is_empty()) else {
+            continue; // an executable section too small to be a program
+        };
+        // The checks of `RelTable::checked_header`, in its order.
+        let Some(symtab) = symtab else {
+            return Err(bad_table(
+                parts,
+                index,
+                "relocations without a symbol table",
+            ));
+        };
+        if rd32(h, if WIDE { 40 } else { 24 }) != symtab {
+            return Err(bad_table(parts, index, "sh_link is not the symbol table"));
+        }
+        let ent: u64 = if WIDE { 16 } else { 8 };
+        let (entsize, size) = (word::<WIDE>(h, 56, 36), word::<WIDE>(h, 32, 20));
+        if (entsize != 0 && entsize != ent) || size % ent != 0 {
+            return Err(bad_table(
+                parts,
+                index,
+                "relocation entry size does not match the ELF class",
+            ));
+        }
+        // The section pass checked every section's extent.
+        let start = word::<WIDE>(h, 24, 16) as usize;
+        let data = elf
+            .data()
+            .get(start..start.saturating_add(size as usize))
+            .unwrap_or_default();
+        if u32::try_from(data.len() as u64 / ent).is_err() {
+            return Err(bad_table(parts, index, "too many relocations"));
+        }
+        rel_table::<WIDE>(
+            parts,
+            maps,
+            syms,
+            nsyms,
+            index,
+            target,
+            section_programs,
+            data,
+            out,
+        )?;
+    }
+    Ok(())
+}
+
+/// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rel_table<const WIDE: bool>(
+    parts: &Parts<'_>,
+    maps: &[MapDef<'_>],
+    syms: &[u8],
+    nsyms: u32,
+    index: u32,
+    target: u32,
+    programs: &mut [Program<'_>],
+    data: &[u8],
+    out: &mut PatchTable<'_>,
+) -> Result<()> {
+    let ent = if WIDE { 16 } else { 8 };
+    let base = out.patches.len() as u32;
+    let mut ready = out.ready;
+    let mut sorted = true;
+    let mut dup = false;
+    let mut prev = 0u64;
+    let mut last_section = (u32::MAX, RelocKind::Extern);
+    // The program of the previous entry, tried first (the first program at the start):
+    // its extent, and whether its REL section is set and its counts are in the locals.
+    let mut cur = 0usize;
+    let Some(p) = programs.first() else {
+        return Ok(());
+    };
+    let (mut start, mut end, mut code) = (
+        u64::from(p.offset),
+        u64::from(p.offset) + p.code.len() as u64,
+        p.code,
+    );
+    let mut entered = false;
+    let (mut relocs, mut map_relocs, mut maps_needed, mut last) = (0u32, 0u32, 0u32, 0u32);
+    let flush = |p: Option<&mut Program<'_>>, relocs, map_relocs, maps_needed, last: u32| {
+        if let Some(p) = p {
+            p.rel_end = last + 1;
+            p.reloc_count += relocs;
+            p.map_reloc_count += map_relocs;
+            p.maps_needed = maps_needed;
+        }
+    };
+    for (j, e) in (0u32..).zip(data.chunks_exact(ent)) {
+        let (offset, sym) = if WIDE {
+            (rd64(e, 0), (rd64(e, 8) >> 32) as u32)
+        } else {
+            (rd32(e, 0).into(), rd32(e, 4) >> 8)
+        };
+        if sym >= nsyms {
+            return Err(bad_reloc(
+                parts,
+                target,
+                j,
+                offset,
+                "symbol index outside the symbol table",
+            ));
+        }
+        if offset < start || offset >= end {
+            if entered {
+                flush(programs.get_mut(cur), relocs, map_relocs, maps_needed, last);
+                entered = false;
+            }
+            let contains = |p: &Program<'_>| {
+                let s = u64::from(p.offset);
+                offset >= s && offset < s + p.code.len() as u64
+            };
+            let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
+            cur = after
+                .checked_sub(1)
+                .filter(|&c| programs.get(c).is_some_and(contains))
+                .ok_or_else(|| {
+                    bad_reloc(
+                        parts,
+                        target,
+                        j,
+                        offset,
+                        "offset is outside every program of the section",
+                    )
+                })?;
+            if let Some(p) = programs.get(cur) {
+                (start, end, code) = (
+                    u64::from(p.offset),
+                    u64::from(p.offset) + p.code.len() as u64,
+                    p.code,
+                );
+            }
+        }
+        if !entered {
+            let Some(prog) = programs.get_mut(cur) else {
+                break;
+            };
+            match prog.rel_section {
+                Some(r) if r != index => {
+                    return Err(bad_table(
+                        parts,
+                        index,
+                        "second REL section for the same program",
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    prog.rel_section = Some(index);
+                    prog.rel_first = j;
+                    prog.patch_first = base + j;
+                }
+            }
+            entered = true;
+            (relocs, map_relocs, maps_needed) = (0, 0, prog.maps_needed);
+        }
+        last = j;
+        sorted &= offset >= prev;
+        dup |= j > 0 && offset == prev;
+        prev = offset;
+        if offset % 8 != 0 {
+            return Err(bad_reloc(
+                parts,
+                target,
+                j,
+                offset,
+                "offset is not on an instruction boundary",
+            ));
+        }
+        let rel_off = offset - start;
+        let insn_index = rel_off / 8;
+        let (shndx, value) = super::raw_sym::<WIDE>(syms, sym).unwrap_or_default();
+        let shndx = u32::from(shndx);
+        let t = parts.map_target(maps, shndx, value);
+        match t {
+            MapTarget::None => {}
+            MapTarget::Bad(what) => return Err(bad_reloc(parts, target, j, offset, what)),
+            MapTarget::Map(map) | MapTarget::Value(map) => {
+                if code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
+                    return Err(bad_reloc(
+                        parts,
+                        target,
+                        j,
+                        offset,
+                        "map relocation on an instruction that is not ld_imm64",
+                    ));
+                }
+                if insn_index + 1 >= code.len() as u64 / 8 {
+                    return Err(bad_reloc(
+                        parts,
+                        target,
+                        j,
+                        offset,
+                        "ld_imm64 is missing its second slot",
+                    ));
+                }
+                map_relocs += 1;
+                maps_needed = maps_needed.max(map + 1);
+            }
+        }
+        match kind_of(parts, t, shndx, sym, value, &mut last_section) {
+            Some(kind) => push(
+                out.patches,
+                &mut ready,
+                Patch {
+                    at: insn_index as u32,
+                    kind,
+                },
+            ),
+            None => ready = false,
+        }
+        relocs += 1;
+    }
+    if entered {
+        flush(programs.get_mut(cur), relocs, map_relocs, maps_needed, last);
+    }
+    out.ready = ready;
+    out.sorted &= sorted;
+    out.dup |= dup;
+    Ok(())
+}
+
 /// Whether every function with relocations has its REL entries as one run of its table
 /// (`rel_first..rel_end` holds only its own), so its patches are one run of the table.
 pub(crate) fn contiguous(programs: &[Program<'_>]) -> bool {
@@ -109,115 +464,428 @@ pub(crate) fn contiguous(programs: &[Program<'_>]) -> bool {
         .all(|p| p.reloc_count == 0 || p.rel_end - p.rel_first == p.reloc_count)
 }
 
+/// The opcode and the source register of an instruction as its first two bytes read as
+/// a native `u16` and masked with [`HEAD_MASK`] (the register nibbles' order follows the
+/// machine's byte order, which is the object's).
+const fn head(op: u8, src: u8) -> u16 {
+    if cfg!(target_endian = "little") {
+        op as u16 | ((src as u16) << 12)
+    } else {
+        ((op as u16) << 8) | src as u16
+    }
+}
+
+/// Keeps the opcode and the source register of an instruction's first two bytes.
+const HEAD_MASK: u16 = head(0xff, 0xf);
+/// A bpf-to-bpf call.
+const HEAD_CALL: u16 = head(opcode::JMP | opcode::CALL, super::PSEUDO_CALL);
+/// An `ld_imm64` of a function's address.
+const HEAD_FUNC: u16 = head(opcode::LD_IMM64, super::PSEUDO_FUNC);
+
 /// One pass over every function's instructions at open: appends its code references to
 /// the patch table as the linker's scan would find them (its call list: `call_first`,
-/// `call_len`) and notes whether it holds a bpf-to-bpf call (`Program::pseudo_call`);
-/// then decodes every function that is called into `insns` (the decoded-instruction
-/// cache, while it has room): a subprogram is copied into every program that calls it.
+/// `call_len`) and notes whether it holds a bpf-to-bpf call (`Program::pseudo_call`).
 /// Returns whether the call lists are complete: `false` when the table fills up or a
 /// reference resolves to no function (the linker then scans, and reports the error where
 /// it always did).
+///
+/// Only a bpf-to-bpf call, an `ld_imm64` of a function and an instruction with a
+/// relocation against code can be a code reference: each instruction is told apart on
+/// its first two bytes, and only those few are looked at further.
 #[inline(never)]
-pub(crate) fn scan_functions(
-    programs: &mut [Program<'_>],
-    patches: &mut VecView<Patch>,
-    insns: &mut VecView<Insn>,
-) -> bool {
-    // The programs' `(section, offset)` as one word each, in their order: the lookup of a
-    // call's target searches these.
-    let mut keys = [0u64; 256];
-    let Some(keys) = keys.get_mut(..programs.len()) else {
+pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView<Patch>) -> bool {
+    if programs.len() > super::MAX_LINKED {
         return false; // more than the linker's start table holds: it scans
-    };
-    for (k, p) in keys.iter_mut().zip(programs.iter()) {
-        *k = key(p.section_index, p.offset);
     }
-    let keys: &[u64] = keys;
+    let mut finder = Finder {
+        section: None,
+        lo: 0,
+        hi: 0,
+    };
     for i in 0..programs.len() {
-        let Some(&p) = programs.get(i) else {
+        let Some(p) = programs.get(i) else {
             return false;
         };
+        // The function's image (see `Image`) goes just before its call list.
+        if patches
+            .push(Patch {
+                at: 0,
+                kind: PatchKind::Nothing,
+            })
+            .is_err()
+        {
+            return false;
+        }
         let first = patches.len();
-        let others = p.reloc_count != p.map_reloc_count;
-        // A cursor over the function's own patches (one run, in offset order).
-        let mut k = p.patch_first as usize;
-        let end = k + p.reloc_count as usize;
-        let mut pseudo_call = false;
-        // The linker's scan: every `ld_imm64` (its second slot skipped) and every `call`.
-        let mut second = false;
-        for (at, c) in p.code.chunks_exact(INSN_SIZE).enumerate() {
-            let op = c.first().copied().unwrap_or(0);
-            if op != opcode::LD_IMM64 && op != opcode::JMP | opcode::CALL {
-                second = false;
-                continue;
+        let mut f = Function {
+            code: p.code,
+            section: p.section_index,
+            offset: p.offset,
+            others: p.reloc_count != p.map_reloc_count,
+            k: p.patch_first as usize,
+            run_end: p.patch_first as usize + p.reloc_count as usize,
+            pseudo_call: false,
+        };
+        // The next relocation against code (`kc`, at instruction `next`).
+        let mut kc = f.k;
+        let (others, run_end) = (f.others, f.run_end);
+        let next_code = |kc: &mut usize, patches: &VecView<Patch>| {
+            if !others {
+                return usize::MAX;
             }
-            let Some(&c) = c.first_chunk::<INSN_SIZE>() else {
-                continue;
-            };
-            let insn = Insn::from_bytes(c, cfg!(target_endian = "little"));
-            let pseudo = op == opcode::JMP | opcode::CALL && insn.src() == super::PSEUDO_CALL;
-            // What `relocate` looks for in every slot, second ones included.
-            pseudo_call |= pseudo;
-            if core::mem::replace(&mut second, op == opcode::LD_IMM64) {
-                continue;
-            }
-            let ld = op == opcode::LD_IMM64;
-            // What cannot refer to code, told at once (as `code_target` tells it).
-            if !pseudo && !(ld && (others || insn.src() == super::PSEUDO_FUNC)) {
-                continue;
-            }
-            let mut rel = None;
-            if others {
-                while patches
-                    .get(k)
-                    .is_some_and(|x| k < end && (x.at as usize) < at)
-                {
-                    k += 1;
+            while let Some(x) = patches.get(*kc).filter(|_| *kc < run_end) {
+                if let PatchKind::Code { .. } = x.kind {
+                    return x.at as usize;
                 }
-                if let Some(x) = patches.get(k).filter(|x| k < end && x.at as usize == at) {
-                    rel = Some(match x.kind {
-                        PatchKind::Code { section, value } => (section, u64::from(value), true),
-                        _ => (0, 0, false),
-                    });
+                *kc += 1;
+            }
+            usize::MAX
+        };
+        let mut next = next_code(&mut kc, patches);
+        let slots = f.code.len() / INSN_SIZE;
+        // Blocks of 8 instructions: the candidates of a block as a bit mask.
+        for block in (0..slots).step_by(8) {
+            let mut mask = candidates(f.code, block);
+            // The relocations against code inside the block.
+            while next < block + 8 {
+                mask |= 1 << (next - block);
+                kc += 1;
+                next = next_code(&mut kc, patches);
+            }
+            while mask != 0 {
+                let at = block + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                match f.reference(programs, patches, &mut finder, at) {
+                    Ok(Some(call)) => {
+                        if patches.push(call).is_err() {
+                            return false;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(()) => return false,
                 }
-            }
-            // A map or data load, or a plain `ld_imm64`: no code.
-            if ld && rel.is_some_and(|r| !r.2)
-                || ld && rel.is_none() && insn.src() != super::PSEUDO_FUNC
-            {
-                continue;
-            }
-            let Some(t) = target(programs, keys, &p, at, insn, rel) else {
-                return false;
-            };
-            let call = Patch {
-                at: at as u32,
-                kind: PatchKind::Call {
-                    program: t.0,
-                    offset: t.1,
-                    ld,
-                },
-            };
-            if patches.push(call).is_err() {
-                return false;
             }
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
             p.call_len = (patches.len() - first) as u32;
-            p.pseudo_call = pseudo_call;
+            p.pseudo_call = f.pseudo_call;
         }
     }
-    // The functions called, decoded once (marked first: a function may be called from
-    // anywhere, itself included).
-    for c in patches.iter() {
-        if let PatchKind::Call { program, .. } = c.kind {
-            if let Some(t) = programs.get_mut(program as usize) {
-                t.cached = 0;
+    true
+}
+
+/// A function being scanned by [`scan_functions`].
+struct Function<'a> {
+    code: &'a [u8],
+    section: u32,
+    offset: u32,
+    /// It has relocations other than map loads (which may name code).
+    others: bool,
+    /// Its patches `k..run_end` (one run, in offset order): `k` finds the first at an
+    /// instruction.
+    k: usize,
+    run_end: usize,
+    /// Whether a slot holds a bpf-to-bpf call (second slots included: what `relocate`
+    /// looks for).
+    pseudo_call: bool,
+}
+
+impl Function<'_> {
+    /// The code reference at candidate instruction `at` as the linker's scan finds it:
+    /// `Ok(None)` when it is none, `Err` when `code_target` refuses it (the linker then
+    /// scans and reports it).
+    #[inline(never)]
+    fn reference(
+        &mut self,
+        programs: &[Program<'_>],
+        patches: &VecView<Patch>,
+        finder: &mut Finder,
+        at: usize,
+    ) -> core::result::Result<Option<Patch>, ()> {
+        let code = self.code;
+        let Some(&c) = code
+            .get(at * INSN_SIZE..)
+            .and_then(|c| c.first_chunk::<INSN_SIZE>())
+        else {
+            return Ok(None);
+        };
+        let [op, regs, _, _, i0, i1, i2, i3] = c;
+        let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
+        let pseudo = h == HEAD_CALL;
+        self.pseudo_call |= pseudo;
+        let ld = op == opcode::LD_IMM64;
+        // What cannot refer to code, told at once (as `code_target` tells it); the
+        // second slot of an `ld_imm64` is skipped as the linker's scan skips it.
+        let func = h == HEAD_FUNC;
+        if !pseudo && !(ld && (self.others || func))
+            || at > 0 && code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
+        {
+            return Ok(None);
+        }
+        let mut rel = None;
+        if self.others {
+            let mut k = self.k;
+            while patches
+                .get(k)
+                .is_some_and(|x| k < self.run_end && (x.at as usize) < at)
+            {
+                k += 1;
+            }
+            self.k = k;
+            if let Some(x) = patches
+                .get(k)
+                .filter(|x| k < self.run_end && x.at as usize == at)
+            {
+                rel = Some(match x.kind {
+                    PatchKind::Code { section, value } => Some((section, value)),
+                    _ => None,
+                });
+            }
+        }
+        let imm = i64::from(i32::from_ne_bytes([i0, i1, i2, i3]));
+        let (section, index) = match rel {
+            // A map or data load: no code; a call against a symbol that is not code.
+            Some(None) if ld => return Ok(None),
+            Some(None) => return Err(()),
+            Some(Some((section, value))) => {
+                let value = i64::from(value);
+                let index = if ld {
+                    (value + imm) / 8
+                } else {
+                    value / 8 + imm + 1
+                };
+                (section, index)
+            }
+            // A plain `ld_imm64`.
+            None if ld && !func => return Ok(None),
+            // Inside the function's own section: relative, no relocation.
+            None => (
+                self.section,
+                i64::from(self.offset / 8) + at as i64 + imm + 1,
+            ),
+        };
+        // `code_target` refuses what lies before the section or past 4 GiB.
+        if !(0..=i64::from(u32::MAX / INSN_SIZE as u32)).contains(&index) {
+            return Err(());
+        }
+        let (program, offset) = finder
+            .find(programs, section, index as u32 * INSN_SIZE as u32)
+            .ok_or(())?;
+        Ok(Some(Patch {
+            at: at as u32,
+            kind: PatchKind::Call {
+                program,
+                offset,
+                ld,
+            },
+        }))
+    }
+}
+
+/// The instructions of the 8 from `first` on in `code` that are bpf-to-bpf calls or
+/// `ld_imm64` of a function, as a bit mask (bit `i`: instruction `first + i`). Without a
+/// branch per instruction.
+#[inline(always)]
+fn candidates(code: &[u8], first: usize) -> u32 {
+    // The first four bytes of each instruction as a native `u32`: the head is its low
+    // half on a little-endian machine, its high half on a big-endian one.
+    let word = |h: u16| {
+        if cfg!(target_endian = "little") {
+            u32::from(h)
+        } else {
+            u32::from(h) << 16
+        }
+    };
+    let (mask32, call, func) = (word(HEAD_MASK), word(HEAD_CALL), word(HEAD_FUNC));
+    let is = |s: &[u8]| {
+        let w = s
+            .first_chunk::<4>()
+            .map_or(0, |w| u32::from_ne_bytes(*w) & mask32);
+        u32::from(w == call) | u32::from(w == func)
+    };
+    let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
+    let mut mask = 0;
+    match rest.first_chunk::<{ 8 * INSN_SIZE }>() {
+        Some(block) => {
+            for (i, s) in block.chunks_exact(INSN_SIZE).enumerate() {
+                mask |= is(s) << i;
+            }
+        }
+        None => {
+            for (i, s) in rest.chunks_exact(INSN_SIZE).enumerate() {
+                mask |= is(s) << i;
             }
         }
     }
-    for p in programs.iter_mut().filter(|p| p.cached == 0) {
+    mask
+}
+
+/// Finds the function holding a byte of a section: the last program (they are in
+/// `(section, offset)` order) starting at or before it, if it extends over it. The
+/// programs of the last section asked about are kept.
+struct Finder {
+    section: Option<u32>,
+    lo: usize,
+    hi: usize,
+}
+
+impl Finder {
+    /// `(program, instruction)` of byte `byte` of section `section`.
+    #[inline]
+    fn find(&mut self, programs: &[Program<'_>], section: u32, byte: u32) -> Option<(u32, u32)> {
+        if self.section != Some(section) {
+            self.lo = programs.partition_point(|q| q.section_index < section);
+            let rest = programs.get(self.lo..).unwrap_or_default();
+            self.hi = self.lo + rest.partition_point(|q| q.section_index == section);
+            self.section = Some(section);
+        }
+        let within = programs.get(self.lo..self.hi)?;
+        let i = within
+            .partition_point(|q| q.offset <= byte)
+            .checked_sub(1)?;
+        let q = within.get(i)?;
+        if u64::from(byte) >= u64::from(q.offset) + q.code.len() as u64 {
+            return None;
+        }
+        Some(((self.lo + i) as u32, (byte - q.offset) / INSN_SIZE as u32))
+    }
+}
+
+/// A function's part of the layout: at open, every function called is copied once into
+/// the decoded-instruction cache, depth first from the functions no other function calls
+/// (the layout), and its calls and function addresses linked there; its map and global
+/// data loads are patched with the caller's fds when relocating. Kept in the patch table
+/// (a [`PatchKind::Part`] just before the function's call list).
+///
+/// Linking appends the functions a program reaches in the order of a depth-first walk
+/// (see [`super::link`]): the part of the layout from a function on, as far as the walk
+/// from it reached, is what linking that function alone writes when nothing in it refers
+/// outside it (`closed`), and what linking a program (a root: a function no function
+/// calls) appends at its first call of that function when none of it was appended before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Image {
+    pub(crate) closed: bool,
+    /// Where it starts in the decoded-instruction cache.
+    pub(crate) at: u32,
+    /// Instructions of its part of the layout.
+    pub(crate) len: u32,
+    /// Its part's map and global data loads in the patch table ([`PatchKind::Fd`], `at`
+    /// counted in the cache).
+    pub(crate) patches: u32,
+    pub(crate) npatches: u32,
+    /// Frames of the deepest chain of first calls in its part (itself included).
+    pub(crate) height: u32,
+}
+
+impl Image {
+    /// The image an entry of the patch table holds, if it is a [`PatchKind::Part`].
+    #[inline]
+    pub(crate) fn of(entry: &Patch) -> Option<Image> {
+        match entry.kind {
+            PatchKind::Part {
+                meta,
+                npatches,
+                len,
+                patches,
+            } => Some(Image {
+                closed: meta & CLOSED != 0,
+                at: entry.at,
+                len,
+                patches,
+                npatches: npatches.into(),
+                height: (meta & !CLOSED).into(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// In [`PatchKind::Part`]: the part is closed.
+const CLOSED: u8 = 0x80;
+
+/// The index of function `p`'s entry in the patch table (its image or root mark), once
+/// [`scan_functions`] has run.
+#[inline]
+pub(crate) fn entry_of(p: &Program<'_>) -> Option<usize> {
+    (p.call_first as usize).checked_sub(1)
+}
+
+/// After [`scan_functions`]: copies and links every function called into the
+/// decoded-instruction cache (the layout, see [`Image`]) and marks the programs no
+/// function calls as roots. `images`: whether the layout may be built (no two
+/// relocations of a function at one instruction, where the order of the calls' and the
+/// loads' patches would tell); without it (or when it does not fit, or goes deeper than
+/// the linker), every function called is decoded there as it is.
+#[inline(never)]
+pub(crate) fn link_images(
+    programs: &mut [Program<'_>],
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+    images: bool,
+) {
+    // Per function: 1 called, 2 called by a function called.
+    let mut marks = [0u8; super::MAX_LINKED];
+    let Some(marks) = marks.get_mut(..programs.len()) else {
+        return;
+    };
+    for pass in [1u8, 2] {
+        for (i, p) in programs.iter().enumerate() {
+            if pass == 2 && marks.get(i).is_none_or(|&m| m == 0) {
+                continue;
+            }
+            let first = p.call_first as usize;
+            let calls = patches.get(first..first + p.call_len as usize);
+            for c in calls.unwrap_or_default() {
+                if let PatchKind::Call { program, .. } = c.kind {
+                    if let Some(m) = marks.get_mut(program as usize) {
+                        *m |= pass;
+                    }
+                }
+            }
+        }
+    }
+    let (insns_base, patches_base) = (insns.len(), patches.len());
+    let placed = |programs: &[Program<'_>], patches: &VecView<Patch>, f: usize| {
+        let entry = programs.get(f).and_then(entry_of);
+        entry.and_then(|e| patches.get(e)).map(|e| e.kind) != Some(PatchKind::Nothing)
+    };
+    let laid = images && {
+        // Depth first from the functions only programs call, then from any left (cycles).
+        let mut ok = true;
+        for want in [1u8, 3] {
+            for f in 0..programs.len() {
+                if ok && marks.get(f) == Some(&want) && !placed(programs, patches, f) {
+                    ok = lay_out(programs, patches, insns, f);
+                }
+            }
+        }
+        ok
+    };
+    if !laid {
+        for p in programs.iter() {
+            if let Some(e) = entry_of(p).and_then(|e| patches.get_mut(e)) {
+                e.kind = PatchKind::Nothing;
+            }
+        }
+        insns.truncate(insns_base);
+        patches.truncate(patches_base);
+    }
+    for (p, &m) in programs.iter_mut().zip(marks.iter()) {
+        let entry = entry_of(p).and_then(|e| patches.get_mut(e));
+        if m == 0 {
+            if let Some(e) = entry.filter(|_| laid && p.call_len != 0 && p.links()) {
+                e.kind = PatchKind::Root;
+            }
+            continue;
+        }
+        // The layout's copy serves the linker's walk, which sets every call again; not
+        // the copy of a function without relocations of code and without calls (its
+        // function addresses are not linked).
+        if let Some(e) = entry.filter(|_| laid && p.links()) {
+            p.cached = e.at;
+            continue;
+        }
         let start = insns.len();
         p.cached = u32::MAX;
         if insns.resize_default(start + p.insn_count()).is_ok() {
@@ -227,51 +895,185 @@ pub(crate) fn scan_functions(
             }
         }
     }
+}
+
+/// A frame of the walk that lays functions out: the function, where it starts in the
+/// cache, its next call and the end of its calls in the patch table, the first of its
+/// part's patches, the lowest start of a function its part refers to, the height of its
+/// part and whether its part has a relocation the layout does not patch.
+#[derive(Clone, Copy)]
+struct Frame {
+    func: u32,
+    start: u32,
+    next: u32,
+    end: u32,
+    patches: u32,
+    low: u32,
+    height: u32,
+    open: bool,
+}
+
+/// Places function `top` and every function it reaches not placed yet, depth first as
+/// the linker places them, copying each into the cache and linking its calls. Returns
+/// whether it did: not when the cache or the patch table is full or the walk goes deeper
+/// than the linker's.
+fn lay_out(
+    programs: &mut [Program<'_>],
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+    top: usize,
+) -> bool {
+    let mut stack: heapless::Vec<Frame, { super::MAX_CALL_DEPTH }> = heapless::Vec::new();
+    let Some(frame) = place(programs, patches, insns, top as u32) else {
+        return false;
+    };
+    let _ = stack.push(frame);
+    while let Some(top) = stack.last_mut() {
+        let mut descend = None;
+        while top.next < top.end {
+            let Some(&c) = patches.get(top.next as usize) else {
+                return false;
+            };
+            top.next += 1;
+            let PatchKind::Call {
+                program,
+                offset,
+                ld,
+            } = c.kind
+            else {
+                continue;
+            };
+            let Some(entry) = programs.get(program as usize).and_then(entry_of) else {
+                return false;
+            };
+            let start = match patches.get(entry) {
+                Some(Patch {
+                    kind: PatchKind::Nothing,
+                    ..
+                }) => {
+                    let Some(frame) = place(programs, patches, insns, program) else {
+                        return false;
+                    };
+                    descend = Some(frame);
+                    frame.start
+                }
+                Some(e) => e.at,
+                None => return false,
+            };
+            top.low = top.low.min(start);
+            let at = top.start + c.at;
+            let rel = i64::from(start + offset) - i64::from(at + 1);
+            if let Some(slot) = insns.get_mut(at as usize) {
+                slot.set_imm(rel as i32);
+                if ld {
+                    slot.set_src(super::PSEUDO_FUNC);
+                }
+            }
+            if descend.is_some() {
+                break;
+            }
+        }
+        match descend {
+            Some(d) => {
+                if stack.push(d).is_err() {
+                    return false; // deeper than the linker goes
+                }
+            }
+            None => {
+                let Some(done) = stack.pop() else {
+                    break;
+                };
+                if let Some(up) = stack.last_mut() {
+                    up.low = up.low.min(done.low);
+                    up.height = up.height.max(done.height + 1);
+                    up.open |= done.open;
+                }
+                let entry = programs.get(done.func as usize).and_then(entry_of);
+                let npatches = u16::try_from(patches.len() as u32 - done.patches).ok();
+                let (Some(e), Some(npatches)) = (entry.and_then(|e| patches.get_mut(e)), npatches)
+                else {
+                    return false;
+                };
+                let closed = done.low >= done.start && !done.open;
+                e.kind = PatchKind::Part {
+                    // At most `MAX_CALL_DEPTH` frames.
+                    meta: done.height as u8 | if closed { CLOSED } else { 0 },
+                    npatches,
+                    len: insns.len() as u32 - done.start,
+                    patches: done.patches,
+                };
+            }
+        }
+    }
     true
 }
 
-/// `(section, offset)` as one word, ordered as the pair.
-#[inline(always)]
-fn key(section: u32, offset: u32) -> u64 {
-    (u64::from(section) << 32) | u64::from(offset)
-}
-
-/// Where the code reference at instruction `at` of `p` (`insn`, a bpf-to-bpf call or an
-/// `ld_imm64` of code, `rel` the symbol of its relocation if any) lands: `(program,
-/// instruction)`, or `None` when `code_target` would refuse it (the linker reports it).
-#[inline]
-fn target(
+/// Copies function `f` to the end of the cache and its map and global data loads to the
+/// end of the patch table; its part is open if it has a relocation the layout does not
+/// patch (an extern, another section: the linker handles or refuses them).
+fn place(
     programs: &[Program<'_>],
-    keys: &[u64],
-    p: &Program<'_>,
-    at: usize,
-    insn: Insn,
-    rel: Option<(u32, u64, bool)>,
-) -> Option<(u32, u32)> {
-    let imm = i64::from(insn.imm());
-    let is_call = insn.code() != opcode::LD_IMM64;
-    let (section, index) = match rel {
-        Some((_, _, false)) => return None, // a call against a symbol that is not code
-        Some((section, value, true)) => {
-            let index = if is_call {
-                (value / 8) as i64 + imm + 1
-            } else {
-                (value as i64 + imm) / 8
-            };
-            (section, index)
+    patches: &mut VecView<Patch>,
+    insns: &mut VecView<Insn>,
+    f: u32,
+) -> Option<Frame> {
+    let p = programs.get(f as usize)?;
+    let at = insns.len();
+    let n = p.insn_count();
+    insns.resize_default(at + n).ok()?;
+    crate::insn::decode_native(insns.get_mut(at..)?, p.code);
+    let own = patches.len() as u32;
+    let mut open = false;
+    let first = p.patch_first as usize;
+    for j in first..first + p.reloc_count as usize {
+        let x = *patches.get(j)?;
+        // The load patched as `patch_ld` does, but for the fd.
+        let (src, map, value) = match x.kind {
+            PatchKind::MapFd { map } => (super::PSEUDO_MAP_FD, map, None),
+            PatchKind::MapValue { map, value } => (super::PSEUDO_MAP_VALUE, map, Some(value)),
+            PatchKind::Extern { .. } | PatchKind::Other => {
+                open = true;
+                continue;
+            }
+            _ => continue,
+        };
+        let slot = at + x.at as usize;
+        let mut orig = 0;
+        if let Some(s) = insns.get_mut(slot) {
+            orig = s.imm();
+            s.set_src(src);
         }
-        None => (
-            p.section_index,
-            i64::from(p.offset / 8) + at as i64 + imm + 1,
-        ),
-    };
-    let byte = u32::try_from(u64::try_from(index).ok()?.checked_mul(INSN_SIZE as u64)?).ok()?;
-    let t = keys
-        .partition_point(|&k| k <= key(section, byte))
-        .checked_sub(1)?;
-    let q = programs.get(t)?;
-    if q.section_index != section || u64::from(byte) >= u64::from(q.offset) + q.code.len() as u64 {
-        return None;
+        if let Some(next) = insns.get_mut(slot + 1) {
+            next.set_imm(value.map_or(0, |v| (v as i32).wrapping_add(orig)));
+        }
+        patches
+            .push(Patch {
+                at: slot as u32,
+                kind: PatchKind::Fd { map },
+            })
+            .ok()?;
     }
-    Some((t as u32, (byte - q.offset) / INSN_SIZE as u32))
+    // Placed (the rest is known once its part is laid out).
+    let (entry, next, end) = (entry_of(p)?, p.call_first, p.call_first + p.call_len);
+    *patches.get_mut(entry)? = Patch {
+        at: at as u32,
+        kind: PatchKind::Part {
+            meta: 0,
+            npatches: 0,
+            len: 0,
+            patches: own,
+        },
+    };
+    Some(Frame {
+        func: f,
+        start: at as u32,
+        next,
+        end,
+        patches: own,
+        low: u32::MAX,
+        height: 1,
+        open,
+    })
 }
+// Kept small: a patch is what the open phase writes per relocation.
+const _: () = assert!(core::mem::size_of::<Patch>() == 16);

@@ -41,6 +41,14 @@ pub struct Program<'a> {
 }
 
 impl<'a> Program<'a> {
+    /// Whether relocating it links its code references (through the linker, which sets
+    /// every one), or it has none: otherwise (function addresses without relocations in
+    /// a function without calls) it is copied as it is.
+    #[inline]
+    pub(crate) fn links(&self) -> bool {
+        self.call_len == 0 || self.pseudo_call || self.reloc_count != self.map_reloc_count
+    }
+
     /// Number of instruction slots (`ld_imm64` counts two, as the kernel counts).
     #[must_use]
     pub fn insn_count(&self) -> usize {

@@ -1,6 +1,7 @@
 //! Relocations: classified and validated at open, re-read from the REL table when a
 //! program is written out.
 
+use super::patch::{entry_of, Image, PatchKind};
 use super::{MapDef, MapTarget, Object, Parts, Program};
 use crate::elf::{Class, Rel, Symbol, SHT_NOBITS, SHT_PROGBITS};
 use crate::error::{Error, Result, SectionRef};
@@ -218,6 +219,21 @@ impl<'a, 's> Object<'a, 's> {
             what: "no such program",
             value: prog as u64,
         })?;
+        if self.parts.calls_ready {
+            // Linked at open; anything but a plain success is left to the linker, which
+            // tells the error.
+            let entry = entry_of(p).and_then(|e| self.patches.get(e));
+            let n = match entry.map(|e| (e, e.kind)) {
+                Some((_, PatchKind::Root)) => self.relocate_root(p, prologue, map_fds, out),
+                Some((e, PatchKind::Part { .. })) if p.links() => Image::of(e)
+                    .filter(|img| img.closed)
+                    .and_then(|img| self.relocate_part(&img, prologue, map_fds, out)),
+                _ => None,
+            };
+            if let Some(n) = n {
+                return Ok(n);
+            }
+        }
         if p.map_reloc_count != p.reloc_count {
             // Calls or externs: the linker proper.
             return self.link_into(prog, prologue, map_fds, out);
@@ -262,6 +278,111 @@ impl<'a, 's> Object<'a, 's> {
             }
         }
         Ok(total)
+    }
+
+    /// [`Object::relocate`] of a closed function (see [`Image`]): its part of the
+    /// layout. `None` when the output is too small or an fd is missing (the linker tells
+    /// which).
+    #[inline(never)]
+    fn relocate_part(
+        &self,
+        img: &Image,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Option<usize> {
+        let (head, body) = out.split_at_mut_checked(prologue.len())?;
+        let len = img.len as usize;
+        self.put_image(img, map_fds, body.get_mut(..len)?)?;
+        head.copy_from_slice(prologue);
+        Some(prologue.len() + len)
+    }
+
+    /// [`Object::relocate`] of a root (see [`Image`]): copied and patched, then at each of
+    /// its calls of a function not appended yet that function's part of the layout is
+    /// appended, and each call is set to where its function lies. `None` unless it
+    /// succeeds as the linker would: the output is too small, an fd is missing, a
+    /// relocation of the root fails, a part is open or overlaps one appended before (the
+    /// linker tells which).
+    #[inline(never)]
+    fn relocate_root(
+        &self,
+        p: &Program<'_>,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Option<usize> {
+        let (head, body) = out.split_at_mut_checked(prologue.len())?;
+        let n = p.insn_count();
+        let (mine, rest) = body.split_at_mut_checked(n)?;
+        crate::insn::decode_native(mine, p.code);
+        if p.reloc_count != 0 {
+            self.apply_patches(p, map_fds, mine).ok()?;
+        }
+        // The parts appended: where each starts in the cache, its length, where it
+        // starts in the output.
+        let mut appended: heapless::Vec<(u32, u32, u32), 16> = heapless::Vec::new();
+        let mut total = 0usize;
+        let first = p.call_first as usize;
+        for c in self.patches.get(first..first + p.call_len as usize)? {
+            let PatchKind::Call {
+                program,
+                offset,
+                ld,
+            } = c.kind
+            else {
+                continue;
+            };
+            let t = self.programs.get(program as usize).and_then(entry_of)?;
+            let t = Image::of(self.patches.get(t)?)?;
+            let inside = appended
+                .iter()
+                .find(|&&(at, len, _)| t.at >= at && t.at - at < len);
+            let start = match inside {
+                Some(&(at, _, pos)) => pos + (t.at - at),
+                None => {
+                    // Appended whole, as the linker's walk would place it: closed, within
+                    // its depth, holding no part appended before.
+                    let deep = t.height as usize >= super::MAX_CALL_DEPTH;
+                    let holds = appended
+                        .iter()
+                        .any(|&(at, _, _)| at >= t.at && at - t.at < t.len);
+                    if !t.closed || deep || holds {
+                        return None;
+                    }
+                    let len = t.len as usize;
+                    let at = total;
+                    self.put_image(&t, map_fds, rest.get_mut(at..at + len)?)?;
+                    appended.push((t.at, t.len, (n + at) as u32)).ok()?;
+                    total += len;
+                    (n + at) as u32
+                }
+            };
+            let rel = i64::from(start + offset) - i64::from(c.at + 1);
+            let slot = mine.get_mut(c.at as usize)?;
+            slot.set_imm(rel as i32);
+            if ld {
+                slot.set_src(PSEUDO_FUNC);
+            }
+        }
+        head.copy_from_slice(prologue);
+        Some(prologue.len() + n + total)
+    }
+
+    /// Writes the part of the layout `img` into `dst` (its length) and patches its map
+    /// and global data loads; `None` when an fd is missing.
+    #[inline]
+    fn put_image(&self, img: &Image, map_fds: &[i32], dst: &mut [Insn]) -> Option<()> {
+        let from = img.at as usize;
+        dst.copy_from_slice(self.insns.get(from..from + dst.len())?);
+        let first = img.patches as usize;
+        for x in self.patches.get(first..first + img.npatches as usize)? {
+            if let PatchKind::Fd { map } = x.kind {
+                let fd = *map_fds.get(map as usize)?;
+                dst.get_mut((x.at - img.at) as usize)?.set_imm(fd);
+            }
+        }
+        Some(())
     }
 
     /// [`Object::apply_patches`], as a call of its own (kept out of `relocate`'s loop).
