@@ -72,51 +72,6 @@ pub(crate) enum PatchKind {
     Root,
 }
 
-/// What the patch of a relocation against a symbol of section `shndx` whose value is
-/// `value` does, given its [`MapTarget`] (not `Bad`: refused at open); `last` remembers
-/// the kind of the last section looked at (relocations of code repeat theirs). `None`
-/// for code whose symbol value does not fit 32 bits (the call lists are then left to
-/// the linker's scan).
-#[inline]
-pub(crate) fn kind_of(
-    parts: &Parts<'_>,
-    target: MapTarget,
-    shndx: u32,
-    sym: u32,
-    value: u64,
-    last: &mut (u32, RelocKind),
-) -> Option<PatchKind> {
-    Some(match target {
-        MapTarget::Map(map) => PatchKind::MapFd { map },
-        MapTarget::Value(map) => PatchKind::MapValue {
-            map,
-            value: value as u32,
-        },
-        MapTarget::None if shndx == 0 => PatchKind::Extern { sym },
-        MapTarget::None | MapTarget::Bad(_) => {
-            if last.0 != shndx {
-                *last = (shndx, parts.non_map_kind(shndx));
-            }
-            match last.1 {
-                RelocKind::Code { section } => PatchKind::Code {
-                    section,
-                    value: u32::try_from(value).ok()?,
-                },
-                RelocKind::Other { .. } => PatchKind::Other,
-                _ => PatchKind::Nothing,
-            }
-        }
-    })
-}
-
-/// Pushes `patch`; once the table is full, `ready` goes false and nothing more is kept.
-#[inline]
-pub(crate) fn push(patches: &mut VecView<Patch>, ready: &mut bool, patch: Patch) {
-    if *ready && patches.push(patch).is_err() {
-        *ready = false;
-    }
-}
-
 /// The patch table being filled by [`collect`], and what it learned.
 pub(crate) struct PatchTable<'p> {
     pub(crate) patches: &'p mut VecView<Patch>,
@@ -202,6 +157,7 @@ pub(crate) fn collect<const WIDE: bool>(
     // Where the search for a table's programs starts (tables usually come in the order
     // of their sections).
     let mut lo = 0usize;
+    let mut symbols = Symbols::new();
     for index in parts.rel_lo..parts.rel_hi {
         let Some(h) = header(index) else {
             continue;
@@ -269,6 +225,7 @@ pub(crate) fn collect<const WIDE: bool>(
         rel_table::<WIDE>(
             parts,
             maps,
+            &mut symbols,
             syms,
             nsyms,
             index,
@@ -281,12 +238,151 @@ pub(crate) fn collect<const WIDE: bool>(
     Ok(())
 }
 
+/// The patch of a relocation against symbol `sym` (its section and value read from
+/// `syms`), as [`Parts::map_target`] and [`Parts::non_map_kind`] tell it: `Err` when the
+/// symbol lies in a maps section where no map is; `Ok(None)` for code whose value does
+/// not fit 32 bits (the call lists are then left to the linker's scan).
+#[inline(never)]
+fn symbol_patch<const WIDE: bool>(
+    parts: &Parts<'_>,
+    maps: &[MapDef<'_>],
+    syms: &[u8],
+    sym: u32,
+) -> core::result::Result<Option<PatchKind>, &'static str> {
+    let (shndx, value) = super::raw_sym::<WIDE>(syms, sym).unwrap_or_default();
+    let shndx = u32::from(shndx);
+    Ok(Some(match parts.map_target(maps, shndx, value) {
+        MapTarget::Map(map) => PatchKind::MapFd { map },
+        MapTarget::Value(map) => PatchKind::MapValue {
+            map,
+            value: value as u32,
+        },
+        MapTarget::Bad(what) => return Err(what),
+        MapTarget::None if shndx == 0 => PatchKind::Extern { sym },
+        MapTarget::None => match parts.non_map_kind(shndx) {
+            RelocKind::Code { section } => match u32::try_from(value) {
+                Ok(value) => PatchKind::Code { section, value },
+                Err(_) => return Ok(None),
+            },
+            RelocKind::Other { .. } => PatchKind::Other,
+            _ => PatchKind::Nothing,
+        },
+    }))
+}
+
+/// The patches of the symbols relocations named last, by symbol index (a patch depends
+/// only on the symbol; an object's relocations name a few symbols many times).
+struct Symbols {
+    keys: [u32; SYMBOLS],
+    kinds: [PatchKind; SYMBOLS],
+}
+
+/// Slots of [`Symbols`] (the peers' `large` object names 50 maps).
+const SYMBOLS: usize = 64;
+
+impl Symbols {
+    fn new() -> Self {
+        Symbols {
+            keys: [u32::MAX; SYMBOLS],
+            kinds: [PatchKind::Nothing; SYMBOLS],
+        }
+    }
+
+    /// The patch of a relocation against symbol `sym` (see [`symbol_patch`]); `ready`
+    /// goes false for code whose value does not fit 32 bits.
+    #[inline(always)]
+    fn get<const WIDE: bool>(
+        &mut self,
+        parts: &Parts<'_>,
+        maps: &[MapDef<'_>],
+        syms: &[u8],
+        sym: u32,
+        ready: &mut bool,
+    ) -> core::result::Result<PatchKind, &'static str> {
+        let slot = sym as usize % SYMBOLS;
+        if let (Some(&key), Some(&kind)) = (self.keys.get(slot), self.kinds.get(slot)) {
+            if key == sym {
+                return Ok(kind);
+            }
+        }
+        let kind = match symbol_patch::<WIDE>(parts, maps, syms, sym)? {
+            Some(kind) => kind,
+            None => {
+                *ready = false;
+                PatchKind::Nothing
+            }
+        };
+        if let (Some(key), Some(k)) = (self.keys.get_mut(slot), self.kinds.get_mut(slot)) {
+            (*key, *k) = (sym, kind);
+        }
+        Ok(kind)
+    }
+}
+
+/// The program holding byte `offset` of the section whose programs are `programs` (`cur`
+/// if it does, else the last starting at or before it if that one does), entered by
+/// entry `j` of REL table `index`: its REL section noted (a second one is an error) and,
+/// at its first entry, where its entries and patches start (`base`: the table's first
+/// patch). Returns it with its start and length in bytes.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn enter(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    cur: usize,
+    offset: u64,
+    index: u32,
+    target: u32,
+    j: u32,
+    base: u32,
+) -> Result<(usize, u64, u64)> {
+    let contains = |p: &Program<'_>| {
+        let s = u64::from(p.offset);
+        offset >= s && offset < s + p.code.len() as u64
+    };
+    let found = if programs.get(cur).is_some_and(contains) {
+        Some(cur)
+    } else {
+        let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
+        after
+            .checked_sub(1)
+            .filter(|&c| programs.get(c).is_some_and(contains))
+    };
+    let Some((cur, prog)) = found.and_then(|c| Some((c, programs.get_mut(c)?))) else {
+        return Err(bad_reloc(
+            parts,
+            target,
+            j,
+            offset,
+            "offset is outside every program of the section",
+        ));
+    };
+    match prog.rel_section {
+        Some(r) if r != index => {
+            return Err(bad_table(
+                parts,
+                index,
+                "second REL section for the same program",
+            ))
+        }
+        Some(_) => {}
+        None => {
+            prog.rel_section = Some(index);
+            prog.rel_first = j;
+            prog.patch_first = base + j;
+        }
+    }
+    Ok((cur, u64::from(prog.offset), prog.code.len() as u64))
+}
+
 /// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
-#[inline(always)]
+/// Out of line: inlined in the pass over the tables, its locals were kept in memory.
+#[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn rel_table<const WIDE: bool>(
     parts: &Parts<'_>,
     maps: &[MapDef<'_>],
+    symbols: &mut Symbols,
     syms: &[u8],
     nsyms: u32,
     index: u32,
@@ -297,32 +393,17 @@ fn rel_table<const WIDE: bool>(
 ) -> Result<()> {
     let ent = if WIDE { 16 } else { 8 };
     let base = out.patches.len() as u32;
-    let mut ready = out.ready;
-    let mut sorted = true;
-    let mut dup = false;
-    let mut prev = 0u64;
-    let mut last_section = (u32::MAX, RelocKind::Extern);
-    // The program of the previous entry, tried first (the first program at the start):
-    // its extent, and whether its REL section is set and its counts are in the locals.
-    let mut cur = 0usize;
-    let Some(p) = programs.first() else {
-        return Ok(());
-    };
-    let (mut start, mut end, mut code) = (
-        u64::from(p.offset),
-        u64::from(p.offset) + p.code.len() as u64,
-        p.code,
-    );
-    let mut entered = false;
-    let (mut relocs, mut map_relocs, mut maps_needed, mut last) = (0u32, 0u32, 0u32, 0u32);
-    let flush = |p: Option<&mut Program<'_>>, relocs, map_relocs, maps_needed, last: u32| {
-        if let Some(p) = p {
-            p.rel_end = last + 1;
-            p.reloc_count += relocs;
-            p.map_reloc_count += map_relocs;
-            p.maps_needed = maps_needed;
-        }
-    };
+    let n = data.len() / ent;
+    // Room for every entry's patch, or none kept from here on (the table is then not
+    // used: keeping some would not matter).
+    let mut ready = out.ready && out.patches.capacity() - out.patches.len() >= n;
+    // Whether an entry's offset is not past the previous one's (`next`: one past it):
+    // then whether the table is out of order or has two entries in a row at one offset
+    // is told at the end.
+    let (mut not_past, mut next) = (false, 0u64);
+    // The program of the previous entry (the first program is tried first): its index,
+    // start and length in bytes; none at the start.
+    let (mut cur, mut start, mut len) = (0usize, 0u64, 0u64);
     for (j, e) in (0u32..).zip(data.chunks_exact(ent)) {
         let (offset, sym) = if WIDE {
             (rd64(e, 0), (rd64(e, 8) >> 32) as u32)
@@ -338,62 +419,12 @@ fn rel_table<const WIDE: bool>(
                 "symbol index outside the symbol table",
             ));
         }
-        if offset < start || offset >= end {
-            if entered {
-                flush(programs.get_mut(cur), relocs, map_relocs, maps_needed, last);
-                entered = false;
-            }
-            let contains = |p: &Program<'_>| {
-                let s = u64::from(p.offset);
-                offset >= s && offset < s + p.code.len() as u64
-            };
-            let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
-            cur = after
-                .checked_sub(1)
-                .filter(|&c| programs.get(c).is_some_and(contains))
-                .ok_or_else(|| {
-                    bad_reloc(
-                        parts,
-                        target,
-                        j,
-                        offset,
-                        "offset is outside every program of the section",
-                    )
-                })?;
-            if let Some(p) = programs.get(cur) {
-                (start, end, code) = (
-                    u64::from(p.offset),
-                    u64::from(p.offset) + p.code.len() as u64,
-                    p.code,
-                );
-            }
+        if offset.wrapping_sub(start) >= len {
+            (cur, start, len) = enter(parts, programs, cur, offset, index, target, j, base)?;
         }
-        if !entered {
-            let Some(prog) = programs.get_mut(cur) else {
-                break;
-            };
-            match prog.rel_section {
-                Some(r) if r != index => {
-                    return Err(bad_table(
-                        parts,
-                        index,
-                        "second REL section for the same program",
-                    ))
-                }
-                Some(_) => {}
-                None => {
-                    prog.rel_section = Some(index);
-                    prog.rel_first = j;
-                    prog.patch_first = base + j;
-                }
-            }
-            entered = true;
-            (relocs, map_relocs, maps_needed) = (0, 0, prog.maps_needed);
-        }
-        last = j;
-        sorted &= offset >= prev;
-        dup |= j > 0 && offset == prev;
-        prev = offset;
+        // Inside a program: no overflow.
+        not_past |= offset < next;
+        next = offset + 1;
         if offset % 8 != 0 {
             return Err(bad_reloc(
                 parts,
@@ -404,55 +435,55 @@ fn rel_table<const WIDE: bool>(
             ));
         }
         let rel_off = offset - start;
-        let insn_index = rel_off / 8;
-        let (shndx, value) = super::raw_sym::<WIDE>(syms, sym).unwrap_or_default();
-        let shndx = u32::from(shndx);
-        let t = parts.map_target(maps, shndx, value);
-        match t {
-            MapTarget::None => {}
-            MapTarget::Bad(what) => return Err(bad_reloc(parts, target, j, offset, what)),
-            MapTarget::Map(map) | MapTarget::Value(map) => {
-                if code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
-                    return Err(bad_reloc(
-                        parts,
-                        target,
-                        j,
-                        offset,
-                        "map relocation on an instruction that is not ld_imm64",
-                    ));
-                }
-                if insn_index + 1 >= code.len() as u64 / 8 {
-                    return Err(bad_reloc(
-                        parts,
-                        target,
-                        j,
-                        offset,
-                        "ld_imm64 is missing its second slot",
-                    ));
-                }
-                map_relocs += 1;
-                maps_needed = maps_needed.max(map + 1);
+        let at = (rel_off / 8) as u32;
+        let kind = symbols
+            .get::<WIDE>(parts, maps, syms, sym, &mut ready)
+            .map_err(|what| bad_reloc(parts, target, j, offset, what))?;
+        let map = match kind {
+            PatchKind::MapFd { map } | PatchKind::MapValue { map, .. } => Some(map),
+            _ => None,
+        };
+        let Some(p) = programs.get_mut(cur) else {
+            break;
+        };
+        if let Some(map) = map {
+            if p.code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
+                return Err(bad_reloc(
+                    parts,
+                    target,
+                    j,
+                    offset,
+                    "map relocation on an instruction that is not ld_imm64",
+                ));
             }
+            if u64::from(at) + 1 >= len / 8 {
+                return Err(bad_reloc(
+                    parts,
+                    target,
+                    j,
+                    offset,
+                    "ld_imm64 is missing its second slot",
+                ));
+            }
+            p.map_reloc_count += 1;
+            p.maps_needed = p.maps_needed.max(map + 1);
         }
-        match kind_of(parts, t, shndx, sym, value, &mut last_section) {
-            Some(kind) => push(
-                out.patches,
-                &mut ready,
-                Patch {
-                    at: insn_index as u32,
-                    kind,
-                },
-            ),
-            None => ready = false,
+        p.reloc_count += 1;
+        p.rel_end = j + 1;
+        if ready {
+            let _ = out.patches.push(Patch { at, kind });
         }
-        relocs += 1;
-    }
-    if entered {
-        flush(programs.get_mut(cur), relocs, map_relocs, maps_needed, last);
     }
     out.ready = ready;
-    out.sorted &= sorted;
-    out.dup |= dup;
+    if not_past {
+        let mut prev = None;
+        for e in data.chunks_exact(ent) {
+            let offset = if WIDE { rd64(e, 0) } else { rd32(e, 0).into() };
+            out.sorted &= prev.is_none_or(|p| offset >= p);
+            out.dup |= prev == Some(offset);
+            prev = Some(offset);
+        }
+    }
     Ok(())
 }
 
