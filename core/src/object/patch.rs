@@ -532,7 +532,10 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
         section: None,
         lo: 0,
         hi: 0,
+        last: [(0, 0, u32::MAX, 0); 16],
     };
+    // The candidates of a function, gathered.
+    let mut found = [0u32; 32];
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else {
             return false;
@@ -574,7 +577,9 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
         };
         let mut next = next_code(&mut kc, patches);
         let slots = f.code.len() / INSN_SIZE;
-        // Blocks of 8 instructions: the candidates of a block as a bit mask.
+        // Blocks of 8 instructions: the candidates of a block as a bit mask, gathered
+        // and then looked at together.
+        let mut n = 0;
         for block in (0..slots).step_by(8) {
             let mut mask = candidates(f.code, block);
             // The relocations against code inside the block.
@@ -586,16 +591,25 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
             while mask != 0 {
                 let at = block + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                match f.reference(programs, patches, &mut finder, at) {
-                    Ok(Some(call)) => {
-                        if patches.push(call).is_err() {
-                            return false;
-                        }
+                if n == found.len() {
+                    if !f.references(programs, patches, &mut finder, &found) {
+                        return false;
                     }
-                    Ok(None) => {}
-                    Err(()) => return false,
+                    n = 0;
+                }
+                if let Some(c) = found.get_mut(n) {
+                    *c = at as u32;
+                    n += 1;
                 }
             }
+        }
+        if !f.references(
+            programs,
+            patches,
+            &mut finder,
+            found.get(..n).unwrap_or_default(),
+        ) {
+            return false;
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
@@ -623,10 +637,35 @@ struct Function<'a> {
 }
 
 impl Function<'_> {
+    /// [`Function::reference`] of each candidate instruction in `found` (in order), each
+    /// reference pushed to the patch table; `false` when one is refused or the table is
+    /// full.
+    #[inline(never)]
+    fn references(
+        &mut self,
+        programs: &[Program<'_>],
+        patches: &mut VecView<Patch>,
+        finder: &mut Finder,
+        found: &[u32],
+    ) -> bool {
+        for &at in found {
+            match self.reference(programs, patches, finder, at as usize) {
+                Ok(Some(call)) => {
+                    if patches.push(call).is_err() {
+                        return false;
+                    }
+                }
+                Ok(None) => {}
+                Err(()) => return false,
+            }
+        }
+        true
+    }
+
     /// The code reference at candidate instruction `at` as the linker's scan finds it:
     /// `Ok(None)` when it is none, `Err` when `code_target` refuses it (the linker then
     /// scans and reports it).
-    #[inline(never)]
+    #[inline(always)]
     fn reference(
         &mut self,
         programs: &[Program<'_>],
@@ -719,6 +758,23 @@ impl Function<'_> {
 /// branch per instruction.
 #[inline(always)]
 fn candidates(code: &[u8], first: usize) -> u32 {
+    let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
+    match rest.first_chunk::<{ 8 * INSN_SIZE }>() {
+        Some(block) => candidates8(block),
+        None => {
+            // The last few: as a block padded with zeros (no candidate).
+            let mut block = [0u8; 8 * INSN_SIZE];
+            if let Some(b) = block.get_mut(..rest.len()) {
+                b.copy_from_slice(rest);
+            }
+            candidates8(&block)
+        }
+    }
+}
+
+/// [`candidates`] of a whole block of 8 instructions.
+#[inline(always)]
+fn candidates8(block: &[u8; 8 * INSN_SIZE]) -> u32 {
     // The first four bytes of each instruction as a native `u32`: the head is its low
     // half on a little-endian machine, its high half on a big-endian one.
     let word = |h: u16| {
@@ -729,27 +785,20 @@ fn candidates(code: &[u8], first: usize) -> u32 {
         }
     };
     let (mask32, call, func) = (word(HEAD_MASK), word(HEAD_CALL), word(HEAD_FUNC));
-    let is = |s: &[u8]| {
-        let w = s
-            .first_chunk::<4>()
-            .map_or(0, |w| u32::from_ne_bytes(*w) & mask32);
-        u32::from(w == call) | u32::from(w == func)
+    // Two halves of four lanes each (what a vector unit compares at once).
+    let half = |b: &[u8]| {
+        let mut words = [0u32; 4];
+        for (w, s) in words.iter_mut().zip(b.chunks_exact(INSN_SIZE)) {
+            *w = s.first_chunk::<4>().map_or(0, |w| u32::from_ne_bytes(*w)) & mask32;
+        }
+        let mut mask = 0;
+        for (i, w) in words.iter().enumerate() {
+            mask |= (u32::from(*w == call) | u32::from(*w == func)) << i;
+        }
+        mask
     };
-    let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
-    let mut mask = 0;
-    match rest.first_chunk::<{ 8 * INSN_SIZE }>() {
-        Some(block) => {
-            for (i, s) in block.chunks_exact(INSN_SIZE).enumerate() {
-                mask |= is(s) << i;
-            }
-        }
-        None => {
-            for (i, s) in rest.chunks_exact(INSN_SIZE).enumerate() {
-                mask |= is(s) << i;
-            }
-        }
-    }
-    mask
+    let (lo, hi) = block.split_at(4 * INSN_SIZE);
+    half(lo) | half(hi) << 4
 }
 
 /// Finds the function holding a byte of a section: the last program (they are in
@@ -759,12 +808,30 @@ struct Finder {
     section: Option<u32>,
     lo: usize,
     hi: usize,
+    /// The last answers, by byte: `(section, byte, program, instruction)` (calls repeat
+    /// their targets).
+    last: [(u32, u32, u32, u32); 16],
 }
 
 impl Finder {
     /// `(program, instruction)` of byte `byte` of section `section`.
     #[inline]
     fn find(&mut self, programs: &[Program<'_>], section: u32, byte: u32) -> Option<(u32, u32)> {
+        let slot = (byte / INSN_SIZE as u32) as usize % 16;
+        if let Some(&(s, b, t, i)) = self.last.get(slot) {
+            if s == section && b == byte && t != u32::MAX {
+                return Some((t, i));
+            }
+        }
+        let found = self.search(programs, section, byte)?;
+        if let Some(e) = self.last.get_mut(slot) {
+            *e = (section, byte, found.0, found.1);
+        }
+        Some(found)
+    }
+
+    #[inline(never)]
+    fn search(&mut self, programs: &[Program<'_>], section: u32, byte: u32) -> Option<(u32, u32)> {
         if self.section != Some(section) {
             self.lo = programs.partition_point(|q| q.section_index < section);
             let rest = programs.get(self.lo..).unwrap_or_default();

@@ -294,7 +294,9 @@ impl<'a, 's> Object<'a, 's> {
         let (head, body) = out.split_at_mut_checked(prologue.len())?;
         let len = img.len as usize;
         self.put_image(img, map_fds, body.get_mut(..len)?)?;
-        head.copy_from_slice(prologue);
+        if !prologue.is_empty() {
+            head.copy_from_slice(prologue);
+        }
         Some(prologue.len() + len)
     }
 
@@ -319,10 +321,10 @@ impl<'a, 's> Object<'a, 's> {
         if p.reloc_count != 0 {
             self.apply_patches(p, map_fds, mine).ok()?;
         }
-        // The parts appended: where each starts in the cache, its length, where it
-        // starts in the output.
-        let mut appended: heapless::Vec<(u32, u32, u32), 16> = heapless::Vec::new();
-        let mut total = 0usize;
+        // The parts to append, in order: each one's image and where it starts after the
+        // root. Its calls are set as they are met.
+        let mut parts: heapless::Vec<(Image, u32), 16> = heapless::Vec::new();
+        let mut total = 0u32;
         let first = p.call_first as usize;
         for c in self.patches.get(first..first + p.call_len as usize)? {
             let PatchKind::Call {
@@ -333,40 +335,44 @@ impl<'a, 's> Object<'a, 's> {
             else {
                 continue;
             };
-            let t = self.programs.get(program as usize).and_then(entry_of)?;
-            let t = Image::of(self.patches.get(t)?)?;
-            let inside = appended
-                .iter()
-                .find(|&&(at, len, _)| t.at >= at && t.at - at < len);
+            let entry = self.programs.get(program as usize).and_then(entry_of)?;
+            let entry = self.patches.get(entry)?;
+            let at = entry.at;
+            let inside = parts.iter().find(|(x, _)| at >= x.at && at - x.at < x.len);
             let start = match inside {
-                Some(&(at, _, pos)) => pos + (t.at - at),
+                Some((x, pos)) => pos + (at - x.at),
                 None => {
                     // Appended whole, as the linker's walk would place it: closed, within
                     // its depth, holding no part appended before.
+                    let t = Image::of(entry)?;
                     let deep = t.height as usize >= super::MAX_CALL_DEPTH;
-                    let holds = appended
+                    let holds = parts
                         .iter()
-                        .any(|&(at, _, _)| at >= t.at && at - t.at < t.len);
+                        .any(|(x, _)| x.at >= t.at && x.at - t.at < t.len);
                     if !t.closed || deep || holds {
                         return None;
                     }
-                    let len = t.len as usize;
-                    let at = total;
-                    self.put_image(&t, map_fds, rest.get_mut(at..at + len)?)?;
-                    appended.push((t.at, t.len, (n + at) as u32)).ok()?;
-                    total += len;
-                    (n + at) as u32
+                    parts.push((t, total)).ok()?;
+                    total += t.len;
+                    total - t.len
                 }
             };
-            let rel = i64::from(start + offset) - i64::from(c.at + 1);
+            let rel = i64::from(n as u32 + start + offset) - i64::from(c.at + 1);
             let slot = mine.get_mut(c.at as usize)?;
             slot.set_imm(rel as i32);
             if ld {
                 slot.set_src(PSEUDO_FUNC);
             }
         }
-        head.copy_from_slice(prologue);
-        Some(prologue.len() + n + total)
+        let rest = rest.get_mut(..total as usize)?;
+        for (t, pos) in &parts {
+            let pos = *pos as usize;
+            self.put_image(t, map_fds, rest.get_mut(pos..pos + t.len as usize)?)?;
+        }
+        if !prologue.is_empty() {
+            head.copy_from_slice(prologue);
+        }
+        Some(prologue.len() + n + total as usize)
     }
 
     /// Writes the part of the layout `img` into `dst` (its length) and patches its map
