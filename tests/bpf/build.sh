@@ -27,6 +27,7 @@ maps_36:
 kprobes:
 uprobes:
 modern:
+linking:
 insns:-mcpu=v3
 bad_verifier:
 no_version:

@@ -137,10 +137,10 @@ fn bad_table(parts: &Parts<'_>, index: u32, what: &'static str) -> Error {
 /// its entries in that table and its counts, and each entry's patch in the patch table
 /// (entry `i` of a table at the table's base plus `i`).
 #[inline(never)]
-pub(crate) fn collect<const WIDE: bool>(
-    parts: &Parts<'_>,
+pub(crate) fn collect<'a, const WIDE: bool>(
+    parts: &Parts<'a>,
     programs: &mut [Program<'_>],
-    maps: &[MapDef<'_>],
+    maps: &[MapDef<'a>],
     out: &mut PatchTable<'_>,
 ) -> Result<()> {
     let elf = &parts.elf;
@@ -157,7 +157,14 @@ pub(crate) fn collect<const WIDE: bool>(
     // Where the search for a table's programs starts (tables usually come in the order
     // of their sections).
     let mut lo = 0usize;
-    let mut symbols = Symbols::new();
+    let mut pass = Pass {
+        parts,
+        maps,
+        symbols: Symbols::new(),
+        syms,
+        nsyms,
+        out,
+    };
     for index in parts.rel_lo..parts.rel_hi {
         let Some(h) = header(index) else {
             continue;
@@ -222,20 +229,19 @@ pub(crate) fn collect<const WIDE: bool>(
         if u32::try_from(data.len() as u64 / ent).is_err() {
             return Err(bad_table(parts, index, "too many relocations"));
         }
-        rel_table::<WIDE>(
-            parts,
-            maps,
-            &mut symbols,
-            syms,
-            nsyms,
-            index,
-            target,
-            section_programs,
-            data,
-            out,
-        )?;
+        pass.rel_table::<WIDE>(index, target, section_programs, data)?;
     }
     Ok(())
+}
+
+/// What the pass over the REL tables keeps from table to table.
+struct Pass<'x, 'p, 'a> {
+    parts: &'x Parts<'a>,
+    maps: &'x [MapDef<'a>],
+    symbols: Symbols,
+    syms: &'a [u8],
+    nsyms: u32,
+    out: &'x mut PatchTable<'p>,
 }
 
 /// The patch of a relocation against symbol `sym` (its section and value read from
@@ -375,116 +381,121 @@ fn enter(
     Ok((cur, u64::from(prog.offset), prog.code.len() as u64))
 }
 
-/// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
-/// Out of line: inlined in the pass over the tables, its locals were kept in memory.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn rel_table<const WIDE: bool>(
-    parts: &Parts<'_>,
-    maps: &[MapDef<'_>],
-    symbols: &mut Symbols,
-    syms: &[u8],
-    nsyms: u32,
-    index: u32,
-    target: u32,
-    programs: &mut [Program<'_>],
-    data: &[u8],
-    out: &mut PatchTable<'_>,
-) -> Result<()> {
-    let ent = if WIDE { 16 } else { 8 };
-    let base = out.patches.len() as u32;
-    let n = data.len() / ent;
-    // Room for every entry's patch, or none kept from here on (the table is then not
-    // used: keeping some would not matter).
-    let mut ready = out.ready && out.patches.capacity() - out.patches.len() >= n;
-    // Whether an entry's offset is not past the previous one's (`next`: one past it):
-    // then whether the table is out of order or has two entries in a row at one offset
-    // is told at the end.
-    let (mut not_past, mut next) = (false, 0u64);
-    // The program of the previous entry (the first program is tried first): its index,
-    // start and length in bytes; none at the start.
-    let (mut cur, mut start, mut len) = (0usize, 0u64, 0u64);
-    for (j, e) in (0u32..).zip(data.chunks_exact(ent)) {
-        let (offset, sym) = if WIDE {
-            (rd64(e, 0), (rd64(e, 8) >> 32) as u32)
-        } else {
-            (rd32(e, 0).into(), rd32(e, 4) >> 8)
-        };
-        if sym >= nsyms {
-            return Err(bad_reloc(
-                parts,
-                target,
-                j,
-                offset,
-                "symbol index outside the symbol table",
-            ));
-        }
-        if offset.wrapping_sub(start) >= len {
-            (cur, start, len) = enter(parts, programs, cur, offset, index, target, j, base)?;
-        }
-        // Inside a program: no overflow.
-        not_past |= offset < next;
-        next = offset + 1;
-        if offset % 8 != 0 {
-            return Err(bad_reloc(
-                parts,
-                target,
-                j,
-                offset,
-                "offset is not on an instruction boundary",
-            ));
-        }
-        let rel_off = offset - start;
-        let at = (rel_off / 8) as u32;
-        let kind = symbols
-            .get::<WIDE>(parts, maps, syms, sym, &mut ready)
-            .map_err(|what| bad_reloc(parts, target, j, offset, what))?;
-        let map = match kind {
-            PatchKind::MapFd { map } | PatchKind::MapValue { map, .. } => Some(map),
-            _ => None,
-        };
-        let Some(p) = programs.get_mut(cur) else {
-            break;
-        };
-        if let Some(map) = map {
-            if p.code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
+impl Pass<'_, '_, '_> {
+    /// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
+    /// Out of line: inlined in the pass over the tables, its locals were kept in memory.
+    #[inline(never)]
+    fn rel_table<const WIDE: bool>(
+        &mut self,
+        index: u32,
+        target: u32,
+        programs: &mut [Program<'_>],
+        data: &[u8],
+    ) -> Result<()> {
+        let Pass {
+            parts,
+            maps,
+            symbols,
+            syms,
+            nsyms,
+            out,
+        } = self;
+        let (parts, maps, syms, nsyms) = (*parts, *maps, *syms, *nsyms);
+        let ent = if WIDE { 16 } else { 8 };
+        let base = out.patches.len() as u32;
+        let n = data.len() / ent;
+        // Room for every entry's patch, or none kept from here on (the table is then not
+        // used: keeping some would not matter).
+        let mut ready = out.ready && out.patches.capacity() - out.patches.len() >= n;
+        // Whether an entry's offset is not past the previous one's (`next`: one past it):
+        // then whether the table is out of order or has two entries in a row at one offset
+        // is told at the end.
+        let (mut not_past, mut next) = (false, 0u64);
+        // The program of the previous entry (the first program is tried first): its index,
+        // start and length in bytes; none at the start.
+        let (mut cur, mut start, mut len) = (0usize, 0u64, 0u64);
+        for (j, e) in (0u32..).zip(data.chunks_exact(ent)) {
+            let (offset, sym) = if WIDE {
+                (rd64(e, 0), (rd64(e, 8) >> 32) as u32)
+            } else {
+                (rd32(e, 0).into(), rd32(e, 4) >> 8)
+            };
+            if sym >= nsyms {
                 return Err(bad_reloc(
                     parts,
                     target,
                     j,
                     offset,
-                    "map relocation on an instruction that is not ld_imm64",
+                    "symbol index outside the symbol table",
                 ));
             }
-            if u64::from(at) + 1 >= len / 8 {
+            if offset.wrapping_sub(start) >= len {
+                (cur, start, len) = enter(parts, programs, cur, offset, index, target, j, base)?;
+            }
+            // Inside a program: no overflow.
+            not_past |= offset < next;
+            next = offset + 1;
+            if offset % 8 != 0 {
                 return Err(bad_reloc(
                     parts,
                     target,
                     j,
                     offset,
-                    "ld_imm64 is missing its second slot",
+                    "offset is not on an instruction boundary",
                 ));
             }
-            p.map_reloc_count += 1;
-            p.maps_needed = p.maps_needed.max(map + 1);
+            let rel_off = offset - start;
+            let at = (rel_off / 8) as u32;
+            let kind = symbols
+                .get::<WIDE>(parts, maps, syms, sym, &mut ready)
+                .map_err(|what| bad_reloc(parts, target, j, offset, what))?;
+            let map = match kind {
+                PatchKind::MapFd { map } | PatchKind::MapValue { map, .. } => Some(map),
+                _ => None,
+            };
+            let Some(p) = programs.get_mut(cur) else {
+                break;
+            };
+            if let Some(map) = map {
+                if p.code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
+                    return Err(bad_reloc(
+                        parts,
+                        target,
+                        j,
+                        offset,
+                        "map relocation on an instruction that is not ld_imm64",
+                    ));
+                }
+                if u64::from(at) + 1 >= len / 8 {
+                    return Err(bad_reloc(
+                        parts,
+                        target,
+                        j,
+                        offset,
+                        "ld_imm64 is missing its second slot",
+                    ));
+                }
+                p.map_reloc_count += 1;
+                p.maps_needed = p.maps_needed.max(map + 1);
+            }
+            p.reloc_count += 1;
+            p.rel_end = j + 1;
+            if ready {
+                let _ = out.patches.push(Patch { at, kind });
+            }
         }
-        p.reloc_count += 1;
-        p.rel_end = j + 1;
-        if ready {
-            let _ = out.patches.push(Patch { at, kind });
+        out.ready = ready;
+        if not_past {
+            let mut prev = None;
+            for e in data.chunks_exact(ent) {
+                let offset = if WIDE { rd64(e, 0) } else { rd32(e, 0).into() };
+                out.sorted &= prev.is_none_or(|p| offset >= p);
+                out.dup |= prev == Some(offset);
+                prev = Some(offset);
+            }
         }
+        Ok(())
     }
-    out.ready = ready;
-    if not_past {
-        let mut prev = None;
-        for e in data.chunks_exact(ent) {
-            let offset = if WIDE { rd64(e, 0) } else { rd32(e, 0).into() };
-            out.sorted &= prev.is_none_or(|p| offset >= p);
-            out.dup |= prev == Some(offset);
-            prev = Some(offset);
-        }
-    }
-    Ok(())
 }
 
 /// Whether every function with relocations has its REL entries as one run of its table

@@ -269,8 +269,18 @@ impl<'a, 's> Object<'a, 's> {
         }
         if p.map_reloc_count != 0 {
             if self.parts.patches_ready {
-                // Every fd is there (checked above): no error to come.
-                let _ = self.apply_patches_out_of_line(p, map_fds, body);
+                // Only map and global data loads, every fd there (checked above).
+                let first = p.patch_first as usize;
+                let patches = self.patches.get(first..first + p.reloc_count as usize);
+                for x in patches.unwrap_or_default() {
+                    let (src, map, value) = match x.kind {
+                        PatchKind::MapFd { map } => (PSEUDO_MAP_FD, map, None),
+                        PatchKind::MapValue { map, value } => (PSEUDO_MAP_VALUE, map, Some(value)),
+                        _ => continue,
+                    };
+                    let fd = map_fds.get(map as usize).copied().unwrap_or_default();
+                    patch_ld(body, x.at as usize, src, fd, value.map(u64::from));
+                }
             } else if self.parts.elf.header().class == Class::Elf64 {
                 self.patch_maps::<true>(p, map_fds, body);
             } else {
@@ -389,17 +399,6 @@ impl<'a, 's> Object<'a, 's> {
             }
         }
         Some(())
-    }
-
-    /// [`Object::apply_patches`], as a call of its own (kept out of `relocate`'s loop).
-    #[inline(never)]
-    fn apply_patches_out_of_line(
-        &self,
-        p: &Program<'_>,
-        map_fds: &[i32],
-        slots: &mut [Insn],
-    ) -> Result<()> {
-        self.apply_patches(p, map_fds, slots)
     }
 
     /// Writes the instructions of `p` into `slots` (as many as it holds): copied from the
@@ -579,6 +578,84 @@ mod tests {
             }
         }
         assert!(checked > 10, "{checked}");
+    }
+
+    /// `linking.o` (tests/bpf/linking.c) holds each shape the layout of the functions
+    /// called tells apart: parts that are closed or not, roots whose parts append at once,
+    /// one inside a part appended before, one holding a part appended before, one open.
+    /// The roots and closed functions that can take the shortcut take it, the others fall
+    /// back to the linker, and every answer is the linker's.
+    #[test]
+    fn the_layout_serves_the_functions_it_can() {
+        use crate::object::patch::{entry_of, Image};
+        let path =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/bpf/linking.o");
+        let bytes = std::fs::read(path).unwrap();
+        let mut storage = std::boxed::Box::new(ObjectStorage::new());
+        let o = Object::open(&bytes, &mut storage).unwrap();
+        assert!(o.parts.calls_ready);
+        let index = |name: &str| {
+            o.programs()
+                .iter()
+                .position(|p| p.name == Some(name))
+                .unwrap()
+        };
+        let image = |name: &str| {
+            let p = &o.programs()[index(name)];
+            Image::of(&o.patches[entry_of(p).unwrap()])
+        };
+        // mid_a is laid out first, with leaf inside its part: mid_b refers outside.
+        for (name, closed) in [
+            ("mid_a", true),
+            ("leaf", true),
+            ("mid_b", false),
+            ("c1", true),
+            ("c2", true),
+            ("c3", true),
+            ("bump", true),
+            ("step", true),
+        ] {
+            assert_eq!(image(name).map(|i| i.closed), Some(closed), "{name}");
+        }
+        let fds = [3, 4, 5, 6, 7, 8];
+        let mut a = std::vec![Insn::default(); 1024];
+        let mut b = a.clone();
+        for (name, shortcut) in [
+            ("first_inside", true),
+            ("first_leaf", false),
+            ("shared", false),
+            ("chained", true),
+            ("chained_too", true),
+            ("looped", true),
+        ] {
+            let prog = index(name);
+            let p = &o.programs()[prog];
+            let n = reference(&o, prog, &fds, &mut b).unwrap();
+            let got = o.relocate_root(p, &[], &fds, &mut a);
+            assert_eq!(got.is_some(), shortcut, "{name}");
+            if let Some(m) = got {
+                assert_eq!((m, &a[..m]), (n, &b[..n]), "{name}");
+            }
+            assert_eq!(o.relocate(prog, &[], &fds, &mut a), Ok(n), "{name}");
+            assert_eq!(a[..n], b[..n], "{name}");
+        }
+        for name in ["mid_a", "leaf", "c1", "c2", "c3", "bump", "step"] {
+            let prog = index(name);
+            let n = reference(&o, prog, &fds, &mut b).unwrap();
+            let img = image(name).unwrap();
+            assert_eq!(o.relocate_part(&img, &[], &fds, &mut a), Some(n), "{name}");
+            assert_eq!(a[..n], b[..n], "{name}");
+        }
+        // Without enough fds or room, the shortcut steps aside for the linker's error.
+        let chained = index("chained_too");
+        let p = &o.programs()[chained];
+        assert_eq!(o.relocate_root(p, &[], &fds[..1], &mut a), None);
+        assert!(o.relocate(chained, &[], &fds[..1], &mut a).is_err());
+        assert_eq!(o.relocate_root(p, &[], &fds, &mut a[..8]), None);
+        assert!(matches!(
+            o.relocate(chained, &[], &fds, &mut a[..8]),
+            Err(Error::Capacity { .. })
+        ));
     }
 
     /// The patch table, call lists and decoded-instruction cache are shortcuts: with a
