@@ -149,10 +149,9 @@ impl<'a> Btf<'a> {
     /// too short.
     pub fn parse(data: &'a [u8], index: &'a mut [u32]) -> BtfResult<Self> {
         let header = Header::parse(data)?;
-        let mut sink = check::SliceIndex { buf: index, len: 0 };
-        match Self::checked(data, &header, &mut sink) {
-            Some(c) => Ok(Self::from_checked(data, header, c, sink.buf)),
-            None => Self::parse_reference(data, header, sink.buf),
+        match Self::checked(data, &header, index) {
+            Some(c) => Ok(Self::from_checked(data, header, c, index)),
+            None => Self::parse_reference(data, header, index),
         }
     }
 
@@ -165,17 +164,18 @@ impl<'a> Btf<'a> {
         index: &mut heapless::vec::VecView<u32>,
     ) -> Option<(Header, check::Checked)> {
         let header = Header::parse(data).ok()?;
+        // Room for as many types as the section can hold (each record takes at least 12
+        // bytes), or the whole capacity: the check then refuses more.
+        let room = (header.type_len as usize / TYPE_HEADER_LEN).min(index.capacity());
         index.clear();
-        let c = Self::checked(data, &header, index)?;
+        index.resize(room, 0).ok()?;
+        let c = Self::checked(data, &header, index.as_mut_slice())?;
+        index.truncate(c.count as usize);
         Some((header, c))
     }
 
     /// The one-pass check (see `check`), for a section in the target's byte order.
-    fn checked<I: check::TypeIndex + ?Sized>(
-        data: &[u8],
-        header: &Header,
-        index: &mut I,
-    ) -> Option<check::Checked> {
+    fn checked(data: &[u8], header: &Header, index: &mut [u32]) -> Option<check::Checked> {
         if header.little_endian != cfg!(target_endian = "little") {
             return None;
         }

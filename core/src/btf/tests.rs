@@ -81,6 +81,18 @@ fn btf_sections() -> std::vec::Vec<std::vec::Vec<u8>> {
 fn one_pass_check_agrees_with_the_reference() {
     let sections = btf_sections();
     assert!(sections.len() > 10, "{}", sections.len());
+    // Each also with a name made non-ASCII (`é` for two of its bytes), for the check's
+    // path that looks at each name's first byte.
+    let utf8 = sections.iter().filter_map(|s| {
+        let h = Header::parse(s).ok()?;
+        let start = (h.hdr_len + h.str_off) as usize;
+        let strings = &s[start..start + h.str_len as usize];
+        let at = strings.windows(2).position(|w| w[0] != 0 && w[1] != 0)?;
+        let mut u = s.clone();
+        u[start + at..start + at + 2].copy_from_slice("é".as_bytes());
+        Some(u)
+    });
+    let sections: std::vec::Vec<_> = sections.iter().cloned().chain(utf8).collect();
     let (mut accepted, mut tried) = (0, 0);
     let mut seed: u64 = 7;
     for s in &sections {
@@ -103,11 +115,7 @@ fn one_pass_check_agrees_with_the_reference() {
             tried += 1;
             let mut fast = std::vec![0u32; 1 << 14];
             let mut slow = std::vec![0u32; 1 << 14];
-            let mut sink = check::SliceIndex {
-                buf: &mut fast,
-                len: 0,
-            };
-            let checked = Btf::checked(v, &header, &mut sink);
+            let checked = Btf::checked(v, &header, &mut fast);
             if k == 0 {
                 assert!(checked.is_some(), "the check refuses an unmodified section");
             }
@@ -118,6 +126,11 @@ fn one_pass_check_agrees_with_the_reference() {
             let reference = Btf::parse_reference(v, header, &mut slow).unwrap_or_else(|e| {
                 panic!("variant {k}: the check accepts what the reference refuses: {e:?}")
             });
+            let datasecs: std::vec::Vec<u32> = reference
+                .types()
+                .filter(|t| t.kind() == Kind::Datasec)
+                .map(|t| t.id())
+                .collect();
             assert_eq!(c.count, reference.type_count(), "variant {k}");
             assert_eq!(c.ptr_size, reference.pointer_size(), "variant {k}");
             assert_eq!(
@@ -125,7 +138,53 @@ fn one_pass_check_agrees_with_the_reference() {
                 slow[..c.count as usize],
                 "variant {k}"
             );
+            match c.datasecs.known() {
+                Some(ids) => assert_eq!(ids, &datasecs[..], "variant {k}"),
+                None => assert!(datasecs.len() > DATASECS, "variant {k}"),
+            }
         }
     }
     assert!(accepted > 100 && tried > accepted, "{accepted} of {tried}");
+}
+
+/// The check's quick test for libbpf's names of `long` agrees with `is_long_name`.
+#[test]
+fn long_names() {
+    let names: &[&[u8]] = &[
+        b"long",
+        b"long int",
+        b"int long",
+        b"unsigned long",
+        b"long unsigned",
+        b"unsigned long int",
+        b"unsigned int long",
+        b"long unsigned int",
+        b"long int unsigned",
+        b"int unsigned long",
+        b"int long unsigned",
+        b"long long",
+        b"unsigned long long",
+        b"unsigned int",
+        b"int",
+        b"lon",
+        b"longx",
+        b"int ",
+        b"unsi",
+        b"",
+        b"unsigned long int x",
+    ];
+    for &name in names {
+        for strings in [
+            [b"\0", name, b"\0"].concat(),
+            [b"\0", name].concat(),
+            [b"\0", name, b"\0x\0"].concat(),
+        ] {
+            assert_eq!(
+                check::long_name(&strings, 1),
+                is_long_name(name),
+                "{:?}",
+                core::str::from_utf8(&strings)
+            );
+        }
+    }
 }
