@@ -188,3 +188,122 @@ fn long_names() {
         }
     }
 }
+
+/// The one-walk reader of map definitions against the reference reader, on every VAR of
+/// every fixture's and peer's `.BTF` and of its byte flips: whatever it reads, the
+/// reference reads the same (it may leave a definition to the reference, never read one
+/// the reference refuses or reads otherwise).
+#[test]
+fn fast_map_definitions_agree_with_the_reference() {
+    let (mut read, mut vars) = (0, 0);
+    let mut seed: u64 = 11;
+    for s in btf_sections() {
+        let mut variants = std::vec![s.clone()];
+        variants.extend(map_field_variants(&s));
+        for _ in 0..40 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut v = s.clone();
+            let at = (seed >> 33) as usize % v.len();
+            v[at] ^= 1 << ((seed >> 20) % 8);
+            variants.push(v);
+        }
+        for (k, v) in variants.iter().enumerate() {
+            let mut index = std::vec![0u32; 1 << 14];
+            let Ok(btf) = Btf::parse(v, &mut index) else {
+                continue;
+            };
+            for id in 0..=btf.type_count() + 1 {
+                let (size, resolved) = maps::fast::size_and_resolve(&btf, id);
+                if let Some(size) = size {
+                    assert_eq!(btf.size_of(id), Ok(size), "variant {k}, type {id}");
+                }
+                if let Some(resolved) = resolved {
+                    assert_eq!(btf.resolve(id), Ok(resolved), "variant {k}, type {id}");
+                }
+                if btf.ty(id).map(|t| t.kind()) != Some(Kind::Var) {
+                    continue;
+                }
+                vars += 1;
+                let Some(fast) = maps::fast::parse_var(&btf, id) else {
+                    continue;
+                };
+                read += 1;
+                let reference = maps::parse_var_reference(&btf, id).unwrap_or_else(|e| {
+                    panic!("variant {k}, VAR {id}: read, but the reference refuses: {e:?}")
+                });
+                assert_eq!(fast.name_off, reference.name_off, "variant {k}, VAR {id}");
+                assert_eq!(
+                    fast.def_type_id, reference.def_type_id,
+                    "variant {k}, VAR {id}"
+                );
+                assert_eq!(fast.attrs, reference.attrs, "variant {k}, VAR {id}");
+                assert_eq!(fast.inner, reference.inner, "variant {k}, VAR {id}");
+                assert_eq!(
+                    fast.prog_proto_id, reference.prog_proto_id,
+                    "variant {k}, VAR {id}"
+                );
+            }
+        }
+    }
+    assert!(read > 50 && vars > read, "{read} of {vars}");
+}
+
+/// Variants of a little-endian `.BTF` section `s` that change what map definitions read:
+/// each ARRAY's length, each PTR's, TYPEDEF's and INT's third word, each STRUCT member's
+/// name (the next member's) and type (one more).
+fn map_field_variants(s: &[u8]) -> std::vec::Vec<std::vec::Vec<u8>> {
+    let mut out = std::vec::Vec::new();
+    let Ok(h) = Header::parse(s) else {
+        return out;
+    };
+    if !h.little_endian {
+        return out;
+    }
+    let mut index = std::vec![0u32; 1 << 14];
+    let Ok(btf) = Btf::parse(s, &mut index) else {
+        return out;
+    };
+    let base = (h.hdr_len + h.type_off) as usize;
+    let set = |at: usize, value: u32| {
+        let mut v = s.to_vec();
+        v[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        v
+    };
+    let word = |at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+    for t in btf.types() {
+        let off = base + btf.index[t.id() as usize - 1] as usize;
+        match t.kind() {
+            Kind::Array => {
+                for n in [0, 1, 2, 3, u32::MAX] {
+                    out.push(set(off + 20, n));
+                }
+            }
+            Kind::Ptr | Kind::Typedef | Kind::Int => {
+                let third = word(off + 8);
+                for n in [third.wrapping_add(1), third.wrapping_sub(1), 0, 4, 8] {
+                    out.push(set(off + 8, n));
+                }
+                if t.kind() == Kind::Int {
+                    // 32 bits in 4 bytes (a 32-bit `long`: pointers of 4 bytes).
+                    let mut v = set(off + 8, 4);
+                    let bits = (word(off + 12) & !0xff) | 32;
+                    v[off + 12..off + 16].copy_from_slice(&bits.to_le_bytes());
+                    out.push(v);
+                }
+            }
+            Kind::Struct => {
+                for m in 0..t.vlen() as usize {
+                    let at = off + 12 + 12 * m;
+                    out.push(set(at + 4, word(at + 4).wrapping_add(1)));
+                    if m + 1 < t.vlen() as usize {
+                        out.push(set(at, word(at + 12)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

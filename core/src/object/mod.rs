@@ -781,6 +781,7 @@ fn data_kind(elf: &Elf<'_>, sh: &elf::SectionHeader) -> Option<MapKind> {
 /// Fills the BTF-defined maps: the placeholders pushed for the symbols of `.maps` (after
 /// the legacy maps) are put in the order of the `.maps` DATASEC's variables (libbpf's
 /// order) and read from their BTF definitions.
+#[inline(never)]
 fn btf_map_defs<'a>(
     parts: &Parts<'a>,
     btf: &Btf<'_>,
@@ -796,24 +797,20 @@ fn btf_map_defs<'a>(
             what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
         })?;
     let mut filled = first;
-    let strings = btf.strs();
-    for v in datasec.datasec_vars() {
-        let def = crate::btf::maps::parse_var_raw(btf, v.type_id)?;
-        let rest = maps.get_mut(filled..).unwrap_or_default();
-        // Names compared in place; usually the symbols come in the DATASEC's order.
-        let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
-        let found = if rest.first().is_some_and(is) {
-            0
-        } else {
-            rest.iter().position(is).ok_or_else(|| Error::BadSection {
-                section: at(),
-                what: "a .maps variable in .BTF has no symbol in .maps",
-            })?
-        };
-        rest.swap(0, found);
-        if let Some(m) = maps.get_mut(filled) {
-            *m = MapDef::from_btf(m.name, m.offset, section, &def);
+    for var_id in crate::btf::maps::var_ids(&datasec) {
+        // The usual definition read in one walk; any other, and every error, by the
+        // reference reader (each path places its own result: nothing is copied between).
+        match crate::btf::maps::fast::parse_var(btf, var_id) {
+            Some(def) => place_btf_map(btf, section, maps, filled, &def),
+            None => {
+                let def = crate::btf::maps::parse_var_reference(btf, var_id)?;
+                place_btf_map(btf, section, maps, filled, &def)
+            }
         }
+        .ok_or_else(|| Error::BadSection {
+            section: at(),
+            what: "a .maps variable in .BTF has no symbol in .maps",
+        })?;
         filled += 1;
     }
     if filled != maps.len() {
@@ -823,6 +820,30 @@ fn btf_map_defs<'a>(
         });
     }
     Ok(())
+}
+
+/// Puts the placeholder of the map named by `def` at `filled` (usually it is there
+/// already: the symbols come in the DATASEC's order) and fills it in; `None` when no
+/// placeholder from `filled` on has its name.
+#[inline(always)]
+fn place_btf_map<'a>(
+    btf: &Btf<'_>,
+    section: u32,
+    maps: &mut VecView<MapDef<'a>>,
+    filled: usize,
+    def: &crate::btf::maps::RawMapDef,
+) -> Option<()> {
+    let strings = btf.strs();
+    let rest = maps.get_mut(filled..)?;
+    // Names compared in place.
+    let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
+    if !rest.first().is_some_and(is) {
+        let found = rest.iter().position(is)?;
+        rest.swap(0, found);
+    }
+    let m = rest.first_mut()?;
+    *m = MapDef::from_btf(m.name, m.offset, section, def);
+    Some(())
 }
 
 /// What the pass over the section headers found besides programs and named sections.
