@@ -330,11 +330,20 @@ fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> O
 }
 
 /// Whether the string at `off` is one of libbpf's names of `long` (see `is_long_name`):
-/// told apart on its first four bytes, then compared.
+/// told apart on its first four bytes and its length, then compared.
 #[inline(always)]
 pub(super) fn long_name(strings: &[u8], off: u32) -> bool {
     let tail = strings.get(off as usize..).unwrap_or_default();
-    matches!(tail.first_chunk::<4>(), Some(b"long" | b"int " | b"unsi")) && long_tail(tail)
+    // Then on where the NUL may be: "long" 4, "long int" 8, "long unsigned" 13, the
+    // three-word names 17; "int long" 8, "unsigned long" 13.
+    let nul = |at: usize| tail.get(at).is_none_or(|&b| b == 0);
+    let maybe = match tail.first_chunk::<4>() {
+        Some(b"long") => nul(4) || nul(8) || nul(13) || nul(17),
+        Some(b"int ") => nul(8) || nul(17),
+        Some(b"unsi") => nul(13) || nul(17),
+        _ => false,
+    };
+    maybe && long_tail(tail)
 }
 
 /// [`long_name`] past its first four bytes.

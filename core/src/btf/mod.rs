@@ -307,23 +307,25 @@ impl<'a> Btf<'a> {
         self.strings.0.len()
     }
 
-    /// The first type named `name` of kind `kind` (a linear scan).
+    /// The first type named `name` of kind `kind` (a linear scan; for a DATASEC, among
+    /// the DATASECs when the check found them all).
     #[must_use]
     pub fn find(&self, name: &str, kind: Kind) -> Option<Type<'a>> {
         let name = name.as_bytes();
-        if name.contains(&0) {
-            return None; // a name never holds its NUL
+        // Headers read in place; a [`Type`] built only for the one found.
+        let named = |id: u32| {
+            self.raw(id)
+                .is_some_and(|r| r.kind == kind && self.strings.is(r.name_off(self), name))
+        };
+        let found = match self.datasecs.known() {
+            Some(ids) if kind == Kind::Datasec => ids.iter().copied().find(|&id| named(id)),
+            _ => (1..=self.type_count()).find(|&id| named(id)),
+        }?;
+        // A name never holds its NUL (looked at only when something matched).
+        if name.iter().fold(false, |nul, &b| nul | (b == 0)) {
+            return None;
         }
-        if kind == Kind::Datasec {
-            if let Some(ids) = self.datasecs.known() {
-                return ids
-                    .iter()
-                    .filter_map(|&id| self.ty(id))
-                    .find(|t| self.strings.is(t.name_off(), name));
-            }
-        }
-        self.types()
-            .find(|t| t.kind == kind && self.strings.is(t.name_off(), name))
+        self.ty(found)
     }
 
     /// Follows TYPEDEF, VOLATILE, CONST, RESTRICT and TYPE_TAG from `id` to the first other

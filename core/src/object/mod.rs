@@ -579,14 +579,11 @@ fn parse_btf<'a: 's, 's, const T: usize>(
 fn mmapable(btf: &Btf<'_>, section: &str) -> bool {
     btf.find(section, crate::btf::Kind::Datasec)
         .is_some_and(|sec| {
-            sec.datasec_vars().into_iter().any(|v| {
-                btf.ty(v.type_id)
-                    .and_then(|t| {
-                        (t.kind() == crate::btf::Kind::Var)
-                            .then(|| t.linkage())
-                            .flatten()
-                    })
-                    .is_some_and(|l| l != crate::btf::LINKAGE_STATIC)
+            // VAR headers read in place: the linkage is the word after the header.
+            crate::btf::maps::var_ids(&sec).any(|id| {
+                btf.raw(id).is_some_and(|r| {
+                    r.kind == crate::btf::Kind::Var && r.word(btf, 0) != crate::btf::LINKAGE_STATIC
+                })
             })
         })
 }
