@@ -528,27 +528,35 @@ pub(crate) mod fast {
         #[inline(always)]
         fn resolve(self, id: u32) -> Option<(u32, Rec)> {
             let r = self.rec(id)?;
-            if is_mod(r.kind) {
-                self.resolve_chain(r.third)
-            } else {
-                Some((id, r))
+            if !is_mod(r.kind) {
+                return Some((id, r));
             }
+            let id = resolve_chain(self.types, self.index, r.third)?;
+            Some((id, self.rec(id)?))
         }
+    }
 
-        /// [`Btf::resolve`] from the type after a modifier or typedef (a step fewer).
-        #[inline(never)]
-        fn resolve_chain(self, id: u32) -> Option<(u32, Rec)> {
-            let mut cur = id;
-            for _ in 0..MAX_RESOLVE_DEPTH {
-                let r = self.rec(cur)?;
-                if !is_mod(r.kind) {
-                    return Some((cur, r));
-                }
-                cur = r.third;
+    /// [`Btf::resolve`] from the type after a modifier or typedef (a step fewer), by id
+    /// only (nothing kept in memory across the call on the usual path).
+    #[inline(never)]
+    fn resolve_chain(types: &[u8], index: &[u32], id: u32) -> Option<u32> {
+        let n = Native {
+            types,
+            index,
+            ptr_size: 0,
+        };
+        let mut cur = id;
+        for _ in 0..MAX_RESOLVE_DEPTH {
+            let r = n.rec(cur)?;
+            if !is_mod(r.kind) {
+                return Some(cur);
             }
-            None
+            cur = r.third;
         }
+        None
+    }
 
+    impl Native<'_> {
         /// [`Btf::size_of`] (`None` for every error).
         #[inline(always)]
         fn size_of(self, id: u32) -> Option<u32> {
