@@ -151,12 +151,16 @@ fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> O
     let mut rest = types;
     // Types indexed so far: the id of the one being read, once pushed.
     let mut n: u32 = 0;
-    // The largest `id - 1` referenced: wrapping where void is not allowed (void is then
-    // `u32::MAX`), saturating where it is.
+    // The largest `id - 1` referenced where void is not allowed (wrapping: void is then
+    // `u32::MAX`).
     let mut refs: u32 = 0;
+    // The largest id referenced where void is allowed.
+    let mut void_refs: u32 = 0;
     // The largest name offset (ASCII).
     let mut names: u32 = 0;
     let mut forward = false;
+    // The id of the last FUNC_PROTO read (0: none).
+    let mut proto = 0u32;
     let mut ptr_size = 0u32;
     let mut datasecs = Datasecs::new();
     macro_rules! name {
@@ -216,7 +220,7 @@ fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> O
             }
             // PTR, TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG: void allowed.
             K_PTR | K_TYPEDEF | K_VOLATILE | K_CONST | K_RESTRICT | K_TYPE_TAG => {
-                refs = refs.max(third.saturating_sub(1));
+                void_refs = void_refs.max(third);
                 body
             }
             // ARRAY: element and index types, neither void.
@@ -270,17 +274,23 @@ fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> O
                 if vlen > 2 {
                     return None;
                 }
-                kind_ref!(third, FUNC_PROTO);
+                // Usually the FUNC_PROTO just read.
+                if third == proto {
+                    refs = refs.max(third.wrapping_sub(1));
+                } else {
+                    kind_ref!(third, FUNC_PROTO);
+                }
                 body
             }
             // FUNC_PROTO: return type and parameters (name, type), void allowed.
             K_FUNC_PROTO => {
                 let (p, r) = body.split_at_checked(8 * vlen)?;
-                refs = refs.max(third.saturating_sub(1));
+                proto = n;
+                void_refs = void_refs.max(third);
                 for e in chunks::<8>(p.chunks_exact(8)) {
                     let (name, t) = w8(e);
                     name!(name);
-                    refs = refs.max(t.saturating_sub(1));
+                    void_refs = void_refs.max(t);
                 }
                 r
             }
@@ -317,6 +327,7 @@ fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> O
     let count = n;
     if !rest.is_empty()
         || (refs >= count && count > 0)
+        || void_refs > count
         || (ASCII && names as usize >= strings.len())
         || (forward && !forward_kinds(types, index.get(..n as usize)?))
     {
