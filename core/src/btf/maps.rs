@@ -664,9 +664,40 @@ pub(crate) mod fast {
         (n.size_of(id), n.resolve(id).map(|(id, _)| id))
     }
 
+    /// What reading a map definition found that the next one may reuse: the maps of an
+    /// object usually share their `key`, `value` and `type` member types (one type each
+    /// after deduplication). Each is `(member type id, what it gave)`, 0 when empty
+    /// (never a member type that reads).
+    #[derive(Clone, Copy, Default)]
+    pub(crate) struct Memo {
+        key: (u32, (u32, u32)),
+        value: (u32, (u32, u32)),
+        map_type: (u32, u32),
+    }
+
+    /// `$f` (what member type `$t` gives) through the entry `$slot` of a [`Memo`].
+    macro_rules! memoized {
+        ($slot:expr, $t:expr, $f:expr) => {{
+            let t: u32 = $t;
+            if $slot.0 == t && t != 0 {
+                $slot.1
+            } else {
+                let v = $f?;
+                $slot = (t, v);
+                v
+            }
+        }};
+    }
+
     /// The map whose VAR is `var_id`, if read here (see the module docs).
     #[inline(always)]
     pub(crate) fn parse_var(btf: &Btf<'_>, var_id: u32) -> Option<RawMapDef> {
+        parse_var_memo(btf, var_id, &mut Memo::default())
+    }
+
+    /// [`parse_var`] with what the maps read before found.
+    #[inline(always)]
+    pub(crate) fn parse_var_memo(btf: &Btf<'_>, var_id: u32, memo: &mut Memo) -> Option<RawMapDef> {
         let n = native(btf)?;
         let (var, v) = n.bytes::<12>(var_id)?;
         if var.kind != VAR {
@@ -685,19 +716,19 @@ pub(crate) mod fast {
                 return None;
             };
             match field(strings.tail(name)) {
-                Field::Type => a.map_type = n.uint(t)?,
+                Field::Type => a.map_type = memoized!(memo.map_type, t, n.uint(t)),
                 Field::MaxEntries => a.max_entries = n.uint(t)?,
                 Field::MapFlags => a.map_flags = n.uint(t)?,
                 Field::NumaNode => a.numa_node = n.uint(t)?,
                 Field::KeySize => a.key_size = agree(a.key_size, n.uint(t)?)?,
                 Field::ValueSize => a.value_size = agree(a.value_size, n.uint(t)?)?,
                 Field::Key => {
-                    let (size, id) = n.pointee(t)?;
+                    let (size, id) = memoized!(memo.key, t, n.pointee(t));
                     a.key_size = agree(a.key_size, size)?;
                     a.key_type_id = id;
                 }
                 Field::Value => {
-                    let (size, id) = n.pointee(t)?;
+                    let (size, id) = memoized!(memo.value, t, n.pointee(t));
                     a.value_size = agree(a.value_size, size)?;
                     a.value_type_id = id;
                 }

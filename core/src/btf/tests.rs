@@ -214,6 +214,7 @@ fn fast_map_definitions_agree_with_the_reference() {
             let Ok(btf) = Btf::parse(v, &mut index) else {
                 continue;
             };
+            let mut memo = maps::fast::Memo::default();
             for id in 0..=btf.type_count() + 1 {
                 let (size, resolved) = maps::fast::size_and_resolve(&btf, id);
                 if let Some(size) = size {
@@ -226,9 +227,15 @@ fn fast_map_definitions_agree_with_the_reference() {
                     continue;
                 }
                 vars += 1;
+                // Also through a memo shared by the variant's VARs, as the open phase reads.
+                let shared = maps::fast::parse_var_memo(&btf, id, &mut memo);
                 let Some(fast) = maps::fast::parse_var(&btf, id) else {
+                    assert!(shared.is_none(), "variant {k}, VAR {id}");
                     continue;
                 };
+                let shared = shared.unwrap();
+                assert_eq!(fast.attrs, shared.attrs, "variant {k}, VAR {id}");
+                assert_eq!(fast.def_type_id, shared.def_type_id, "variant {k}, VAR {id}");
                 read += 1;
                 let reference = maps::parse_var_reference(&btf, id).unwrap_or_else(|e| {
                     panic!("variant {k}, VAR {id}: read, but the reference refuses: {e:?}")

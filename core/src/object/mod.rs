@@ -794,10 +794,11 @@ fn btf_map_defs<'a>(
             what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
         })?;
     let mut filled = first;
+    let mut memo = crate::btf::maps::fast::Memo::default();
     for var_id in crate::btf::maps::var_ids(&datasec) {
         // The usual definition read in one walk; any other, and every error, by the
         // reference reader (each path places its own result: nothing is copied between).
-        match crate::btf::maps::fast::parse_var(btf, var_id) {
+        match crate::btf::maps::fast::parse_var_memo(btf, var_id, &mut memo) {
             Some(def) => place_btf_map(btf, section, maps, filled, &def),
             None => {
                 let def = crate::btf::maps::parse_var_reference(btf, var_id)?;
