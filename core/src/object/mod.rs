@@ -1363,17 +1363,18 @@ fn collect_symbols<'a, const N: usize>(
             let name = names
                 .get(name_index)
                 .ok_or_else(|| bad("function name is not valid UTF-8"))?;
-            let start = usize::try_from(value).map_err(|_| bad("function offset too large"))?;
-            let end = start
-                .checked_add(usize::try_from(size).unwrap_or(usize::MAX))
+            // In u64, so that every target reports the same error for the same symbol (a
+            // 32-bit `usize` would refuse a large offset before the checks below).
+            let end = value
+                .checked_add(size)
                 .ok_or_else(|| bad("function size too large"))?;
-            if start % 8 != 0 || size % 8 != 0 {
+            if value % 8 != 0 || size % 8 != 0 {
                 return Err(bad("function is not aligned to whole instructions"));
             }
-            let code = e
-                .code
-                .get(start..end)
-                .ok_or_else(|| bad("function extends past the end of its section"))?;
+            let past_end = || bad("function extends past the end of its section");
+            let start = usize::try_from(value).map_err(|_| past_end())?;
+            let end = usize::try_from(end).map_err(|_| past_end())?;
+            let code = e.code.get(start..end).ok_or_else(past_end)?;
             if code.is_empty() {
                 continue;
             }
