@@ -495,11 +495,33 @@ fn fill<'a, 'p>(
     }
     // Symbols usually come in section order already: check before sorting.
     if !programs.is_sorted_by_key(|p| (p.section_index, p.offset)) {
-        programs.sort_unstable_by_key(|p| (p.section_index, p.offset));
+        sort_nearly_sorted(programs);
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
     Ok(parts)
+}
+
+/// Sorts programs by section and offset. They come nearly sorted (the functions of
+/// `.text`, local symbols, in an order of their own; then one program per section): an
+/// insertion sort moves the few out of place, where a quicksort went over all of them.
+fn sort_nearly_sorted(programs: &mut [Program<'_>]) {
+    let key = |p: &Program<'_>| (p.section_index, p.offset);
+    for i in 1..programs.len() {
+        let (Some(k), Some(prev)) = (programs.get(i).map(key), programs.get(i - 1).map(key)) else {
+            break;
+        };
+        if prev <= k {
+            continue;
+        }
+        // Where program `i` belongs among the sorted `..i`: after every smaller key.
+        let to = programs
+            .get(..i)
+            .map_or(i, |done| done.partition_point(|p| key(p) <= k));
+        if let Some(moved) = programs.get_mut(to..=i) {
+            moved.rotate_right(1);
+        }
+    }
 }
 
 /// The symbol table in section `index` as [`Elf::symbol_table_names_unchecked`] makes it,
@@ -1317,6 +1339,7 @@ fn collect_symbols<'a, const N: usize>(
     let mut btf_maps = 0u32;
     let mut externs = 0u32;
     let map_cap = maps.capacity();
+    let mut last_exec = 0usize;
     for (i, e) in (0u32..).zip(symbols.data().chunks_exact(N)) {
         let Ok(e) = <&[u8; N]>::try_from(e) else {
             continue;
@@ -1374,25 +1397,35 @@ fn collect_symbols<'a, const N: usize>(
             }
             maps.push(m).map_err(|_| capacity("maps", map_cap))?;
         } else {
-            let Ok(x) = execs.binary_search_by_key(&u32::from(shndx), |e| e.index) else {
-                continue;
+            // Function symbols usually come in section order: the section of the last one,
+            // or the next, before a binary search.
+            let shndx = u32::from(shndx);
+            let x = match execs.get(last_exec..) {
+                Some([e, ..]) if e.index == shndx => last_exec,
+                Some([_, e, ..]) if e.index == shndx => last_exec + 1,
+                _ => match execs.binary_search_by_key(&shndx, |e| e.index) {
+                    Ok(x) => x,
+                    Err(_) => continue,
+                },
             };
+            last_exec = x;
             let Some(e) = execs.get_mut(x) else { continue };
             let bad = |what| Error::BadSymbol { index: i, what };
             let name = names
                 .get(name_index)
                 .ok_or_else(|| bad("function name is not valid UTF-8"))?;
-            let start = usize::try_from(value).map_err(|_| bad("function offset too large"))?;
-            let end = start
-                .checked_add(usize::try_from(size).unwrap_or(usize::MAX))
+            // In u64, so that every target reports the same error for the same symbol (a
+            // 32-bit `usize` would refuse a large offset before the checks below).
+            let end = value
+                .checked_add(size)
                 .ok_or_else(|| bad("function size too large"))?;
-            if start % 8 != 0 || size % 8 != 0 {
+            if value % 8 != 0 || size % 8 != 0 {
                 return Err(bad("function is not aligned to whole instructions"));
             }
-            let code = e
-                .code
-                .get(start..end)
-                .ok_or_else(|| bad("function extends past the end of its section"))?;
+            let past_end = || bad("function extends past the end of its section");
+            let start = usize::try_from(value).map_err(|_| past_end())?;
+            let end = usize::try_from(end).map_err(|_| past_end())?;
+            let code = e.code.get(start..end).ok_or_else(past_end)?;
             if code.is_empty() {
                 continue;
             }
@@ -1788,7 +1821,41 @@ struct ExecSection<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_named_word;
+    #![allow(clippy::unwrap_used)]
+    use super::{is_named_word, push_program, sort_nearly_sorted, ExecSection, Program};
+    use heapless::Vec;
+
+    #[test]
+    fn nearly_sorted_programs_sort_as_a_full_sort_does() {
+        // Keys from a small generator: sorted runs with a few out of place, and shuffles.
+        let mut seed = 7u64;
+        for round in 0..200 {
+            let mut programs: Vec<Program<'_>, 64> = Vec::new();
+            let n = round % 40;
+            for i in 0..n {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let r = (seed >> 33) as u32;
+                let (section, offset) = if round % 2 == 0 && r % 5 != 0 {
+                    (2 + i as u32 / 4, (i as u32 % 4) * 8)
+                } else {
+                    (r % 6, (r >> 8) % 5 * 8)
+                };
+                let e = ExecSection {
+                    index: section,
+                    name: "s",
+                    code: &[],
+                    has_funcs: true,
+                };
+                push_program(programs.as_mut_view(), true, &e, None, offset, &[]).unwrap();
+            }
+            let key = |p: &Program<'_>| (p.section_index, p.offset);
+            let mut expected: std::vec::Vec<_> = programs.iter().map(key).collect();
+            expected.sort_unstable();
+            sort_nearly_sorted(&mut programs);
+            let got: std::vec::Vec<_> = programs.iter().map(key).collect();
+            assert_eq!(got, expected, "round {round}");
+        }
+    }
 
     #[test]
     fn named_words_are_told_from_other_names() {
