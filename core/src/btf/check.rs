@@ -14,8 +14,10 @@
 //! - a referenced id is checked against the count once at the end: the largest id where
 //!   void is allowed, and the largest `id - 1` (wrapping, so void is `u32::MAX`) where it
 //!   is not.
-//! - the kind a FUNC or DATASEC entry refers to is read from the index when the id points
-//!   backwards (the usual order), by a second short pass otherwise.
+//! - the kind a FUNC or DATASEC entry refers to is known when a FUNC refers to the last
+//!   FUNC_PROTO read (compilers write each right before its FUNC), else read from the
+//!   index when the id points backwards (the usual order), by a second short pass
+//!   otherwise.
 //!
 //! The record's kind and the unused bits of `info` are told apart by one `match` on
 //! `info & 0x7fff_0000` (the kind flag, bit 31, is free). Anything unusual and every error

@@ -235,7 +235,10 @@ fn fast_map_definitions_agree_with_the_reference() {
                 };
                 let shared = shared.unwrap();
                 assert_eq!(fast.attrs, shared.attrs, "variant {k}, VAR {id}");
-                assert_eq!(fast.def_type_id, shared.def_type_id, "variant {k}, VAR {id}");
+                assert_eq!(
+                    fast.def_type_id, shared.def_type_id,
+                    "variant {k}, VAR {id}"
+                );
                 read += 1;
                 let reference = maps::parse_var_reference(&btf, id).unwrap_or_else(|e| {
                     panic!("variant {k}, VAR {id}: read, but the reference refuses: {e:?}")
