@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # sluice-core open(+relocate) beside the peers (libbpf 1.1/1.4, aya-obj) on the peers' own
 # objects: instructions per open under callgrind (the stable figure), heap allocations and
-# syscalls per open.
+# syscalls per open. Rows: sluice-open+relocate (fresh storage, then every program
+# relocated: the figure the goal is held to), sluice-reopen+relocate (storage reused),
+# sluice-open (fresh storage, nothing relocated: what libbpf's open and aya's parse do).
 #
 #   core/benches/vs_peers.sh [PEERS_OBJOPEN_DIR]
 #
@@ -36,13 +38,18 @@ for o in $objs; do
 	f=$work/objopen/objs/$o.bpf.o
 	[ -f "$f" ] || continue
 	k=$(cg_iters "$o")
-	for fn in measured_open measured_reopen; do
+	for fn in measured_open measured_reopen measured_open_only; do
 		valgrind --tool=callgrind --callgrind-out-file="$work/cg.$o.$fn" --collect-atstart=no \
 			--toggle-collect=$fn "$bin" -c "$k" "$f" >/dev/null 2>&1
 		tot=$(awk '/^(summary|totals):/{print $2; exit}' "$work/cg.$o.$fn")
 		allocs=$("$bin" -a "$f" | cut -f2 | cut -d' ' -f1)
 		# k measured calls plus one warm-up are inside the toggled function
-		printf '%s\tsluice-%s\t%d\t%s\n' "$o" "${fn#measured_}" $((tot / (k + 1))) "$allocs"
+		case $fn in
+		measured_open) label=open+relocate ;;
+		measured_reopen) label=reopen+relocate ;;
+		*) label=open ;;
+		esac
+		printf '%s\tsluice-%s\t%d\t%s\n' "$o" "$label" $((tot / (k + 1))) "$allocs"
 	done
 	if [ -f "$work/objopen/build/results/instructions.tsv" ]; then
 		awk -v o="$o" -F'\t' '$2 == o { printf "%s\t%s\t%s\t-\n", o, $1, $3 }' "$work/objopen/build/results/instructions.tsv"

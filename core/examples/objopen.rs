@@ -4,8 +4,10 @@
 //! ```text
 //! objopen -c K OBJ        one warm-up, then K calls of `measured_open` (fresh storage on
 //!                         its own frame each time), then the same for `measured_reopen`
-//!                         (one storage reused across calls); callgrind:
-//!                         --toggle-collect=measured_open or measured_reopen
+//!                         (one storage reused across calls), then `measured_open_only`
+//!                         (fresh storage, no relocation: what the peers' "open" does);
+//!                         callgrind: --toggle-collect=measured_open, measured_reopen or
+//!                         measured_open_only
 //! objopen -a OBJ...       print heap allocations per open+relocate of each object
 //! ```
 #![allow(
@@ -68,6 +70,19 @@ pub fn measured_open(bytes: &[u8], out: &mut [Insn]) -> usize {
     relocate_all(&obj, out)
 }
 
+/// One open of `bytes` into fresh storage on this frame, nothing relocated (libbpf's
+/// `bpf_object__open` and aya's `Object::parse` relocate nothing either); returns the
+/// number of programs (or `usize::MAX` when the object does not open).
+#[inline(never)]
+#[unsafe(no_mangle)]
+pub fn measured_open_only(bytes: &[u8]) -> usize {
+    let mut storage = ObjectStorage::new();
+    match Object::open(bytes, &mut storage) {
+        Ok(obj) => obj.programs().len(),
+        Err(_) => usize::MAX,
+    }
+}
+
 #[inline(always)]
 fn relocate_all(obj: &Object<'_, '_>, out: &mut [Insn]) -> usize {
     let mut n = 0;
@@ -94,6 +109,9 @@ fn main() {
             measured_reopen(&mut storage, bytes, &mut out);
             for _ in 0..k {
                 black_box(measured_reopen(&mut storage, black_box(bytes), &mut out));
+            }
+            for _ in 0..=k {
+                black_box(measured_open_only(black_box(bytes)));
             }
         }
         Some("-a") => {

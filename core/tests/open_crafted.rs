@@ -425,6 +425,37 @@ fn several_programs_in_one_section_split_at_their_symbols() {
     assert_eq!((out[0].src(), out[0].imm()), (PSEUDO_MAP_FD, 42));
 }
 
+/// A function symbol far past its section (offset, or offset plus size, beyond 4 GiB) is
+/// the same error on every target: a 32-bit `usize` must not make it another one.
+#[test]
+fn a_function_past_its_section_is_one_error_on_every_target() {
+    let insns = [insn(0xb7, 0, 0, 0, 0), insn(0x95, 0, 0, 0, 0)];
+    for (value, size) in [(1u64 << 32, 16u64), (0, 1 << 32), (8, u64::MAX - 7)] {
+        let (strs, offs) = strtab(&["f"]);
+        let mut syms = sym(0, 0, 0, 0, 0);
+        syms.extend(sym(offs[0], 0x12, 2, value, size));
+        let mut symtab = Sec::new(".symtab", 2, 0, syms);
+        symtab.link = 4;
+        symtab.entsize = 24;
+        let b = build(&[
+            Sec::new("license", 1, 3, b"GPL\0".to_vec()),
+            Sec::prog("xdp", &insns),
+            symtab,
+            Sec::new(".strtab", 3, 0, strs),
+        ]);
+        let what = if value.checked_add(size).is_none() {
+            "function size too large"
+        } else {
+            "function extends past the end of its section"
+        };
+        assert_eq!(
+            open(&b).unwrap_err(),
+            Error::BadSymbol { index: 1, what },
+            "value {value:#x} size {size:#x}"
+        );
+    }
+}
+
 /// Two function symbols at the same offset of one section (an alias with another size,
 /// as real objects have): both are programs, and a relocation inside both belongs to the
 /// one the previous relocation belonged to, the first at the start of the table.

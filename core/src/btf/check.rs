@@ -4,60 +4,27 @@
 //! validates each type, reading every name as a string of its own. That is the reference
 //! and the only path that reports errors. The pass here accepts exactly what it accepts in
 //! the common case — the section in the target's byte order and its string section UTF-8
-//! as a whole — in one loop over the records: a name is then valid when its offset is
-//! inside the section and on a character boundary (the string from there up to its NUL is
-//! UTF-8 because the whole section is), a referenced id is checked against the count once
-//! at the end (the largest id referenced), and the kind a FUNC or DATASEC entry refers to
-//! is read from the index when the id points backwards (the usual order), by a second
-//! short pass otherwise. Anything unusual and every error returns `None`, and the caller
-//! runs the reference path, so results and errors stay exactly those of the reference.
+//! as a whole — in one loop over the records, with what it has to check at the end kept in
+//! a few running maxima:
+//! - a name is valid when its offset is inside the string section and on a character
+//!   boundary (the string from there up to its NUL is UTF-8 because the whole section
+//!   is). When the section is ASCII, which a word-wide OR over it tells, every offset is a
+//!   boundary: only the largest name offset is compared with the length, at the end.
+//!   Otherwise each name's first byte is looked at.
+//! - a referenced id is checked against the count once at the end: the largest id where
+//!   void is allowed, and the largest `id - 1` (wrapping, so void is `u32::MAX`) where it
+//!   is not.
+//! - the kind a FUNC or DATASEC entry refers to is known when a FUNC refers to the last
+//!   FUNC_PROTO read (compilers write each right before its FUNC), else read from the
+//!   index when the id points backwards (the usual order), by a second short pass
+//!   otherwise.
+//!
+//! The record's kind and the unused bits of `info` are told apart by one `match` on
+//! `info & 0x7fff_0000` (the kind flag, bit 31, is free). Anything unusual and every error
+//! returns `None`, and the caller runs the reference path, so results and errors stay
+//! exactly those of the reference.
 
 use super::{is_long_name, Datasecs};
-
-/// Where the check writes the record offsets (`index[id - 1]`), and reads back those of
-/// the types already seen.
-pub(crate) trait TypeIndex {
-    /// Appends the offset of the next type; `false` when full.
-    fn push(&mut self, offset: u32) -> bool;
-    /// The offset of type `id` (1-based) if already pushed.
-    fn get(&self, id: u32) -> Option<u32>;
-}
-
-/// A caller's slice and how much of it is filled.
-pub(crate) struct SliceIndex<'i> {
-    pub(crate) buf: &'i mut [u32],
-    pub(crate) len: usize,
-}
-
-impl TypeIndex for SliceIndex<'_> {
-    #[inline(always)]
-    fn push(&mut self, offset: u32) -> bool {
-        match self.buf.get_mut(self.len) {
-            Some(slot) => {
-                *slot = offset;
-                self.len += 1;
-                true
-            }
-            None => false,
-        }
-    }
-    #[inline(always)]
-    fn get(&self, id: u32) -> Option<u32> {
-        let i = (id as usize).checked_sub(1).filter(|&i| i < self.len)?;
-        self.buf.get(i).copied()
-    }
-}
-
-impl TypeIndex for heapless::vec::VecView<u32> {
-    #[inline(always)]
-    fn push(&mut self, offset: u32) -> bool {
-        heapless::vec::VecView::push(self, offset).is_ok()
-    }
-    #[inline(always)]
-    fn get(&self, id: u32) -> Option<u32> {
-        self.as_slice().get((id as usize).checked_sub(1)?).copied()
-    }
-}
 
 /// What the check learned besides the index.
 pub(crate) struct Checked {
@@ -66,18 +33,36 @@ pub(crate) struct Checked {
     pub(crate) datasecs: Datasecs,
 }
 
+/// A native `u32` from 4 bytes.
 #[inline(always)]
-fn word(b: &[u8], at: usize) -> u32 {
-    match b.get(at..).and_then(<[u8]>::first_chunk::<4>) {
-        Some(w) => u32::from_ne_bytes(*w),
-        None => 0,
-    }
+fn w4(b: &[u8; 4]) -> u32 {
+    u32::from_ne_bytes(*b)
 }
 
-/// The kind number of the record at `offset` (read natively).
+/// The two native `u32`s of 8 bytes.
+#[inline(always)]
+fn w8(b: &[u8; 8]) -> (u32, u32) {
+    (word(b, 0), word(b, 4))
+}
+
+/// The three native `u32`s of 12 bytes.
+#[inline(always)]
+fn w12(b: &[u8; 12]) -> (u32, u32, u32) {
+    (word(b, 0), word(b, 4), word(b, 8))
+}
+
+/// The native `u32` at `at` of `b` (0 past the end: only read at offsets the walk
+/// indexed).
+#[inline(always)]
+fn word(b: &[u8], at: usize) -> u32 {
+    b.get(at..).and_then(<[u8]>::first_chunk).map_or(0, w4)
+}
+
+/// The kind number of the record at `offset` (read natively): the top byte of `info`.
 #[inline(always)]
 fn kind_at(types: &[u8], offset: u32) -> u8 {
-    ((word(types, offset as usize + 4) >> 24) & 0x1f) as u8
+    let at = if cfg!(target_endian = "little") { 7 } else { 4 };
+    types.get(offset as usize + at).map_or(0, |b| b & 0x1f)
 }
 
 const INT: u8 = 1;
@@ -86,45 +71,142 @@ const FUNC_PROTO: u8 = 13;
 const VAR: u8 = 14;
 const DATASEC: u8 = 15;
 
-/// Checks `types` (native byte order) against `strings` and writes the index; `None` for
-/// anything the reference path must look at (see the module docs).
-pub(crate) fn check<I: TypeIndex + ?Sized>(
-    types: &[u8],
-    strings: &[u8],
-    index: &mut I,
-) -> Option<Checked> {
-    if core::str::from_utf8(strings).is_err() {
-        return None;
-    }
-    // On a character boundary: not a UTF-8 continuation byte (0x80..=0xbf).
-    let name_ok = |off: u32| {
-        strings
-            .get(off as usize)
-            .is_some_and(|&b| (b as i8) >= -0x40)
+/// `info & 0x7fff_0000` of a record of kind `kind` whose unused bits are clear.
+const fn k(kind: u8) -> u32 {
+    (kind as u32) << 24
+}
+const K_INT: u32 = k(INT);
+const K_PTR: u32 = k(2);
+const K_ARRAY: u32 = k(3);
+const K_STRUCT: u32 = k(4);
+const K_UNION: u32 = k(5);
+const K_ENUM: u32 = k(6);
+const K_FWD: u32 = k(7);
+const K_TYPEDEF: u32 = k(8);
+const K_VOLATILE: u32 = k(9);
+const K_CONST: u32 = k(10);
+const K_RESTRICT: u32 = k(11);
+const K_FUNC: u32 = k(FUNC);
+const K_FUNC_PROTO: u32 = k(FUNC_PROTO);
+const K_VAR: u32 = k(VAR);
+const K_DATASEC: u32 = k(DATASEC);
+const K_FLOAT: u32 = k(16);
+const K_DECL_TAG: u32 = k(17);
+const K_TYPE_TAG: u32 = k(18);
+const K_ENUM64: u32 = k(19);
+
+/// The `N`-byte arrays of a `chunks_exact(N)`.
+#[inline(always)]
+fn chunks<const N: usize>(c: core::slice::ChunksExact<'_, u8>) -> impl Iterator<Item = &[u8; N]> {
+    c.filter_map(<[u8]>::first_chunk)
+}
+
+/// Whether every byte of `s` is ASCII: an OR of its 64-byte blocks as 16-byte words, then
+/// of its 8-byte words and of its last 8 bytes for the rest, with no early exit.
+#[inline(always)]
+fn ascii(s: &[u8]) -> bool {
+    let q = |b: &[u8], at: usize| {
+        b.get(at..)
+            .and_then(<[u8]>::first_chunk::<16>)
+            .map_or(0, |w| u128::from_ne_bytes(*w))
     };
-    let mut off = 0usize;
-    let mut id: u32 = 0;
-    // Every referenced id must be at most the count, known at the end.
-    let mut max_ref: u32 = 0;
+    let blocks = s.chunks_exact(64);
+    let rest = blocks.remainder();
+    let wide =
+        chunks::<64>(blocks).fold(0u128, |a, b| a | q(b, 0) | q(b, 16) | q(b, 32) | q(b, 48));
+    let words = rest.chunks_exact(8);
+    let tail = words.remainder();
+    let mut acc = chunks::<8>(words).fold((wide | (wide >> 64)) as u64, |a, w| {
+        a | u64::from_ne_bytes(*w)
+    });
+    if !tail.is_empty() {
+        acc |= match s.last_chunk::<8>() {
+            Some(w) => u64::from_ne_bytes(*w),
+            None => tail.iter().fold(0, |a, &b| a | u64::from(b)),
+        };
+    }
+    acc & 0x8080_8080_8080_8080 == 0
+}
+
+/// Checks `types` (native byte order) against `strings` and writes the record offsets to
+/// `index` (`index[id - 1]`); `None` for anything the reference path must look at (see the
+/// module docs), and when `index` is too short.
+pub(crate) fn check(types: &[u8], strings: &[u8], index: &mut [u32]) -> Option<Checked> {
+    if ascii(strings) {
+        walk::<true>(types, strings, index)
+    } else {
+        walk_utf8(types, strings, index)
+    }
+}
+
+/// [`walk`] for a string section that is not ASCII.
+#[cold]
+#[inline(never)]
+fn walk_utf8(types: &[u8], strings: &[u8], index: &mut [u32]) -> Option<Checked> {
+    core::str::from_utf8(strings).ok()?;
+    walk::<false>(types, strings, index)
+}
+
+/// The pass (see the module docs); `ASCII`: the string section is ASCII.
+#[inline(always)]
+fn walk<const ASCII: bool>(types: &[u8], strings: &[u8], index: &mut [u32]) -> Option<Checked> {
+    let mut rest = types;
+    // Types indexed so far: the id of the one being read, once pushed.
+    let mut n: u32 = 0;
+    // The largest `id - 1` referenced where void is not allowed (wrapping: void is then
+    // `u32::MAX`).
+    let mut refs: u32 = 0;
+    // The largest id referenced where void is allowed.
+    let mut void_refs: u32 = 0;
+    // The largest name offset (ASCII).
+    let mut names: u32 = 0;
     let mut forward = false;
+    // The id of the last FUNC_PROTO read (0: none).
+    let mut proto = 0u32;
     let mut ptr_size = 0u32;
     let mut datasecs = Datasecs::new();
-    while off < types.len() {
-        let h = types.get(off..)?.first_chunk::<12>()?;
-        let (name, info, third) = (word(h, 0), word(h, 4), word(h, 8));
-        id += 1;
-        if info & 0x60ff_0000 != 0 || !name_ok(name) || !index.push(off as u32) {
-            return None;
-        }
-        let kind = ((info >> 24) & 0x1f) as u8;
+    macro_rules! name {
+        ($off:expr) => {{
+            let off: u32 = $off;
+            if ASCII {
+                names = names.max(off);
+            } else if !strings
+                .get(off as usize)
+                .is_some_and(|&b| (b as i8) >= -0x40)
+            {
+                // Not on a character boundary: a UTF-8 continuation byte (0x80..=0xbf).
+                return None;
+            }
+        }};
+    }
+    // The kind of the earlier type `t` must satisfy `ok`; a later one is checked by the
+    // second pass. Void is refused.
+    macro_rules! kind_ref {
+        ($t:expr, $ok:pat) => {{
+            let t: u32 = $t;
+            let i = t.wrapping_sub(1);
+            if i < n {
+                let off = *index.get(i as usize)?;
+                if !matches!(kind_at(types, off), $ok) {
+                    return None;
+                }
+            } else {
+                forward = true;
+            }
+            refs = refs.max(t.wrapping_sub(1));
+        }};
+    }
+    while let Some((h, body)) = rest.split_first_chunk::<12>() {
+        let (name, info, third) = w12(h);
+        *index.get_mut(n as usize)? = (types.len() - rest.len()) as u32;
+        n += 1;
+        name!(name);
         let vlen = (info & 0xffff) as usize;
-        let body = off + 12;
-        // Entries of `size` bytes after the header.
-        let entries = |size: usize| types.get(body..body.checked_add(size * vlen)?);
-        off = match kind {
+        rest = match info & 0x7fff_0000 {
             // INT: size, encoding word.
-            INT => {
-                let w = word(types.get(body..)?.first_chunk::<4>()?, 0);
+            K_INT => {
+                let (e, r) = body.split_first_chunk::<4>()?;
+                let w = w4(e);
                 let (bits, bit_off) = (w & 0xff, (w >> 16) & 0xff);
                 if !matches!(third, 1 | 2 | 4 | 8 | 16)
                     || w & 0xf800_ff00 != 0
@@ -133,149 +215,168 @@ pub(crate) fn check<I: TypeIndex + ?Sized>(
                 {
                     return None;
                 }
-                if ptr_size == 0 && (third == 4 || third == 8) {
-                    let tail = strings.get(name as usize..).unwrap_or_default();
-                    let len = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-                    if is_long_name(tail.get(..len).unwrap_or_default()) {
-                        ptr_size = third;
-                    }
+                if ptr_size == 0 && (third == 4 || third == 8) && long_name(strings, name) {
+                    ptr_size = third;
                 }
-                body + 4
+                r
             }
             // PTR, TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG: void allowed.
-            2 | 8 | 9 | 10 | 11 | 18 => {
-                max_ref = max_ref.max(third);
+            K_PTR | K_TYPEDEF | K_VOLATILE | K_CONST | K_RESTRICT | K_TYPE_TAG => {
+                void_refs = void_refs.max(third);
                 body
             }
             // ARRAY: element and index types, neither void.
-            3 => {
-                let a = types.get(body..)?.first_chunk::<12>()?;
-                let (elem, idx) = (word(a, 0), word(a, 4));
-                if elem == 0 || idx == 0 {
-                    return None;
-                }
-                max_ref = max_ref.max(elem).max(idx);
-                body + 12
+            K_ARRAY => {
+                let (a, r) = body.split_first_chunk::<12>()?;
+                let (elem, idx, _) = w12(a);
+                refs = refs.max(elem.wrapping_sub(1)).max(idx.wrapping_sub(1));
+                r
             }
             // STRUCT, UNION: members (name, type, offset), types not void.
-            4 | 5 => {
-                let m = entries(12)?;
-                for e in m.chunks_exact(12) {
-                    let t = word(e, 4);
-                    if !name_ok(word(e, 0)) || t == 0 {
-                        return None;
-                    }
-                    max_ref = max_ref.max(t);
+            K_STRUCT | K_UNION => {
+                let (m, r) = body.split_at_checked(12 * vlen)?;
+                for e in chunks::<12>(m.chunks_exact(12)) {
+                    let (name, t, _) = w12(e);
+                    name!(name);
+                    refs = refs.max(t.wrapping_sub(1));
                 }
-                body + m.len()
+                r
             }
-            // ENUM (name, value) and ENUM64 (name, lo, hi).
-            6 | 19 => {
-                let size = if kind == 6 { 8 } else { 12 };
-                let v = entries(size)?;
-                if !matches!(third, 1 | 2 | 4 | 8)
-                    || !v.chunks_exact(size).all(|e| name_ok(word(e, 0)))
-                {
+            // ENUM: (name, value).
+            K_ENUM => {
+                let (v, r) = body.split_at_checked(8 * vlen)?;
+                if !matches!(third, 1 | 2 | 4 | 8) {
                     return None;
                 }
-                body + v.len()
+                for e in chunks::<8>(v.chunks_exact(8)) {
+                    name!(w8(e).0);
+                }
+                r
             }
-            // FWD.
-            7 => body,
-            // FLOAT.
-            16 => {
+            // ENUM64: (name, lo, hi).
+            K_ENUM64 => {
+                let (v, r) = body.split_at_checked(12 * vlen)?;
+                if !matches!(third, 1 | 2 | 4 | 8) {
+                    return None;
+                }
+                for e in chunks::<12>(v.chunks_exact(12)) {
+                    name!(w12(e).0);
+                }
+                r
+            }
+            K_FWD => body,
+            K_FLOAT => {
                 if !matches!(third, 2 | 4 | 8 | 12 | 16) {
                     return None;
                 }
                 body
             }
             // FUNC: a FUNC_PROTO, linkage 0..=2.
-            FUNC => {
-                if third == 0 || vlen > 2 {
+            K_FUNC => {
+                if vlen > 2 {
                     return None;
                 }
-                if third < id {
-                    if kind_at(types, index.get(third)?) != FUNC_PROTO {
-                        return None;
-                    }
+                // Usually the FUNC_PROTO just read.
+                if third == proto {
+                    refs = refs.max(third.wrapping_sub(1));
                 } else {
-                    forward = true;
+                    kind_ref!(third, FUNC_PROTO);
                 }
-                max_ref = max_ref.max(third);
                 body
             }
             // FUNC_PROTO: return type and parameters (name, type), void allowed.
-            FUNC_PROTO => {
-                let p = entries(8)?;
-                max_ref = max_ref.max(third);
-                for e in p.chunks_exact(8) {
-                    if !name_ok(word(e, 0)) {
-                        return None;
-                    }
-                    max_ref = max_ref.max(word(e, 4));
+            K_FUNC_PROTO => {
+                let (p, r) = body.split_at_checked(8 * vlen)?;
+                proto = n;
+                void_refs = void_refs.max(third);
+                for e in chunks::<8>(p.chunks_exact(8)) {
+                    let (name, t) = w8(e);
+                    name!(name);
+                    void_refs = void_refs.max(t);
                 }
-                body + p.len()
+                r
             }
             // VAR: a type, linkage 0..=2.
-            VAR => {
-                let linkage = word(types.get(body..)?.first_chunk::<4>()?, 0);
-                if third == 0 || linkage > 2 {
+            K_VAR => {
+                let (l, r) = body.split_first_chunk::<4>()?;
+                if w4(l) > 2 {
                     return None;
                 }
-                max_ref = max_ref.max(third);
-                body + 4
+                refs = refs.max(third.wrapping_sub(1));
+                r
             }
             // DATASEC: variables (type, offset, size), each a VAR or FUNC.
-            DATASEC => {
-                let v = entries(12)?;
-                for e in v.chunks_exact(12) {
-                    let t = word(e, 0);
-                    if t == 0 {
-                        return None;
-                    }
-                    if t < id {
-                        if !matches!(kind_at(types, index.get(t)?), VAR | FUNC) {
-                            return None;
-                        }
-                    } else {
-                        forward = true;
-                    }
-                    max_ref = max_ref.max(t);
+            K_DATASEC => {
+                let (v, r) = body.split_at_checked(12 * vlen)?;
+                for e in chunks::<12>(v.chunks_exact(12)) {
+                    kind_ref!(w12(e).0, VAR | FUNC);
                 }
-                datasecs.push(id);
-                body + v.len()
+                datasecs.push(n);
+                r
             }
             // DECL_TAG: a type, component index at least -1.
-            17 => {
-                let component = word(types.get(body..)?.first_chunk::<4>()?, 0) as i32;
-                if third == 0 || component < -1 {
+            K_DECL_TAG => {
+                let (c, r) = body.split_first_chunk::<4>()?;
+                if (w4(c) as i32) < -1 {
                     return None;
                 }
-                max_ref = max_ref.max(third);
-                body + 4
+                refs = refs.max(third.wrapping_sub(1));
+                r
             }
             _ => return None,
         };
     }
-    if max_ref > id || (forward && !forward_kinds(types, index, id)) {
+    let count = n;
+    if !rest.is_empty()
+        || (refs >= count && count > 0)
+        || void_refs > count
+        || (ASCII && names as usize >= strings.len())
+        || (forward && !forward_kinds(types, index.get(..n as usize)?))
+    {
         return None;
     }
     Some(Checked {
-        count: id,
+        count,
         ptr_size: if ptr_size == 0 { 8 } else { ptr_size },
         datasecs,
     })
 }
 
+/// Whether the string at `off` is one of libbpf's names of `long` (see `is_long_name`):
+/// told apart on its first four bytes and its length, then compared.
+#[inline(always)]
+pub(super) fn long_name(strings: &[u8], off: u32) -> bool {
+    let tail = strings.get(off as usize..).unwrap_or_default();
+    // Then on where the NUL may be: "long" 4, "long int" 8, "long unsigned" 13, the
+    // three-word names 17; "int long" 8, "unsigned long" 13.
+    let nul = |at: usize| tail.get(at).is_none_or(|&b| b == 0);
+    let maybe = match tail.first_chunk::<4>() {
+        Some(b"long") => nul(4) || nul(8) || nul(13) || nul(17),
+        Some(b"int ") => nul(8) || nul(17),
+        Some(b"unsi") => nul(13) || nul(17),
+        _ => false,
+    };
+    maybe && long_tail(tail)
+}
+
+/// [`long_name`] past its first four bytes.
+#[inline(never)]
+fn long_tail(tail: &[u8]) -> bool {
+    // The longest of the names has 17 bytes.
+    let tail = tail.get(..18).unwrap_or(tail);
+    let len = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+    is_long_name(tail.get(..len).unwrap_or_default())
+}
+
 /// The kind checks of FUNC and DATASEC whose targets come later: a second pass over the
-/// indexed types (ids all in range by now).
+/// indexed types (ids all in range and not void by now).
 #[cold]
-fn forward_kinds<I: TypeIndex + ?Sized>(types: &[u8], index: &I, count: u32) -> bool {
-    let kind_of = |t: u32| index.get(t).map(|o| kind_at(types, o));
-    (1..=count).all(|id| {
-        let Some(off) = index.get(id) else {
-            return false;
-        };
+fn forward_kinds(types: &[u8], index: &[u32]) -> bool {
+    let kind_of = |t: u32| {
+        let i = (t as usize).checked_sub(1)?;
+        index.get(i).map(|&o| kind_at(types, o))
+    };
+    index.iter().all(|&off| {
         let off = off as usize;
         let info = word(types, off + 4);
         match ((info >> 24) & 0x1f) as u8 {
@@ -285,8 +386,8 @@ fn forward_kinds<I: TypeIndex + ?Sized>(types: &[u8], index: &I, count: u32) -> 
                 let v = types
                     .get(off + 12..off + 12 + 12 * vlen)
                     .unwrap_or_default();
-                v.chunks_exact(12)
-                    .all(|e| matches!(kind_of(word(e, 0)), Some(VAR | FUNC)))
+                chunks::<12>(v.chunks_exact(12))
+                    .all(|e| matches!(kind_of(w12(e).0), Some(VAR | FUNC)))
             }
             _ => true,
         }

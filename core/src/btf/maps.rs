@@ -8,7 +8,7 @@
 //! `__ulong(map_extra, N)` also an anonymous enum holding N.
 
 use super::error::{BtfError, BtfResult, ErrName};
-use super::types::{Entries, Kind, VarSecInfo};
+use super::types::{Entries, Kind, Type, VarSecInfo, TYPE_HEADER_LEN};
 use super::Btf;
 
 /// Map type numbers needed to check `values` (`BPF_MAP_TYPE_*`).
@@ -197,8 +197,32 @@ pub(crate) struct RawMapDef {
     pub(crate) prog_proto_id: Option<u32>,
 }
 
-/// The map whose VAR is `var_id` (an entry of the `.maps` DATASEC).
+/// The type ids of the entries of DATASEC `sec` (none when `sec` is no DATASEC).
+pub(crate) fn var_ids<'t>(sec: &Type<'t>) -> impl Iterator<Item = u32> + 't {
+    let endian = sec.endian;
+    let entries = match sec.kind {
+        Kind::Datasec => sec.rec.get(TYPE_HEADER_LEN..).unwrap_or_default(),
+        _ => &[],
+    };
+    entries
+        .chunks_exact(12)
+        .map(move |e| super::header::rd32(e, 0, endian))
+}
+
+/// The map whose VAR is `var_id` (an entry of the `.maps` DATASEC): read by
+/// [`fast::parse_var`] when it can, else (and for every error) by the reference reader.
+#[inline]
 pub(crate) fn parse_var_raw(btf: &Btf<'_>, var_id: u32) -> BtfResult<RawMapDef> {
+    match fast::parse_var(btf, var_id) {
+        Some(d) => Ok(d),
+        None => parse_var_reference(btf, var_id),
+    }
+}
+
+/// The reference reader of [`parse_var_raw`]: the one that reports errors.
+#[cold]
+#[inline(never)]
+pub(crate) fn parse_var_reference(btf: &Btf<'_>, var_id: u32) -> BtfResult<RawMapDef> {
     let var = btf.raw(var_id).ok_or(BtfError::NoType {
         id: var_id,
         what: "type id out of range",
@@ -429,4 +453,301 @@ fn parse_def(
         return Err(cx.err(b"type", "map type is not specified"));
     }
     Ok(a)
+}
+
+/// The usual map definition read in one walk over its members, natively (the open phase's
+/// BTF is in the target's byte order): `None` for anything else — a section in the other
+/// byte order, `values` (map-in-map, prog arrays), `__ulong` values, any error — which
+/// the reference reader then reads, so results and errors stay exactly its own.
+pub(crate) mod fast {
+    use super::{Field, MapAttrs, RawMapDef, PIN_BY_NAME};
+    use crate::btf::{Btf, MAX_RESOLVE_DEPTH};
+
+    const INT: u32 = 1;
+    const PTR: u32 = 2;
+    const ARRAY: u32 = 3;
+    const STRUCT: u32 = 4;
+    const VAR: u32 = 14;
+
+    /// A native `u32` at `at` of `b` (`None` past the end).
+    #[inline(always)]
+    fn word(b: &[u8], at: usize) -> Option<u32> {
+        b.get(at..)?
+            .first_chunk::<4>()
+            .map(|w| u32::from_ne_bytes(*w))
+    }
+
+    /// A type record's header, read natively.
+    #[derive(Clone, Copy)]
+    struct Rec {
+        kind: u32,
+        vlen: u32,
+        third: u32,
+        /// Offset of the record in the type section.
+        off: usize,
+    }
+
+    /// TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG: what [`Btf::resolve`] goes through.
+    #[inline(always)]
+    fn is_mod(kind: u32) -> bool {
+        matches!(kind, 8..=11 | 18)
+    }
+
+    /// The validated types of a [`Btf`] in the target's byte order.
+    #[derive(Clone, Copy)]
+    struct Native<'b> {
+        types: &'b [u8],
+        index: &'b [u32],
+        ptr_size: u32,
+    }
+
+    impl<'b> Native<'b> {
+        /// The first `N` bytes of type `id`'s record (`None` for void and ids out of
+        /// range) and its header.
+        #[inline(always)]
+        fn bytes<const N: usize>(self, id: u32) -> Option<(Rec, &'b [u8; N])> {
+            let off = *self.index.get((id as usize).wrapping_sub(1))? as usize;
+            let b = self.types.get(off..)?.first_chunk::<N>()?;
+            let info = word(b, 4)?;
+            let r = Rec {
+                kind: (info >> 24) & 0x1f,
+                vlen: info & 0xffff,
+                third: word(b, 8)?,
+                off,
+            };
+            Some((r, b))
+        }
+
+        /// Type `id`'s header (`None` for void and ids out of range).
+        #[inline(always)]
+        fn rec(self, id: u32) -> Option<Rec> {
+            self.bytes::<12>(id).map(|(r, _)| r)
+        }
+
+        /// [`Btf::resolve`] (`None` for void and every error): usually no step at all.
+        #[inline(always)]
+        fn resolve(self, id: u32) -> Option<(u32, Rec)> {
+            let r = self.rec(id)?;
+            if !is_mod(r.kind) {
+                return Some((id, r));
+            }
+            let id = resolve_chain(self.types, self.index, r.third)?;
+            Some((id, self.rec(id)?))
+        }
+    }
+
+    /// [`Btf::resolve`] from the type after a modifier or typedef (a step fewer), by id
+    /// only (nothing kept in memory across the call on the usual path).
+    #[inline(never)]
+    fn resolve_chain(types: &[u8], index: &[u32], id: u32) -> Option<u32> {
+        let n = Native {
+            types,
+            index,
+            ptr_size: 0,
+        };
+        let mut cur = id;
+        for _ in 0..MAX_RESOLVE_DEPTH {
+            let r = n.rec(cur)?;
+            if !is_mod(r.kind) {
+                return Some(cur);
+            }
+            cur = r.third;
+        }
+        None
+    }
+
+    impl Native<'_> {
+        /// [`Btf::size_of`] (`None` for every error).
+        #[inline(always)]
+        fn size_of(self, id: u32) -> Option<u32> {
+            let mut cur = id;
+            let mut nelems: u32 = 1;
+            for _ in 0..MAX_RESOLVE_DEPTH {
+                let r = self.rec(cur)?;
+                match r.kind {
+                    // INT, STRUCT, UNION, ENUM, DATASEC, FLOAT, ENUM64.
+                    INT | 4..=6 | 15 | 16 | 19 => return nelems.checked_mul(r.third),
+                    PTR => return nelems.checked_mul(self.ptr_size),
+                    // TYPEDEF, VOLATILE, CONST, RESTRICT, VAR, DECL_TAG, TYPE_TAG.
+                    8..=11 | 14 | 17 | 18 => cur = r.third,
+                    ARRAY => {
+                        let a = self.types.get(r.off..)?.first_chunk::<24>()?;
+                        nelems = nelems.checked_mul(word(a, 20)?)?;
+                        cur = word(a, 12)?;
+                    }
+                    _ => return None,
+                }
+            }
+            None
+        }
+
+        /// `__uint(name, N)`: N, from a PTR (through modifiers) to an ARRAY of N.
+        #[inline(always)]
+        fn uint(self, type_id: u32) -> Option<u32> {
+            let (_, p) = self.resolve(type_id)?;
+            if p.kind != PTR {
+                return None;
+            }
+            let (a, b) = self.bytes::<24>(p.third)?;
+            if a.kind != ARRAY {
+                return None;
+            }
+            word(b, 20)
+        }
+
+        /// `__type(name, T)`: T's size and id, from a PTR to T.
+        #[inline(always)]
+        fn pointee(self, type_id: u32) -> Option<(u32, u32)> {
+            let p = self.rec(type_id)?;
+            if p.kind != PTR {
+                return None;
+            }
+            Some((self.size_of(p.third)?, p.third))
+        }
+    }
+
+    /// A size that agrees with the one already set, if any.
+    #[inline(always)]
+    fn agree(old: u32, new: u32) -> Option<u32> {
+        (old == 0 || old == new).then_some(new)
+    }
+
+    /// The field a member name (the string section from it on) names.
+    #[inline(always)]
+    fn field(tail: &[u8]) -> Field {
+        // The first eight bytes as a number, compared with each name (and its NUL) under
+        // a mask; the longer names also compare their rest. Near the end of the section,
+        // the byte-wise comparison.
+        let Some(w) = tail.first_chunk::<8>() else {
+            return Field::of(tail);
+        };
+        let w = u64::from_le_bytes(*w);
+        let rest = tail.get(8..).unwrap_or_default();
+        let is = |name: &[u8; 8], len: usize| {
+            let mask = u64::MAX >> (8 * (8 - len));
+            w & mask == u64::from_le_bytes(*name) & mask
+        };
+        let long =
+            |name: &[u8; 8], more: &[u8]| w == u64::from_le_bytes(*name) && rest.starts_with(more);
+        match tail.first() {
+            Some(b't') if is(b"type\0\0\0\0", 5) => Field::Type,
+            Some(b'k') if is(b"key\0\0\0\0\0", 4) => Field::Key,
+            Some(b'k') if long(b"key_size", b"\0") => Field::KeySize,
+            Some(b'v') if is(b"value\0\0\0", 6) => Field::Value,
+            Some(b'v') if is(b"values\0\0", 7) => Field::Values,
+            Some(b'v') if long(b"value_si", b"ze\0") => Field::ValueSize,
+            Some(b'm') if long(b"max_entr", b"ies\0") => Field::MaxEntries,
+            Some(b'm') if long(b"map_flag", b"s\0") => Field::MapFlags,
+            Some(b'm') if long(b"map_extr", b"a\0") => Field::MapExtra,
+            Some(b'n') if long(b"numa_nod", b"e\0") => Field::NumaNode,
+            Some(b'p') if is(b"pinning\0", 8) => Field::Pinning,
+            _ => Field::Unknown,
+        }
+    }
+
+    /// The native reader of `btf` (`None` in the other byte order).
+    #[inline(always)]
+    fn native<'b>(btf: &Btf<'b>) -> Option<Native<'b>> {
+        (btf.endian.is_little() == cfg!(target_endian = "little")).then_some(Native {
+            types: btf.types,
+            index: btf.index,
+            ptr_size: btf.ptr_size,
+        })
+    }
+
+    /// [`Btf::size_of`] and [`Btf::resolve`] as read here, for tests.
+    #[cfg(test)]
+    pub(crate) fn size_and_resolve(btf: &Btf<'_>, id: u32) -> (Option<u32>, Option<u32>) {
+        let Some(n) = native(btf) else {
+            return (None, None);
+        };
+        (n.size_of(id), n.resolve(id).map(|(id, _)| id))
+    }
+
+    /// What reading a map definition found that the next one may reuse: the maps of an
+    /// object usually share their `key`, `value` and `type` member types (one type each
+    /// after deduplication). Each is `(member type id, what it gave)`, 0 when empty
+    /// (never a member type that reads).
+    #[derive(Clone, Copy, Default)]
+    pub(crate) struct Memo {
+        key: (u32, (u32, u32)),
+        value: (u32, (u32, u32)),
+        map_type: (u32, u32),
+    }
+
+    /// `$f` (what member type `$t` gives) through the entry `$slot` of a [`Memo`].
+    macro_rules! memoized {
+        ($slot:expr, $t:expr, $f:expr) => {{
+            let t: u32 = $t;
+            if $slot.0 == t && t != 0 {
+                $slot.1
+            } else {
+                let v = $f?;
+                $slot = (t, v);
+                v
+            }
+        }};
+    }
+
+    /// The map whose VAR is `var_id`, if read here (see the module docs).
+    #[inline(always)]
+    pub(crate) fn parse_var(btf: &Btf<'_>, var_id: u32) -> Option<RawMapDef> {
+        parse_var_memo(btf, var_id, &mut Memo::default())
+    }
+
+    /// [`parse_var`] with what the maps read before found.
+    #[inline(always)]
+    pub(crate) fn parse_var_memo(btf: &Btf<'_>, var_id: u32, memo: &mut Memo) -> Option<RawMapDef> {
+        let n = native(btf)?;
+        let (var, v) = n.bytes::<12>(var_id)?;
+        if var.kind != VAR {
+            return None;
+        }
+        let name_off = word(v, 0)?;
+        let (def_type_id, def) = n.resolve(var.third)?;
+        if def.kind != STRUCT {
+            return None;
+        }
+        let members = n.types.get(def.off + 12..)?.get(..12 * def.vlen as usize)?;
+        let strings = btf.strs();
+        let mut a = MapAttrs::default();
+        for m in members.chunks_exact(12) {
+            let (Some(name), Some(t)) = (word(m, 0), word(m, 4)) else {
+                return None;
+            };
+            match field(strings.tail(name)) {
+                Field::Type => a.map_type = memoized!(memo.map_type, t, n.uint(t)),
+                Field::MaxEntries => a.max_entries = n.uint(t)?,
+                Field::MapFlags => a.map_flags = n.uint(t)?,
+                Field::NumaNode => a.numa_node = n.uint(t)?,
+                Field::KeySize => a.key_size = agree(a.key_size, n.uint(t)?)?,
+                Field::ValueSize => a.value_size = agree(a.value_size, n.uint(t)?)?,
+                Field::Key => {
+                    let (size, id) = memoized!(memo.key, t, n.pointee(t));
+                    a.key_size = agree(a.key_size, size)?;
+                    a.key_type_id = id;
+                }
+                Field::Value => {
+                    let (size, id) = memoized!(memo.value, t, n.pointee(t));
+                    a.value_size = agree(a.value_size, size)?;
+                    a.value_type_id = id;
+                }
+                Field::Pinning => {
+                    a.pinning = n.uint(t).filter(|&p| p <= PIN_BY_NAME)?;
+                }
+                Field::MapExtra => a.map_extra = u64::from(n.uint(t)?),
+                Field::Values | Field::Unknown => return None,
+            }
+        }
+        if a.map_type == 0 {
+            return None;
+        }
+        Some(RawMapDef {
+            name_off,
+            def_type_id,
+            attrs: a,
+            inner: None,
+            prog_proto_id: None,
+        })
+    }
 }

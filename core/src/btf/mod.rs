@@ -149,10 +149,9 @@ impl<'a> Btf<'a> {
     /// too short.
     pub fn parse(data: &'a [u8], index: &'a mut [u32]) -> BtfResult<Self> {
         let header = Header::parse(data)?;
-        let mut sink = check::SliceIndex { buf: index, len: 0 };
-        match Self::checked(data, &header, &mut sink) {
-            Some(c) => Ok(Self::from_checked(data, header, c, sink.buf)),
-            None => Self::parse_reference(data, header, sink.buf),
+        match Self::checked(data, &header, index) {
+            Some(c) => Ok(Self::from_checked(data, header, c, index)),
+            None => Self::parse_reference(data, header, index),
         }
     }
 
@@ -165,17 +164,18 @@ impl<'a> Btf<'a> {
         index: &mut heapless::vec::VecView<u32>,
     ) -> Option<(Header, check::Checked)> {
         let header = Header::parse(data).ok()?;
+        // Room for as many types as the section can hold (each record takes at least 12
+        // bytes), or the whole capacity: the check then refuses more.
+        let room = (header.type_len as usize / TYPE_HEADER_LEN).min(index.capacity());
         index.clear();
-        let c = Self::checked(data, &header, index)?;
+        index.resize(room, 0).ok()?;
+        let c = Self::checked(data, &header, index.as_mut_slice())?;
+        index.truncate(c.count as usize);
         Some((header, c))
     }
 
     /// The one-pass check (see `check`), for a section in the target's byte order.
-    fn checked<I: check::TypeIndex + ?Sized>(
-        data: &[u8],
-        header: &Header,
-        index: &mut I,
-    ) -> Option<check::Checked> {
+    fn checked(data: &[u8], header: &Header, index: &mut [u32]) -> Option<check::Checked> {
         if header.little_endian != cfg!(target_endian = "little") {
             return None;
         }
@@ -307,23 +307,25 @@ impl<'a> Btf<'a> {
         self.strings.0.len()
     }
 
-    /// The first type named `name` of kind `kind` (a linear scan).
+    /// The first type named `name` of kind `kind` (a linear scan; for a DATASEC, among
+    /// the DATASECs when the check found them all).
     #[must_use]
     pub fn find(&self, name: &str, kind: Kind) -> Option<Type<'a>> {
         let name = name.as_bytes();
-        if name.contains(&0) {
-            return None; // a name never holds its NUL
+        // Headers read in place; a [`Type`] built only for the one found.
+        let named = |id: u32| {
+            self.raw(id)
+                .is_some_and(|r| r.kind == kind && self.strings.is(r.name_off(self), name))
+        };
+        let found = match self.datasecs.known() {
+            Some(ids) if kind == Kind::Datasec => ids.iter().copied().find(|&id| named(id)),
+            _ => (1..=self.type_count()).find(|&id| named(id)),
+        }?;
+        // A name never holds its NUL (looked at only when something matched).
+        if name.iter().fold(false, |nul, &b| nul | (b == 0)) {
+            return None;
         }
-        if kind == Kind::Datasec {
-            if let Some(ids) = self.datasecs.known() {
-                return ids
-                    .iter()
-                    .filter_map(|&id| self.ty(id))
-                    .find(|t| self.strings.is(t.name_off(), name));
-            }
-        }
-        self.types()
-            .find(|t| t.kind == kind && self.strings.is(t.name_off(), name))
+        self.ty(found)
     }
 
     /// Follows TYPEDEF, VOLATILE, CONST, RESTRICT and TYPE_TAG from `id` to the first other

@@ -213,7 +213,8 @@ impl<'a> Strings<'a> {
     #[inline]
     pub(crate) fn is(self, off: u32, name: &[u8]) -> bool {
         let tail = self.0.get(off as usize..).unwrap_or_default();
-        tail.starts_with(name) && tail.get(name.len()).is_none_or(|&b| b == 0)
+        // The terminator first: it tells most other names apart without comparing.
+        tail.get(name.len()).is_none_or(|&b| b == 0) && tail.starts_with(name)
     }
 
     /// The string at `off` ("" when outside or not UTF-8: validation rejected both).

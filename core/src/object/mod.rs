@@ -495,11 +495,33 @@ fn fill<'a, 'p>(
     }
     // Symbols usually come in section order already: check before sorting.
     if !programs.is_sorted_by_key(|p| (p.section_index, p.offset)) {
-        programs.sort_unstable_by_key(|p| (p.section_index, p.offset));
+        sort_nearly_sorted(programs);
     }
     parts.rel_lo = scan.rel_lo;
     parts.rel_hi = scan.rel_hi;
     Ok(parts)
+}
+
+/// Sorts programs by section and offset. They come nearly sorted (the functions of
+/// `.text`, local symbols, in an order of their own; then one program per section): an
+/// insertion sort moves the few out of place, where a quicksort went over all of them.
+fn sort_nearly_sorted(programs: &mut [Program<'_>]) {
+    let key = |p: &Program<'_>| (p.section_index, p.offset);
+    for i in 1..programs.len() {
+        let (Some(k), Some(prev)) = (programs.get(i).map(key), programs.get(i - 1).map(key)) else {
+            break;
+        };
+        if prev <= k {
+            continue;
+        }
+        // Where program `i` belongs among the sorted `..i`: after every smaller key.
+        let to = programs
+            .get(..i)
+            .map_or(i, |done| done.partition_point(|p| key(p) <= k));
+        if let Some(moved) = programs.get_mut(to..=i) {
+            moved.rotate_right(1);
+        }
+    }
 }
 
 /// The symbol table in section `index` as [`Elf::symbol_table_names_unchecked`] makes it,
@@ -579,14 +601,11 @@ fn parse_btf<'a: 's, 's, const T: usize>(
 fn mmapable(btf: &Btf<'_>, section: &str) -> bool {
     btf.find(section, crate::btf::Kind::Datasec)
         .is_some_and(|sec| {
-            sec.datasec_vars().into_iter().any(|v| {
-                btf.ty(v.type_id)
-                    .and_then(|t| {
-                        (t.kind() == crate::btf::Kind::Var)
-                            .then(|| t.linkage())
-                            .flatten()
-                    })
-                    .is_some_and(|l| l != crate::btf::LINKAGE_STATIC)
+            // VAR headers read in place: the linkage is the word after the header.
+            crate::btf::maps::var_ids(&sec).any(|id| {
+                btf.raw(id).is_some_and(|r| {
+                    r.kind == crate::btf::Kind::Var && r.word(btf, 0) != crate::btf::LINKAGE_STATIC
+                })
             })
         })
 }
@@ -738,6 +757,7 @@ fn data_kind(elf: &Elf<'_>, sh: &elf::SectionHeader) -> Option<MapKind> {
 /// Fills the BTF-defined maps: the placeholders pushed for the symbols of `.maps` (after
 /// the legacy maps) are put in the order of the `.maps` DATASEC's variables (libbpf's
 /// order) and read from their BTF definitions.
+#[inline(never)]
 fn btf_map_defs<'a>(
     parts: &Parts<'a>,
     btf: &Btf<'_>,
@@ -753,24 +773,21 @@ fn btf_map_defs<'a>(
             what: "no DATASEC named .maps in .BTF for the BTF-defined maps",
         })?;
     let mut filled = first;
-    let strings = btf.strs();
-    for v in datasec.datasec_vars() {
-        let def = crate::btf::maps::parse_var_raw(btf, v.type_id)?;
-        let rest = maps.get_mut(filled..).unwrap_or_default();
-        // Names compared in place; usually the symbols come in the DATASEC's order.
-        let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
-        let found = if rest.first().is_some_and(is) {
-            0
-        } else {
-            rest.iter().position(is).ok_or_else(|| Error::BadSection {
-                section: at(),
-                what: "a .maps variable in .BTF has no symbol in .maps",
-            })?
-        };
-        rest.swap(0, found);
-        if let Some(m) = maps.get_mut(filled) {
-            *m = MapDef::from_btf(m.name, m.offset, section, &def);
+    let mut memo = crate::btf::maps::fast::Memo::default();
+    for var_id in crate::btf::maps::var_ids(&datasec) {
+        // The usual definition read in one walk; any other, and every error, by the
+        // reference reader (each path places its own result: nothing is copied between).
+        match crate::btf::maps::fast::parse_var_memo(btf, var_id, &mut memo) {
+            Some(def) => place_btf_map(btf, section, maps, filled, &def),
+            None => {
+                let def = crate::btf::maps::parse_var_reference(btf, var_id)?;
+                place_btf_map(btf, section, maps, filled, &def)
+            }
         }
+        .ok_or_else(|| Error::BadSection {
+            section: at(),
+            what: "a .maps variable in .BTF has no symbol in .maps",
+        })?;
         filled += 1;
     }
     if filled != maps.len() {
@@ -780,6 +797,30 @@ fn btf_map_defs<'a>(
         });
     }
     Ok(())
+}
+
+/// Puts the placeholder of the map named by `def` at `filled` (usually it is there
+/// already: the symbols come in the DATASEC's order) and fills it in; `None` when no
+/// placeholder from `filled` on has its name.
+#[inline(always)]
+fn place_btf_map<'a>(
+    btf: &Btf<'_>,
+    section: u32,
+    maps: &mut VecView<MapDef<'a>>,
+    filled: usize,
+    def: &crate::btf::maps::RawMapDef,
+) -> Option<()> {
+    let strings = btf.strs();
+    let rest = maps.get_mut(filled..)?;
+    // Names compared in place.
+    let is = |m: &MapDef<'_>| strings.is(def.name_off, m.name.as_bytes());
+    if !rest.first().is_some_and(is) {
+        let found = rest.iter().position(is)?;
+        rest.swap(0, found);
+    }
+    let m = rest.first_mut()?;
+    *m = MapDef::from_btf(m.name, m.offset, section, def);
+    Some(())
 }
 
 /// What the pass over the section headers found besides programs and named sections.
@@ -1255,6 +1296,7 @@ fn collect_symbols<'a, const N: usize>(
     let mut btf_maps = 0u32;
     let mut externs = 0u32;
     let map_cap = maps.capacity();
+    let mut last_exec = 0usize;
     for (i, e) in (0u32..).zip(symbols.data().chunks_exact(N)) {
         let Ok(e) = <&[u8; N]>::try_from(e) else {
             continue;
@@ -1312,25 +1354,35 @@ fn collect_symbols<'a, const N: usize>(
             }
             maps.push(m).map_err(|_| capacity("maps", map_cap))?;
         } else {
-            let Ok(x) = execs.binary_search_by_key(&u32::from(shndx), |e| e.index) else {
-                continue;
+            // Function symbols usually come in section order: the section of the last one,
+            // or the next, before a binary search.
+            let shndx = u32::from(shndx);
+            let x = match execs.get(last_exec..) {
+                Some([e, ..]) if e.index == shndx => last_exec,
+                Some([_, e, ..]) if e.index == shndx => last_exec + 1,
+                _ => match execs.binary_search_by_key(&shndx, |e| e.index) {
+                    Ok(x) => x,
+                    Err(_) => continue,
+                },
             };
+            last_exec = x;
             let Some(e) = execs.get_mut(x) else { continue };
             let bad = |what| Error::BadSymbol { index: i, what };
             let name = names
                 .get(name_index)
                 .ok_or_else(|| bad("function name is not valid UTF-8"))?;
-            let start = usize::try_from(value).map_err(|_| bad("function offset too large"))?;
-            let end = start
-                .checked_add(usize::try_from(size).unwrap_or(usize::MAX))
+            // In u64, so that every target reports the same error for the same symbol (a
+            // 32-bit `usize` would refuse a large offset before the checks below).
+            let end = value
+                .checked_add(size)
                 .ok_or_else(|| bad("function size too large"))?;
-            if start % 8 != 0 || size % 8 != 0 {
+            if value % 8 != 0 || size % 8 != 0 {
                 return Err(bad("function is not aligned to whole instructions"));
             }
-            let code = e
-                .code
-                .get(start..end)
-                .ok_or_else(|| bad("function extends past the end of its section"))?;
+            let past_end = || bad("function extends past the end of its section");
+            let start = usize::try_from(value).map_err(|_| past_end())?;
+            let end = usize::try_from(end).map_err(|_| past_end())?;
+            let code = e.code.get(start..end).ok_or_else(past_end)?;
             if code.is_empty() {
                 continue;
             }
@@ -1550,7 +1602,41 @@ struct ExecSection<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_named_word;
+    #![allow(clippy::unwrap_used)]
+    use super::{is_named_word, push_program, sort_nearly_sorted, ExecSection, Program};
+    use heapless::Vec;
+
+    #[test]
+    fn nearly_sorted_programs_sort_as_a_full_sort_does() {
+        // Keys from a small generator: sorted runs with a few out of place, and shuffles.
+        let mut seed = 7u64;
+        for round in 0..200 {
+            let mut programs: Vec<Program<'_>, 64> = Vec::new();
+            let n = round % 40;
+            for i in 0..n {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                let r = (seed >> 33) as u32;
+                let (section, offset) = if round % 2 == 0 && r % 5 != 0 {
+                    (2 + i as u32 / 4, (i as u32 % 4) * 8)
+                } else {
+                    (r % 6, (r >> 8) % 5 * 8)
+                };
+                let e = ExecSection {
+                    index: section,
+                    name: "s",
+                    code: &[],
+                    has_funcs: true,
+                };
+                push_program(programs.as_mut_view(), true, &e, None, offset, &[]).unwrap();
+            }
+            let key = |p: &Program<'_>| (p.section_index, p.offset);
+            let mut expected: std::vec::Vec<_> = programs.iter().map(key).collect();
+            expected.sort_unstable();
+            sort_nearly_sorted(&mut programs);
+            let got: std::vec::Vec<_> = programs.iter().map(key).collect();
+            assert_eq!(got, expected, "round {round}");
+        }
+    }
 
     #[test]
     fn named_words_are_told_from_other_names() {

@@ -146,6 +146,12 @@ pub(super) const IDENT_CONT: u8 = 2;
 pub(super) const DOT: u8 = 4;
 /// Byte class bit: `@` (versioned user-space symbols).
 pub(super) const AT: u8 = 8;
+/// Byte class bit: `[A-Za-z0-9_.]`, a later byte of a kernel symbol (`IDENT_CONT` or `DOT`).
+pub(super) const SYMBOL: u8 = 16;
+/// Byte class bit: `[A-Za-z0-9_-]`, a byte of a tracepoint's category or name.
+pub(super) const WORD: u8 = 32;
+/// Byte class bit: ASCII whitespace, `=`, `+`, `:`, `%`: the bytes of perf's form.
+pub(super) const PERF: u8 = 64;
 
 /// The class bits of every byte: one load per byte where a chain of range compares
 /// would be half a dozen instructions (names are scanned for every program at open).
@@ -171,6 +177,15 @@ const fn classes() -> [u8; 256] {
         if b == b'@' {
             c |= AT;
         }
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+            c |= SYMBOL;
+        }
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            c |= WORD;
+        }
+        if b.is_ascii_whitespace() || matches!(b, b'=' | b'+' | b':' | b'%') {
+            c |= PERF;
+        }
         t[i] = c;
         i += 1;
     }
@@ -181,6 +196,24 @@ const fn classes() -> [u8; 256] {
 #[inline(always)]
 pub(super) fn is_class(b: u8, mask: u8) -> bool {
     CLASSES.get(usize::from(b)).copied().unwrap_or(0) & mask != 0
+}
+
+/// The class bits every byte of `bytes` has (all bits for none): one load and one `and`
+/// per byte, no branch.
+#[inline(always)]
+pub(super) fn common_class(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0xff, |acc, &b| acc & class_of(b))
+}
+
+/// The class bits any byte of `bytes` has.
+#[inline(always)]
+pub(super) fn any_class(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0, |acc, &b| acc | class_of(b))
+}
+
+#[inline(always)]
+fn class_of(b: u8) -> u8 {
+    CLASSES.get(usize::from(b)).copied().unwrap_or(0)
 }
 
 /// `[A-Za-z_]`: first byte of a C identifier.
