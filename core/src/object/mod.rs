@@ -706,19 +706,23 @@ fn finish<'a>(
         parts.first_data_map = maps.len() as u32;
         parts.btf_maps_sorted = true;
     }
+    // Only the REL tables of executable sections are ours; the scan noted where they lie.
+    if parts.rel_lo >= parts.rel_hi {
+        // None: nothing to patch, no call to link.
+        parts.patches_ready = true;
+        parts.rels_sorted = true;
+        return Ok(());
+    }
     let mut table = patch::PatchTable {
         patches,
         ready: true,
         sorted: true,
         dup: false,
     };
-    // Only the REL tables of executable sections are ours; the scan noted where they lie.
-    if parts.rel_lo < parts.rel_hi {
-        if parts.elf.header().class == Class::Elf64 {
-            patch::collect::<true>(parts, programs, maps, &mut table)?;
-        } else {
-            patch::collect::<false>(parts, programs, maps, &mut table)?;
-        }
+    if parts.elf.header().class == Class::Elf64 {
+        patch::collect::<true>(parts, programs, maps, &mut table)?;
+    } else {
+        patch::collect::<false>(parts, programs, maps, &mut table)?;
     }
     parts.patches_ready = table.ready && patch::contiguous(programs);
     parts.rels_sorted = table.sorted;

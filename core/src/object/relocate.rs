@@ -219,23 +219,11 @@ impl<'a, 's> Object<'a, 's> {
             what: "no such program",
             value: prog as u64,
         })?;
-        if self.parts.calls_ready {
-            // Linked at open; anything but a plain success is left to the linker, which
-            // tells the error.
-            let entry = entry_of(p).and_then(|e| self.patches.get(e));
-            let n = match entry.map(|e| (e, e.kind)) {
-                Some((_, PatchKind::Root)) => self.relocate_root(p, prologue, map_fds, out),
-                Some((e, PatchKind::Part { .. })) if p.links() => Image::of(e)
-                    .filter(|img| img.closed)
-                    .and_then(|img| self.relocate_part(&img, prologue, map_fds, out)),
-                _ => None,
-            };
-            if let Some(n) = n {
+        if p.map_reloc_count != p.reloc_count {
+            // Calls or externs: linked at open, or the linker proper.
+            if let Some(n) = self.relocate_linked(p, prologue, map_fds, out) {
                 return Ok(n);
             }
-        }
-        if p.map_reloc_count != p.reloc_count {
-            // Calls or externs: the linker proper.
             return self.link_into(prog, prologue, map_fds, out);
         }
         let total = prologue.len() + p.insn_count();
@@ -252,6 +240,9 @@ impl<'a, 's> Object<'a, 's> {
         // A call inside the program's own section needs no relocation: noticed at open
         // (with call lists), or as the instructions are copied.
         if self.parts.calls_ready && p.pseudo_call {
+            if let Some(n) = self.relocate_linked(p, prologue, map_fds, out) {
+                return Ok(n);
+            }
             return self.link_into(prog, prologue, map_fds, out);
         }
         let (head, body) = dst.split_at_mut(prologue.len());
@@ -288,6 +279,30 @@ impl<'a, 's> Object<'a, 's> {
             }
         }
         Ok(total)
+    }
+
+    /// [`Object::relocate`] of a function linked at open (see [`Image`]): a root or a
+    /// closed function. `None` for any other, and unless it succeeds as the linker would
+    /// (the linker then tells the error).
+    #[inline(never)]
+    fn relocate_linked(
+        &self,
+        p: &Program<'_>,
+        prologue: &[Insn],
+        map_fds: &[i32],
+        out: &mut [Insn],
+    ) -> Option<usize> {
+        if !self.parts.calls_ready {
+            return None;
+        }
+        let entry = self.patches.get(entry_of(p)?)?;
+        match entry.kind {
+            PatchKind::Root => self.relocate_root(p, prologue, map_fds, out),
+            PatchKind::Part { .. } if p.links() => Image::of(entry)
+                .filter(|img| img.closed)
+                .and_then(|img| self.relocate_part(&img, prologue, map_fds, out)),
+            _ => None,
+        }
     }
 
     /// [`Object::relocate`] of a closed function (see [`Image`]): its part of the
