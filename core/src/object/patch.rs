@@ -325,60 +325,17 @@ impl Symbols {
     }
 }
 
-/// The program holding byte `offset` of the section whose programs are `programs` (`cur`
-/// if it does, else the last starting at or before it if that one does), entered by
-/// entry `j` of REL table `index`: its REL section noted (a second one is an error) and,
-/// at its first entry, where its entries and patches start (`base`: the table's first
-/// patch). Returns it with its start and length in bytes.
+/// The last program of `programs` (those of one section) starting at or before byte
+/// `offset`, if it holds it.
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn enter(
-    parts: &Parts<'_>,
-    programs: &mut [Program<'_>],
-    cur: usize,
-    offset: u64,
-    index: u32,
-    target: u32,
-    j: u32,
-    base: u32,
-) -> Result<(usize, u64, u64)> {
-    let contains = |p: &Program<'_>| {
-        let s = u64::from(p.offset);
-        offset >= s && offset < s + p.code.len() as u64
-    };
-    let found = if programs.get(cur).is_some_and(contains) {
-        Some(cur)
-    } else {
-        let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
-        after
-            .checked_sub(1)
-            .filter(|&c| programs.get(c).is_some_and(contains))
-    };
-    let Some((cur, prog)) = found.and_then(|c| Some((c, programs.get_mut(c)?))) else {
-        return Err(bad_reloc(
-            parts,
-            target,
-            j,
-            offset,
-            "offset is outside every program of the section",
-        ));
-    };
-    match prog.rel_section {
-        Some(r) if r != index => {
-            return Err(bad_table(
-                parts,
-                index,
-                "second REL section for the same program",
-            ))
-        }
-        Some(_) => {}
-        None => {
-            prog.rel_section = Some(index);
-            prog.rel_first = j;
-            prog.patch_first = base + j;
-        }
-    }
-    Ok((cur, u64::from(prog.offset), prog.code.len() as u64))
+fn program_at(programs: &[Program<'_>], offset: u64) -> Option<usize> {
+    let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
+    after.checked_sub(1).filter(|&c| {
+        programs.get(c).is_some_and(|p| {
+            let s = u64::from(p.offset);
+            offset >= s && offset < s + p.code.len() as u64
+        })
+    })
 }
 
 impl Pass<'_, '_, '_> {
@@ -430,7 +387,43 @@ impl Pass<'_, '_, '_> {
                 ));
             }
             if offset.wrapping_sub(start) >= len {
-                (cur, start, len) = enter(parts, programs, cur, offset, index, target, j, base)?;
+                // Another program: the previous one's (the first at the start) if it holds the
+                // offset, else the one that does. Its REL section is noted (a second one is an
+                // error) and, at its first entry, where its entries and patches start.
+                let holds = programs.get(cur).is_some_and(|p| {
+                    let s = u64::from(p.offset);
+                    offset >= s && offset < s + p.code.len() as u64
+                });
+                if !holds {
+                    cur = program_at(programs, offset).ok_or_else(|| {
+                        bad_reloc(
+                            parts,
+                            target,
+                            j,
+                            offset,
+                            "offset is outside every program of the section",
+                        )
+                    })?;
+                }
+                let Some(prog) = programs.get_mut(cur) else {
+                    break;
+                };
+                match prog.rel_section {
+                    Some(r) if r != index => {
+                        return Err(bad_table(
+                            parts,
+                            index,
+                            "second REL section for the same program",
+                        ))
+                    }
+                    Some(_) => {}
+                    None => {
+                        prog.rel_section = Some(index);
+                        prog.rel_first = j;
+                        prog.patch_first = base + j;
+                    }
+                }
+                (start, len) = (u64::from(prog.offset), prog.code.len() as u64);
             }
             // Inside a program: no overflow.
             not_past |= offset < next;
@@ -770,17 +763,20 @@ impl Function<'_> {
 #[inline(always)]
 fn candidates(code: &[u8], first: usize) -> u32 {
     let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
-    match rest.first_chunk::<{ 8 * INSN_SIZE }>() {
-        Some(block) => candidates8(block),
-        None => {
-            // The last few: as a block padded with zeros (no candidate).
-            let mut block = [0u8; 8 * INSN_SIZE];
-            if let Some(b) = block.get_mut(..rest.len()) {
-                b.copy_from_slice(rest);
-            }
-            candidates8(&block)
-        }
+    if let Some(block) = rest.first_chunk::<{ 8 * INSN_SIZE }>() {
+        return candidates8(block);
     }
+    // The last few of a longer function: its last whole block, shifted.
+    let last = code.len().checked_sub(8 * INSN_SIZE);
+    if let Some(block) = last.and_then(|at| code.get(at..)?.first_chunk()) {
+        return candidates8(block) >> (8 - rest.len() / INSN_SIZE);
+    }
+    // A function shorter than a block: padded with zeros (no candidate).
+    let mut block = [0u8; 8 * INSN_SIZE];
+    if let Some(b) = block.get_mut(..rest.len()) {
+        b.copy_from_slice(rest);
+    }
+    candidates8(&block)
 }
 
 /// [`candidates`] of a whole block of 8 instructions.
