@@ -11,6 +11,11 @@
 //! `L`); an object that needs more, or whose tables are unusual (a function's REL entries
 //! not one run, a call that resolves to no function), is relocated by re-reading as
 //! before: the table is a shortcut, never a limit.
+//!
+//! Beyond the patches, every function called is linked once at open into the
+//! decoded-instruction cache (the layout, see [`Image`]): a subprogram relocated on its own
+//! is then a copy of its part of the layout, and a program appends the parts of the
+//! functions it calls, whatever the number of programs calling them.
 
 use super::{MapDef, MapTarget, Parts, Program, RelocKind};
 use crate::elf::{SHF_EXECINSTR, SHT_PROGBITS, SHT_REL};
@@ -18,14 +23,16 @@ use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 use heapless::vec::VecView;
 
-/// Default capacity of the patch table: an object's relocations of code plus its code
-/// references (the peers' `large` object has 1,000; Debian's libbpf-tools at most 289).
+/// Default capacity of the patch table: an object's relocations of code, its code
+/// references, and per function called its image and its loads in the layout (the peers'
+/// `large` object has 1,000 entries; Debian's libbpf-tools at most 355).
 pub const DEFAULT_PATCHES: usize = 2048;
 
 /// Default capacity of the decoded-instruction cache (8 bytes each): the functions other
-/// functions call (`.text` subprograms) are decoded once at open, and relocating copies
+/// functions call (`.text` subprograms) are linked once at open, and relocating copies
 /// them into every program that calls them (the peers' `globals` object has 97 such
-/// instructions; a function that does not fit is decoded each time).
+/// instructions, Debian's libbpf-tools at most 690; without room the linker walks, and
+/// decodes each function as it goes).
 pub const DEFAULT_INSNS: usize = 1024;
 
 /// One patch of a function's instructions.
