@@ -9,9 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_core::btf::{
-    btf_maps, patch_insn, Btf, BtfExt, CandidateIndex, CoreResolver, Kind,
-};
+use sluice_core::btf::{btf_maps, patch_insn, Btf, BtfExt, CandidateIndex, CoreResolver, Kind};
 use sluice_core::Insn;
 
 fuzz_target!(|data: &[u8]| {
@@ -34,7 +32,14 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(btf.type_count(), n);
     for t in btf.types() {
-        let _ = (t.name(), t.size(), t.ref_type(), t.int(), t.array(), t.linkage());
+        let _ = (
+            t.name(),
+            t.size(),
+            t.ref_type(),
+            t.int(),
+            t.array(),
+            t.linkage(),
+        );
         let _ = (t.decl_tag_component(), t.kind_flag(), t.enum_is_signed());
         t.members().for_each(drop);
         t.enum_values().for_each(drop);

@@ -1,10 +1,15 @@
 //! Open + relocate + disassemble any bytes as an eBPF object: no panic, no out-of-bounds
 //! read; what opens relocates into a fixed buffer (the program alone, or linked with the
-//! functions it calls) and prints in the verifier's format.
+//! functions it calls) and prints in the verifier's format. The open phase's one-pass BTF
+//! check and its fast map-definition reader must agree with the reference parser: a `.BTF`
+//! open accepted parses step by step to as many types, and every BTF-defined map reads the
+//! same through `btf_maps`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use sluice_core::btf::{btf_maps, Btf, Kind};
 use sluice_core::disasm::{validate, Listing};
+use sluice_core::object::MapKind;
 use sluice_core::{Insn, Object, ObjectStorage};
 use std::fmt::Write;
 
@@ -19,7 +24,9 @@ impl Write for Sink {
 fuzz_target!(|data: &[u8]| {
     // Small capacities on purpose: capacity errors are part of the surface.
     let mut storage = ObjectStorage::<16, 8>::with_capacities();
-    let Ok(obj) = Object::open(data, &mut storage) else { return };
+    let Ok(obj) = Object::open(data, &mut storage) else {
+        return;
+    };
     let mut out = [Insn::default(); 512];
     let fds = [5i32; 8];
     let prologue = [Insn::new(0xbf, 6, 1, 0, 0)];
@@ -38,5 +45,55 @@ fuzz_target!(|data: &[u8]| {
     for m in obj.maps() {
         assert!(!m.name.is_empty());
         assert_eq!(m.words().len(), m.layout.size() / 4);
+    }
+    if let (Some(fast), Some(bytes)) = (obj.btf(), obj.btf_bytes()) {
+        let n = Btf::count_types(bytes).expect("a .BTF open accepted counts its types");
+        let mut index = vec![0u32; n as usize];
+        let reference = Btf::parse(bytes, &mut index).expect("a .BTF open accepted parses");
+        assert_eq!(reference.type_count(), fast.type_count());
+        let btf_defined: Vec<_> = obj
+            .maps()
+            .iter()
+            .filter(|m| m.kind == MapKind::Btf)
+            .collect();
+        if !btf_defined.is_empty() {
+            let sec = reference
+                .find(".maps", Kind::Datasec)
+                .expect(".maps DATASEC");
+            let defs: Vec<_> = btf_maps(&reference, sec.id())
+                .expect("btf_maps")
+                .collect::<Result<_, _>>()
+                .expect("every BTF map definition open read reads by the reference");
+            for m in btf_defined {
+                // Open pairs each `.maps` symbol with the variable of its name.
+                let d = defs
+                    .iter()
+                    .find(|d| d.name == m.name)
+                    .expect("a .maps variable named as the map");
+                assert_eq!(
+                    (
+                        d.map_type,
+                        d.key_size,
+                        d.value_size,
+                        d.max_entries,
+                        d.map_flags
+                    ),
+                    (
+                        m.map_type,
+                        m.key_size,
+                        m.value_size,
+                        m.max_entries,
+                        m.map_flags.unwrap_or(0)
+                    ),
+                    "map {}",
+                    m.name
+                );
+                assert_eq!((d.numa_node, d.map_extra), (m.numa_node, m.map_extra));
+                assert_eq!(
+                    (d.pinning, d.key_type_id),
+                    (m.pinning.unwrap_or(0), m.btf_key_type_id)
+                );
+            }
+        }
     }
 });

@@ -13,16 +13,25 @@ fuzz_target!(|data: &[u8]| {
     let (head, stream) = data.split_at(16);
     let sample_type = u64::from_le_bytes(head[..8].try_into().unwrap());
     let read_format = u64::from_le_bytes(head[8..].try_into().unwrap());
-    let format = SampleFormat { sample_type: SampleType(sample_type), read_format };
+    let format = SampleFormat {
+        sample_type: SampleType(sample_type),
+        read_format,
+    };
     let mut offset = 0usize;
     for _ in 0..4096 {
-        let Some(rest) = stream.get(offset..) else { break };
+        let Some(rest) = stream.get(offset..) else {
+            break;
+        };
         if rest.is_empty() {
             break;
         }
         match Record::parse(rest, &format, offset as u64) {
             Ok((record, size)) => {
-                assert!(size >= 8 && size <= rest.len(), "size {size} of {}", rest.len());
+                assert!(
+                    size >= 8 && size <= rest.len(),
+                    "size {size} of {}",
+                    rest.len()
+                );
                 if let Record::Sample(s) = record {
                     let _ = format!("{s:?}");
                 }

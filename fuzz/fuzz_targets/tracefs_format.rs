@@ -19,7 +19,10 @@ fn check(text: &str, fill: &[u8]) {
         Err((line, what)) => {
             assert!(!what.is_empty());
             let lines = text.lines().count();
-            assert!(line >= 1 && line <= lines, "line {line} of {lines}: {text:?}");
+            assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {text:?}"
+            );
             return;
         }
         Ok(f) => f,
