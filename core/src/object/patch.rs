@@ -164,13 +164,12 @@ pub(crate) fn collect<'a, const WIDE: bool>(
     // Where the search for a table's programs starts (tables usually come in the order
     // of their sections).
     let mut lo = 0usize;
-    let mut pass = Pass {
+    let mut symbols = Symbols::EMPTY;
+    let pass = Pass {
         parts,
         maps,
-        symbols: Symbols::new(),
         syms,
         nsyms,
-        out,
     };
     for index in parts.rel_lo..parts.rel_hi {
         let Some(h) = header(index) else {
@@ -236,26 +235,24 @@ pub(crate) fn collect<'a, const WIDE: bool>(
         if u32::try_from(data.len() as u64 / ent).is_err() {
             return Err(bad_table(parts, index, "too many relocations"));
         }
-        pass.rel_table::<WIDE>(index, target, section_programs, data)?;
+        pass.rel_table::<WIDE>(index, target, section_programs, data, out, &mut symbols)?;
     }
     Ok(())
 }
 
 /// What the pass over the REL tables keeps from table to table.
-struct Pass<'x, 'p, 'a> {
+struct Pass<'x, 'a> {
     parts: &'x Parts<'a>,
     maps: &'x [MapDef<'a>],
-    symbols: Symbols,
     syms: &'a [u8],
     nsyms: u32,
-    out: &'x mut PatchTable<'p>,
 }
 
 /// The patch of a relocation against symbol `sym` (its section and value read from
 /// `syms`), as [`Parts::map_target`] and [`Parts::non_map_kind`] tell it: `Err` when the
 /// symbol lies in a maps section where no map is; `Ok(None)` for code whose value does
 /// not fit 32 bits (the call lists are then left to the linker's scan).
-#[inline(never)]
+#[inline(always)]
 fn symbol_patch<const WIDE: bool>(
     parts: &Parts<'_>,
     maps: &[MapDef<'_>],
@@ -286,49 +283,48 @@ fn symbol_patch<const WIDE: bool>(
 /// The patches of the symbols relocations named last, by symbol index (a patch depends
 /// only on the symbol; an object's relocations name a few symbols many times).
 struct Symbols {
-    keys: [u32; SYMBOLS],
-    kinds: [PatchKind; SYMBOLS],
+    /// Per slot a patch whose [`Patch::at`] is its symbol's index inverted (0: none, the
+    /// index `u32::MAX` being past every symbol table).
+    slots: [Patch; SYMBOLS],
+    /// Some symbol is code whose value does not fit 32 bits.
+    wide: bool,
 }
 
 /// Slots of [`Symbols`] (the peers' `large` object names 50 maps).
 const SYMBOLS: usize = 64;
 
 impl Symbols {
-    fn new() -> Self {
-        Symbols {
-            keys: [u32::MAX; SYMBOLS],
-            kinds: [PatchKind::Nothing; SYMBOLS],
-        }
-    }
+    /// No symbol yet: all zero bytes (a constant, set in one go; built field by field it
+    /// was a loop and a copy).
+    const EMPTY: Symbols = Symbols {
+        slots: [Patch {
+            at: 0,
+            kind: PatchKind::MapFd { map: 0 },
+        }; SYMBOLS],
+        wide: false,
+    };
 
-    /// The patch of a relocation against symbol `sym` (see [`symbol_patch`]); `ready`
-    /// goes false for code whose value does not fit 32 bits.
-    #[inline(always)]
-    fn get<const WIDE: bool>(
+    /// Puts the patch of a relocation against symbol `sym` (see [`symbol_patch`]) in its
+    /// slot; `wide` goes true for code whose value does not fit 32 bits.
+    #[inline(never)]
+    fn miss<const WIDE: bool>(
         &mut self,
-        parts: &Parts<'_>,
-        maps: &[MapDef<'_>],
-        syms: &[u8],
+        pass: &Pass<'_, '_>,
         sym: u32,
-        ready: &mut bool,
-    ) -> core::result::Result<PatchKind, &'static str> {
-        let slot = sym as usize % SYMBOLS;
-        if let (Some(&key), Some(&kind)) = (self.keys.get(slot), self.kinds.get(slot)) {
-            if key == sym {
-                return Ok(kind);
-            }
-        }
+    ) -> core::result::Result<(), &'static str> {
+        let (parts, maps, syms) = (pass.parts, pass.maps, pass.syms);
         let kind = match symbol_patch::<WIDE>(parts, maps, syms, sym)? {
             Some(kind) => kind,
             None => {
-                *ready = false;
+                self.wide = true;
                 PatchKind::Nothing
             }
         };
-        if let (Some(key), Some(k)) = (self.keys.get_mut(slot), self.kinds.get_mut(slot)) {
-            (*key, *k) = (sym, kind);
+        let slot = sym as usize % SYMBOLS;
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = Patch { at: !sym, kind };
         }
-        Ok(kind)
+        Ok(())
     }
 }
 
@@ -345,39 +341,38 @@ fn program_at(programs: &[Program<'_>], offset: u64) -> Option<usize> {
     })
 }
 
-impl Pass<'_, '_, '_> {
+impl Pass<'_, '_> {
     /// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
-    /// Out of line: inlined in the pass over the tables, its locals were kept in memory.
+    /// What changes per entry stays in registers: a new program ([`enter`]) and a
+    /// symbol not yet seen ([`Symbols::miss`]) are handled out of line. An entry's patch
+    /// is a copy of its symbol's at its instruction; its program's counts of entries are
+    /// written when the next program starts.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn rel_table<const WIDE: bool>(
-        &mut self,
+        &self,
         index: u32,
         target: u32,
         programs: &mut [Program<'_>],
         data: &[u8],
+        out: &mut PatchTable<'_>,
+        symbols: &mut Symbols,
     ) -> Result<()> {
-        let Pass {
-            parts,
-            maps,
-            symbols,
-            syms,
-            nsyms,
-            out,
-        } = self;
-        let (parts, maps, syms, nsyms) = (*parts, *maps, *syms, *nsyms);
         let ent = if WIDE { 16 } else { 8 };
-        let base = out.patches.len() as u32;
         let n = data.len() / ent;
-        // Room for every entry's patch, or none kept from here on (the table is then not
-        // used: keeping some would not matter).
-        let mut ready = out.ready && out.patches.capacity() - out.patches.len() >= n;
+        let (parts, nsyms) = (self.parts, self.nsyms);
+        let patches = &mut *out.patches;
+        let base = patches.len();
         // Whether an entry's offset is not past the previous one's (`next`: one past it):
         // then whether the table is out of order or has two entries in a row at one offset
         // is told at the end.
         let (mut not_past, mut next) = (false, 0u64);
-        // The program of the previous entry (the first program is tried first): its index,
-        // start and length in bytes; none at the start.
-        let (mut cur, mut start, mut len) = (0usize, 0u64, 0u64);
+        // The current program: none at the start.
+        let mut at_prog = At {
+            cur: usize::MAX,
+            start: 0,
+            code: &[],
+        };
         for (j, e) in (0u32..).zip(data.chunks_exact(ent)) {
             let (offset, sym) = if WIDE {
                 (rd64(e, 0), (rd64(e, 8) >> 32) as u32)
@@ -393,44 +388,10 @@ impl Pass<'_, '_, '_> {
                     "symbol index outside the symbol table",
                 ));
             }
-            if offset.wrapping_sub(start) >= len {
-                // Another program: the previous one's (the first at the start) if it holds the
-                // offset, else the one that does. Its REL section is noted (a second one is an
-                // error) and, at its first entry, where its entries and patches start.
-                let holds = programs.get(cur).is_some_and(|p| {
-                    let s = u64::from(p.offset);
-                    offset >= s && offset < s + p.code.len() as u64
-                });
-                if !holds {
-                    cur = program_at(programs, offset).ok_or_else(|| {
-                        bad_reloc(
-                            parts,
-                            target,
-                            j,
-                            offset,
-                            "offset is outside every program of the section",
-                        )
-                    })?;
-                }
-                let Some(prog) = programs.get_mut(cur) else {
-                    break;
-                };
-                match prog.rel_section {
-                    Some(r) if r != index => {
-                        return Err(bad_table(
-                            parts,
-                            index,
-                            "second REL section for the same program",
-                        ))
-                    }
-                    Some(_) => {}
-                    None => {
-                        prog.rel_section = Some(index);
-                        prog.rel_first = j;
-                        prog.patch_first = base + j;
-                    }
-                }
-                (start, len) = (u64::from(prog.offset), prog.code.len() as u64);
+            let mut rel_off = offset.wrapping_sub(at_prog.start);
+            if rel_off >= at_prog.code.len() as u64 {
+                at_prog = enter(parts, index, target, programs, &at_prog, offset, j, base)?;
+                rel_off = offset.wrapping_sub(at_prog.start);
             }
             // Inside a program: no overflow.
             not_past |= offset < next;
@@ -444,20 +405,19 @@ impl Pass<'_, '_, '_> {
                     "offset is not on an instruction boundary",
                 ));
             }
-            let rel_off = offset - start;
-            let at = (rel_off / 8) as u32;
-            let kind = symbols
-                .get::<WIDE>(parts, maps, syms, sym, &mut ready)
-                .map_err(|what| bad_reloc(parts, target, j, offset, what))?;
-            let map = match kind {
-                PatchKind::MapFd { map } | PatchKind::MapValue { map, .. } => Some(map),
-                _ => None,
-            };
-            let Some(p) = programs.get_mut(cur) else {
+            let slot = sym as usize % SYMBOLS;
+            if symbols.slots.get(slot).is_none_or(|p| p.at != !sym) {
+                symbols
+                    .miss::<WIDE>(self, sym)
+                    .map_err(|what| bad_reloc(parts, target, j, offset, what))?;
+            }
+            let Some(cached) = symbols.slots.get(slot) else {
                 break;
             };
-            if let Some(map) = map {
-                if p.code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
+            let at = (rel_off / 8) as u32;
+            if let PatchKind::MapFd { map } | PatchKind::MapValue { map, .. } = cached.kind {
+                let code = at_prog.code;
+                if code.get(rel_off as usize).copied() != Some(opcode::LD_IMM64) {
                     return Err(bad_reloc(
                         parts,
                         target,
@@ -466,7 +426,7 @@ impl Pass<'_, '_, '_> {
                         "map relocation on an instruction that is not ld_imm64",
                     ));
                 }
-                if u64::from(at) + 1 >= len / 8 {
+                if u64::from(at) + 1 >= code.len() as u64 / 8 {
                     return Err(bad_reloc(
                         parts,
                         target,
@@ -475,16 +435,27 @@ impl Pass<'_, '_, '_> {
                         "ld_imm64 is missing its second slot",
                     ));
                 }
-                p.map_reloc_count += 1;
-                p.maps_needed = p.maps_needed.max(map + 1);
+                if let Some(p) = programs.get_mut(at_prog.cur) {
+                    p.map_reloc_count += 1;
+                    p.maps_needed = p.maps_needed.max(map + 1);
+                }
             }
-            p.reloc_count += 1;
-            p.rel_end = j + 1;
-            if ready {
-                let _ = out.patches.push(Patch { at, kind });
+            if let Ok(p) = patches.push_mut(Patch {
+                at,
+                kind: PatchKind::Nothing,
+            }) {
+                // The symbol's patch copied whole (one move), then its instruction.
+                core::slice::from_mut(p).copy_from_slice(core::slice::from_ref(cached));
+                p.at = at;
             }
         }
-        out.ready = ready;
+        if let Some(p) = programs.get_mut(at_prog.cur) {
+            p.reloc_count = p.reloc_count.wrapping_add(n as u32);
+            p.rel_end = n as u32;
+        }
+        // Every entry's patch was pushed: the table is ready if all fit (else it is not
+        // used, and what it holds does not matter).
+        out.ready &= !symbols.wide && patches.len() == base + n;
         if not_past {
             let mut prev = None;
             for e in data.chunks_exact(ent) {
@@ -496,6 +467,84 @@ impl Pass<'_, '_, '_> {
         }
         Ok(())
     }
+}
+
+/// The program of a run of REL entries: its index (`usize::MAX`: none), start in its
+/// section and code.
+struct At<'c> {
+    cur: usize,
+    start: u64,
+    code: &'c [u8],
+}
+
+/// Entry `j` of REL table `index` (at byte `offset`) is not in the program of the one
+/// before (`prev`): that program's run ends (its count of entries grows by `j`), and the
+/// entry's program is found (the first program is tried first at the start), its REL
+/// section noted (a second one is an error), at its first entry where its entries and
+/// patches (from `base`) start, and its count of entries less `j` (the run's end adds
+/// the index one past its last entry).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn enter<'c>(
+    parts: &Parts<'_>,
+    index: u32,
+    target: u32,
+    programs: &mut [Program<'c>],
+    prev: &At<'_>,
+    offset: u64,
+    j: u32,
+    base: usize,
+) -> Result<At<'c>> {
+    if let Some(p) = programs.get_mut(prev.cur) {
+        p.reloc_count = p.reloc_count.wrapping_add(j);
+        p.rel_end = j;
+    }
+    let holds = j == 0
+        && programs.first().is_some_and(|p| {
+            let s = u64::from(p.offset);
+            offset >= s && offset < s + p.code.len() as u64
+        });
+    let cur = if holds {
+        0
+    } else {
+        program_at(programs, offset).ok_or_else(|| {
+            bad_reloc(
+                parts,
+                target,
+                j,
+                offset,
+                "offset is outside every program of the section",
+            )
+        })?
+    };
+    let Some(prog) = programs.get_mut(cur) else {
+        return Ok(At {
+            cur,
+            start: 0,
+            code: &[],
+        });
+    };
+    match prog.rel_section {
+        Some(r) if r != index => {
+            return Err(bad_table(
+                parts,
+                index,
+                "second REL section for the same program",
+            ))
+        }
+        Some(_) => {}
+        None => {
+            prog.rel_section = Some(index);
+            prog.rel_first = j;
+            prog.patch_first = base as u32 + j;
+        }
+    }
+    prog.reloc_count = prog.reloc_count.wrapping_sub(j);
+    Ok(At {
+        cur,
+        start: u64::from(prog.offset),
+        code: prog.code,
+    })
 }
 
 /// Whether every function with relocations has its REL entries as one run of its table
