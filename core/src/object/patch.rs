@@ -394,7 +394,9 @@ impl Pass<'_, '_> {
                 rel_off = offset.wrapping_sub(at_prog.start);
             }
             // Inside a program: no overflow.
-            not_past |= offset < next;
+            if offset < next {
+                mark(&mut not_past);
+            }
             next = offset + 1;
             if offset % 8 != 0 {
                 return Err(bad_reloc(
@@ -467,6 +469,13 @@ impl Pass<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// Sets `flag` (out of line: the flag then stays in memory, not in a register).
+#[cold]
+#[inline(never)]
+fn mark(flag: &mut bool) {
+    *flag = true;
 }
 
 /// The program of a run of REL entries: its index (`usize::MAX`: none), start in its
