@@ -343,10 +343,10 @@ fn program_at(programs: &[Program<'_>], offset: u64) -> Option<usize> {
 
 impl Pass<'_, '_> {
     /// The entries of REL table `index` (its bytes `data`), whose programs are `programs`.
-    /// What changes per entry stays in registers: a new program ([`enter`]) and a
-    /// symbol not yet seen ([`Symbols::miss`]) are handled out of line. An entry's patch
-    /// is a copy of its symbol's at its instruction; its program's counts of entries are
-    /// written when the next program starts.
+    /// What changes per entry stays in registers; a symbol not yet seen is looked up out
+    /// of line ([`Symbols::miss`]), a new program in [`enter`] (inlined: out of line it
+    /// cost more per table than it saved). An entry's patch is a copy of its symbol's at
+    /// its instruction; its program's count of entries is written per run.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn rel_table<const WIDE: bool>(
