@@ -545,8 +545,6 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
         hi: 0,
         last: [(0, 0, u32::MAX, 0); 16],
     };
-    // The candidates of a function, gathered.
-    let mut found = [0u32; 32];
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else {
             return false;
@@ -587,40 +585,56 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
             usize::MAX
         };
         let mut next = next_code(&mut kc, patches);
-        let slots = f.code.len() / INSN_SIZE;
-        // Blocks of 8 instructions: the candidates of a block as a bit mask, gathered
-        // and then looked at together.
-        let mut n = 0;
-        for block in (0..slots).step_by(8) {
-            let mut mask = candidates(f.code, block);
-            // The relocations against code inside the block.
-            while next < block + 8 {
-                mask |= 1 << (next - block);
-                kc += 1;
-                next = next_code(&mut kc, patches);
-            }
-            while mask != 0 {
-                let at = block + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if n == found.len() {
-                    if !f.references(programs, patches, &mut finder, &found) {
-                        return false;
+        // Only a bpf-to-bpf call or an `ld_imm64` can be a code reference, and only
+        // these two opcodes are looked at further: a function's address, or a load with
+        // a relocation against code (`next`); the rest (helper calls, map and data
+        // loads) are told apart on their first bytes.
+        let mut visit =
+            |at: usize, op: u8, regs: u8, f: &mut Function<'_>, patches: &mut VecView<Patch>| {
+                let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
+                if h != HEAD_CALL && h != HEAD_FUNC {
+                    if h & head(0xff, 0) != head(opcode::LD_IMM64, 0) || next > at {
+                        return true;
                     }
-                    n = 0;
+                    while next < at {
+                        kc += 1;
+                        next = next_code(&mut kc, patches);
+                    }
+                    if next != at {
+                        return true;
+                    }
                 }
-                if let Some(c) = found.get_mut(n) {
-                    *c = at as u32;
-                    n += 1;
+                f.reference(programs, patches, &mut finder, at)
+            };
+        // Blocks of 8 instructions: the calls and loads of a block as a bit mask, without
+        // a branch per instruction, each then looked at in turn.
+        let mut blocks = f.code.chunks_exact(8 * INSN_SIZE);
+        let mut at = 0;
+        for b in &mut blocks {
+            let Some(b) = b.first_chunk::<{ 8 * INSN_SIZE }>() else {
+                continue;
+            };
+            let mut mask = maybe_code8(b);
+            while mask != 0 {
+                let j = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let op = b.get(j * INSN_SIZE).copied().unwrap_or_default();
+                let regs = b.get(j * INSN_SIZE + 1).copied().unwrap_or_default();
+                if !visit(at + j, op, regs, &mut f, patches) {
+                    return false;
                 }
             }
+            at += 8;
         }
-        if !f.references(
-            programs,
-            patches,
-            &mut finder,
-            found.get(..n).unwrap_or_default(),
-        ) {
-            return false;
+        for s in blocks.remainder().chunks_exact(INSN_SIZE) {
+            let (op, regs) = match *s {
+                [op, regs, ..] => (op, regs),
+                _ => (0, 0),
+            };
+            if maybe_code(op) && !visit(at, op, regs, &mut f, patches) {
+                return false;
+            }
+            at += 1;
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
@@ -648,48 +662,23 @@ struct Function<'a> {
 }
 
 impl Function<'_> {
-    /// [`Function::reference`] of each candidate instruction in `found` (in order), each
-    /// reference pushed to the patch table; `false` when one is refused or the table is
-    /// full.
+    /// The code reference at candidate instruction `at` as the linker's scan finds it,
+    /// pushed to the patch table when there is one: `false` when `code_target` refuses
+    /// it (the linker then scans and reports it) or the table is full.
     #[inline(never)]
-    fn references(
+    fn reference(
         &mut self,
         programs: &[Program<'_>],
         patches: &mut VecView<Patch>,
         finder: &mut Finder,
-        found: &[u32],
-    ) -> bool {
-        for &at in found {
-            match self.reference(programs, patches, finder, at as usize) {
-                Ok(Some(call)) => {
-                    if patches.push(call).is_err() {
-                        return false;
-                    }
-                }
-                Ok(None) => {}
-                Err(()) => return false,
-            }
-        }
-        true
-    }
-
-    /// The code reference at candidate instruction `at` as the linker's scan finds it:
-    /// `Ok(None)` when it is none, `Err` when `code_target` refuses it (the linker then
-    /// scans and reports it).
-    #[inline(always)]
-    fn reference(
-        &mut self,
-        programs: &[Program<'_>],
-        patches: &VecView<Patch>,
-        finder: &mut Finder,
         at: usize,
-    ) -> core::result::Result<Option<Patch>, ()> {
+    ) -> bool {
         let code = self.code;
         let Some(&c) = code
             .get(at * INSN_SIZE..)
             .and_then(|c| c.first_chunk::<INSN_SIZE>())
         else {
-            return Ok(None);
+            return true;
         };
         let [op, regs, _, _, i0, i1, i2, i3] = c;
         let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
@@ -702,7 +691,7 @@ impl Function<'_> {
         if !pseudo && !(ld && (self.others || func))
             || at > 0 && code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
         {
-            return Ok(None);
+            return true;
         }
         let mut rel = None;
         if self.others {
@@ -727,8 +716,7 @@ impl Function<'_> {
         let imm = i64::from(i32::from_ne_bytes([i0, i1, i2, i3]));
         let (section, index) = match rel {
             // A map or data load: no code; a call against a symbol that is not code.
-            Some(None) if ld => return Ok(None),
-            Some(None) => return Err(()),
+            Some(None) => return ld,
             Some(Some((section, value))) => {
                 let value = i64::from(value);
                 let index = if ld {
@@ -739,7 +727,7 @@ impl Function<'_> {
                 (section, index)
             }
             // A plain `ld_imm64`.
-            None if ld && !func => return Ok(None),
+            None if ld && !func => return true,
             // Inside the function's own section: relative, no relocation.
             None => (
                 self.section,
@@ -748,72 +736,52 @@ impl Function<'_> {
         };
         // `code_target` refuses what lies before the section or past 4 GiB.
         if !(0..=i64::from(u32::MAX / INSN_SIZE as u32)).contains(&index) {
-            return Err(());
+            return false;
         }
-        let (program, offset) = finder
-            .find(programs, section, index as u32 * INSN_SIZE as u32)
-            .ok_or(())?;
-        Ok(Some(Patch {
-            at: at as u32,
-            kind: PatchKind::Call {
-                program,
-                offset,
-                ld,
-            },
-        }))
+        let Some((program, offset)) =
+            finder.find(programs, section, index as u32 * INSN_SIZE as u32)
+        else {
+            return false;
+        };
+        patches
+            .push(Patch {
+                at: at as u32,
+                kind: PatchKind::Call {
+                    program,
+                    offset,
+                    ld,
+                },
+            })
+            .is_ok()
     }
 }
 
-/// The instructions of the 8 from `first` on in `code` that are bpf-to-bpf calls or
-/// `ld_imm64` of a function, as a bit mask (bit `i`: instruction `first + i`). Without a
-/// branch per instruction.
+/// Whether an instruction of opcode `op` may be a code reference: a call or an
+/// `ld_imm64` (one load and one test an instruction).
 #[inline(always)]
-fn candidates(code: &[u8], first: usize) -> u32 {
-    let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
-    if let Some(block) = rest.first_chunk::<{ 8 * INSN_SIZE }>() {
-        return candidates8(block);
-    }
-    // The last few of a longer function: its last whole block, shifted.
-    let last = code.len().checked_sub(8 * INSN_SIZE);
-    if let Some(block) = last.and_then(|at| code.get(at..)?.first_chunk()) {
-        return candidates8(block) >> (8 - rest.len() / INSN_SIZE);
-    }
-    // A function shorter than a block: padded with zeros (no candidate).
-    let mut block = [0u8; 8 * INSN_SIZE];
-    if let Some(b) = block.get_mut(..rest.len()) {
-        b.copy_from_slice(rest);
-    }
-    candidates8(&block)
+fn maybe_code(op: u8) -> bool {
+    MAYBE_CODE.get(usize::from(op)).is_some_and(|&m| m)
 }
 
-/// [`candidates`] of a whole block of 8 instructions.
+/// [`maybe_code`] of each instruction of a block, as a bit mask (bit `i`: instruction
+/// `i`).
 #[inline(always)]
-fn candidates8(block: &[u8; 8 * INSN_SIZE]) -> u32 {
-    // The first four bytes of each instruction as a native `u32`: the head is its low
-    // half on a little-endian machine, its high half on a big-endian one.
-    let word = |h: u16| {
-        if cfg!(target_endian = "little") {
-            u32::from(h)
-        } else {
-            u32::from(h) << 16
-        }
-    };
-    let (mask32, call, func) = (word(HEAD_MASK), word(HEAD_CALL), word(HEAD_FUNC));
-    // Two halves of four lanes each (what a vector unit compares at once).
-    let half = |b: &[u8]| {
-        let mut words = [0u32; 4];
-        for (w, s) in words.iter_mut().zip(b.chunks_exact(INSN_SIZE)) {
-            *w = s.first_chunk::<4>().map_or(0, |w| u32::from_ne_bytes(*w)) & mask32;
-        }
-        let mut mask = 0;
-        for (i, w) in words.iter().enumerate() {
-            mask |= (u32::from(*w == call) | u32::from(*w == func)) << i;
-        }
-        mask
-    };
-    let (lo, hi) = block.split_at(4 * INSN_SIZE);
-    half(lo) | half(hi) << 4
+fn maybe_code8(b: &[u8; 8 * INSN_SIZE]) -> u8 {
+    let mut mask = 0;
+    for (i, s) in b.chunks_exact(INSN_SIZE).enumerate() {
+        mask |= u8::from(maybe_code(s.first().copied().unwrap_or_default())) << i;
+    }
+    mask
 }
+
+/// [`maybe_code`] by opcode (indexed at compile time: a bad index fails the build).
+#[allow(clippy::indexing_slicing)]
+static MAYBE_CODE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[(opcode::JMP | opcode::CALL) as usize] = true;
+    t[opcode::LD_IMM64 as usize] = true;
+    t
+};
 
 /// Finds the function holding a byte of a section: the last program (they are in
 /// `(section, offset)` order) starting at or before it, if it extends over it. The
