@@ -604,7 +604,7 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
                         return true;
                     }
                 }
-                f.reference(programs, patches, &mut finder, at)
+                f.reference(programs, patches, &mut finder, at, h)
             };
         // Blocks of 8 instructions: the calls and loads of a block as a bit mask, without
         // a branch per instruction, each then looked at in turn.
@@ -662,9 +662,11 @@ struct Function<'a> {
 }
 
 impl Function<'_> {
-    /// The code reference at candidate instruction `at` as the linker's scan finds it,
-    /// pushed to the patch table when there is one: `false` when `code_target` refuses
-    /// it (the linker then scans and reports it) or the table is full.
+    /// The code reference at instruction `at` as the linker's scan finds it, pushed to the
+    /// patch table when there is one: `false` when `code_target` refuses it (the linker
+    /// then scans and reports it) or the table is full. Its head `h` (see [`head`]) is a
+    /// bpf-to-bpf call's, a function address's, or an `ld_imm64`'s with a relocation
+    /// against code: what else `code_target` looks at refers to no code.
     #[inline(never)]
     fn reference(
         &mut self,
@@ -672,52 +674,35 @@ impl Function<'_> {
         patches: &mut VecView<Patch>,
         finder: &mut Finder,
         at: usize,
+        h: u16,
     ) -> bool {
         let code = self.code;
-        let Some(&c) = code
-            .get(at * INSN_SIZE..)
-            .and_then(|c| c.first_chunk::<INSN_SIZE>())
-        else {
-            return true;
-        };
-        let [op, regs, _, _, i0, i1, i2, i3] = c;
-        let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
-        let pseudo = h == HEAD_CALL;
-        self.pseudo_call |= pseudo;
-        let ld = op == opcode::LD_IMM64;
-        // What cannot refer to code, told at once (as `code_target` tells it); the
-        // second slot of an `ld_imm64` is skipped as the linker's scan skips it.
-        let func = h == HEAD_FUNC;
-        if !pseudo && !(ld && (self.others || func))
-            || at > 0 && code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
-        {
+        let call = h == HEAD_CALL;
+        self.pseudo_call |= call;
+        // The second slot of an `ld_imm64` is skipped as the linker's scan skips it.
+        let byte = at * INSN_SIZE;
+        if byte >= INSN_SIZE && code.get(byte - INSN_SIZE) == Some(&opcode::LD_IMM64) {
             return true;
         }
+        let ld = !call;
+        // The first patch at the instruction, if any.
         let mut rel = None;
         if self.others {
             let mut k = self.k;
-            while patches
-                .get(k)
-                .is_some_and(|x| k < self.run_end && (x.at as usize) < at)
-            {
+            while let Some(x) = patches.get(k).filter(|_| k < self.run_end) {
+                if x.at as usize >= at {
+                    if x.at as usize == at {
+                        rel = Some(x.kind);
+                    }
+                    break;
+                }
                 k += 1;
             }
             self.k = k;
-            if let Some(x) = patches
-                .get(k)
-                .filter(|x| k < self.run_end && x.at as usize == at)
-            {
-                rel = Some(match x.kind {
-                    PatchKind::Code { section, value } => Some((section, value)),
-                    _ => None,
-                });
-            }
         }
-        let imm = i64::from(i32::from_ne_bytes([i0, i1, i2, i3]));
+        let imm = i64::from(rd32(code, byte + 4) as i32);
         let (section, index) = match rel {
-            // A map or data load: no code; a call against a symbol that is not code.
-            Some(None) => return ld,
-            Some(Some((section, value))) => {
+            Some(PatchKind::Code { section, value }) => {
                 let value = i64::from(value);
                 let index = if ld {
                     (value + imm) / 8
@@ -726,8 +711,10 @@ impl Function<'_> {
                 };
                 (section, index)
             }
+            // A map or data load: no code; a call against a symbol that is not code.
+            Some(_) => return ld,
             // A plain `ld_imm64`.
-            None if ld && !func => return true,
+            None if ld && h != HEAD_FUNC => return true,
             // Inside the function's own section: relative, no relocation.
             None => (
                 self.section,
