@@ -564,47 +564,41 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
             code: p.code,
             section: p.section_index,
             offset: p.offset,
-            others: p.reloc_count != p.map_reloc_count,
-            k: p.patch_first as usize,
-            run_end: p.patch_first as usize + p.reloc_count as usize,
             pseudo_call: false,
         };
-        // The next relocation against code (`kc`, at instruction `next`).
-        let mut kc = f.k;
-        let (others, run_end) = (f.others, f.run_end);
-        let next_code = |kc: &mut usize, patches: &VecView<Patch>| {
-            if !others {
-                return usize::MAX;
-            }
-            while let Some(x) = patches.get(*kc).filter(|_| *kc < run_end) {
-                if let PatchKind::Code { .. } = x.kind {
-                    return x.at as usize;
-                }
-                *kc += 1;
-            }
-            usize::MAX
-        };
-        let mut next = next_code(&mut kc, patches);
+        // Its patches `k..run_end` (one run, in offset order) when it has relocations
+        // other than map loads (which may name code): `k` finds the first at an
+        // instruction.
+        let others = p.reloc_count != p.map_reloc_count;
+        let mut k = p.patch_first as usize;
+        let run_end = k + p.reloc_count as usize;
         // Only a bpf-to-bpf call or an `ld_imm64` can be a code reference, and only
-        // these two opcodes are looked at further: a function's address, or a load with
-        // a relocation against code (`next`); the rest (helper calls, map and data
-        // loads) are told apart on their first bytes.
+        // these two opcodes are looked at further: a call, a function's address, or a
+        // load whose first relocation is against code; the rest (helper calls, map and
+        // data loads) are told apart on their first bytes and their patch.
         let mut visit =
             |at: usize, op: u8, regs: u8, f: &mut Function<'_>, patches: &mut VecView<Patch>| {
                 let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
-                if h != HEAD_CALL && h != HEAD_FUNC {
-                    if h & head(0xff, 0) != head(opcode::LD_IMM64, 0) || next > at {
-                        return true;
-                    }
-                    while next < at {
-                        kc += 1;
-                        next = next_code(&mut kc, patches);
-                    }
-                    if next != at {
-                        return true;
+                if h != HEAD_CALL && op != opcode::LD_IMM64 {
+                    return true;
+                }
+                let mut rel = None;
+                if others {
+                    while let Some(x) = patches.get(k).filter(|_| k < run_end) {
+                        if x.at as usize >= at {
+                            if x.at as usize == at {
+                                rel = Some(x.kind);
+                            }
+                            break;
+                        }
+                        k += 1;
                     }
                 }
-                f.reference(programs, patches, &mut finder, at, h)
+                if h != HEAD_CALL && h != HEAD_FUNC && !matches!(rel, Some(PatchKind::Code { .. }))
+                {
+                    return true;
+                }
+                f.reference(programs, patches, &mut finder, at, h, rel)
             };
         // Blocks of 8 instructions: the calls and loads of a block as a bit mask, without
         // a branch per instruction, each then looked at in turn.
@@ -626,15 +620,38 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
             }
             at += 8;
         }
-        for s in blocks.remainder().chunks_exact(INSN_SIZE) {
-            let (op, regs) = match *s {
-                [op, regs, ..] => (op, regs),
-                _ => (0, 0),
-            };
-            if maybe_code(op) && !visit(at, op, regs, &mut f, patches) {
-                return false;
+        // The last few of a longer function: its last whole block, shifted.
+        let rest = blocks.remainder();
+        let last = f.code.len().checked_sub(8 * INSN_SIZE);
+        if let Some(b) = last
+            .filter(|_| !rest.is_empty())
+            .and_then(|l| f.code.get(l..)?.first_chunk::<{ 8 * INSN_SIZE }>())
+        {
+            let skip = 8 - rest.len() / INSN_SIZE;
+            let mut mask = maybe_code8(b) >> skip;
+            while mask != 0 {
+                let j = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let op = b.get((skip + j) * INSN_SIZE).copied().unwrap_or_default();
+                let regs = b
+                    .get((skip + j) * INSN_SIZE + 1)
+                    .copied()
+                    .unwrap_or_default();
+                if !visit(at + j, op, regs, &mut f, patches) {
+                    return false;
+                }
             }
-            at += 1;
+        } else {
+            for s in rest.chunks_exact(INSN_SIZE) {
+                let (op, regs) = match *s {
+                    [op, regs, ..] => (op, regs),
+                    _ => (0, 0),
+                };
+                if maybe_code(op) && !visit(at, op, regs, &mut f, patches) {
+                    return false;
+                }
+                at += 1;
+            }
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
@@ -650,12 +667,6 @@ struct Function<'a> {
     code: &'a [u8],
     section: u32,
     offset: u32,
-    /// It has relocations other than map loads (which may name code).
-    others: bool,
-    /// Its patches `k..run_end` (one run, in offset order): `k` finds the first at an
-    /// instruction.
-    k: usize,
-    run_end: usize,
     /// Whether a slot holds a bpf-to-bpf call (second slots included: what `relocate`
     /// looks for).
     pseudo_call: bool,
@@ -666,7 +677,8 @@ impl Function<'_> {
     /// patch table when there is one: `false` when `code_target` refuses it (the linker
     /// then scans and reports it) or the table is full. Its head `h` (see [`head`]) is a
     /// bpf-to-bpf call's, a function address's, or an `ld_imm64`'s with a relocation
-    /// against code: what else `code_target` looks at refers to no code.
+    /// against code: what else `code_target` looks at refers to no code. `rel` is the kind
+    /// of the first patch at it, if any.
     #[inline(never)]
     fn reference(
         &mut self,
@@ -675,6 +687,7 @@ impl Function<'_> {
         finder: &mut Finder,
         at: usize,
         h: u16,
+        rel: Option<PatchKind>,
     ) -> bool {
         let code = self.code;
         let call = h == HEAD_CALL;
@@ -685,21 +698,6 @@ impl Function<'_> {
             return true;
         }
         let ld = !call;
-        // The first patch at the instruction, if any.
-        let mut rel = None;
-        if self.others {
-            let mut k = self.k;
-            while let Some(x) = patches.get(k).filter(|_| k < self.run_end) {
-                if x.at as usize >= at {
-                    if x.at as usize == at {
-                        rel = Some(x.kind);
-                    }
-                    break;
-                }
-                k += 1;
-            }
-            self.k = k;
-        }
         let imm = i64::from(rd32(code, byte + 4) as i32);
         let (section, index) = match rel {
             Some(PatchKind::Code { section, value }) => {
@@ -755,11 +753,28 @@ fn maybe_code(op: u8) -> bool {
 #[inline(always)]
 fn maybe_code8(b: &[u8; 8 * INSN_SIZE]) -> u8 {
     let mut mask = 0;
-    for (i, s) in b.chunks_exact(INSN_SIZE).enumerate() {
-        mask |= u8::from(maybe_code(s.first().copied().unwrap_or_default())) << i;
+    for (bits, s) in MAYBE_CODE_BITS.iter().zip(b.chunks_exact(INSN_SIZE)) {
+        mask |= bits
+            .get(usize::from(s.first().copied().unwrap_or_default()))
+            .copied()
+            .unwrap_or_default();
     }
     mask
 }
+
+/// [`maybe_code`] of the `i`th instruction of a block as bit `i` (one table per
+/// position: one load and one `or` an instruction).
+#[allow(clippy::indexing_slicing)]
+static MAYBE_CODE_BITS: [[u8; 256]; 8] = {
+    let mut t = [[0; 256]; 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i][(opcode::JMP | opcode::CALL) as usize] = 1 << i;
+        t[i][opcode::LD_IMM64 as usize] = 1 << i;
+        i += 1;
+    }
+    t
+};
 
 /// [`maybe_code`] by opcode (indexed at compile time: a bad index fails the build).
 #[allow(clippy::indexing_slicing)]
