@@ -543,7 +543,7 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
         section: None,
         lo: 0,
         hi: 0,
-        last: [(0, 0, u32::MAX, 0); 16],
+        last: [(0, 0, u32::MAX, 0); 32],
     };
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else {
@@ -794,14 +794,14 @@ struct Finder {
     hi: usize,
     /// The last answers, by byte: `(section, byte, program, instruction)` (calls repeat
     /// their targets).
-    last: [(u32, u32, u32, u32); 16],
+    last: [(u32, u32, u32, u32); 32],
 }
 
 impl Finder {
     /// `(program, instruction)` of byte `byte` of section `section`.
     #[inline]
     fn find(&mut self, programs: &[Program<'_>], section: u32, byte: u32) -> Option<(u32, u32)> {
-        let slot = (byte / INSN_SIZE as u32) as usize % 16;
+        let slot = (byte / INSN_SIZE as u32) as usize % 32;
         if let Some(&(s, b, t, i)) = self.last.get(slot) {
             if s == section && b == byte && t != u32::MAX {
                 return Some((t, i));
