@@ -582,6 +582,9 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
                 if h != HEAD_CALL && op != opcode::LD_IMM64 {
                     return true;
                 }
+                // A slot holding a bpf-to-bpf call (second slots included: what
+                // `relocate` looks for).
+                f.pseudo_call |= h == HEAD_CALL;
                 let mut rel = None;
                 if others {
                     while let Some(x) = patches.get(k).filter(|_| k < run_end) {
@@ -594,11 +597,19 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
                         k += 1;
                     }
                 }
-                if h != HEAD_CALL && h != HEAD_FUNC && !matches!(rel, Some(PatchKind::Code { .. }))
-                {
-                    return true;
-                }
-                f.reference(programs, patches, &mut finder, at, h, rel)
+                let target = match rel {
+                    Some(PatchKind::Code { section, value }) => {
+                        Some(u64::from(section) << 32 | u64::from(value))
+                    }
+                    // A map or data load: no code; a call against a symbol that is not
+                    // code, refused unless it is the second slot of an `ld_imm64`.
+                    Some(_) => {
+                        return h != HEAD_CALL || f.second_slot(at);
+                    }
+                    None if h != HEAD_CALL && h != HEAD_FUNC => return true,
+                    None => None,
+                };
+                f.reference(programs, patches, &mut finder, at, h, target)
             };
         // Blocks of 8 instructions: the calls and loads of a block as a bit mask, without
         // a branch per instruction, each then looked at in turn.
@@ -673,12 +684,18 @@ struct Function<'a> {
 }
 
 impl Function<'_> {
+    /// Whether instruction `at` follows an `ld_imm64` (the linker's scan skips it).
+    #[inline(always)]
+    fn second_slot(&self, at: usize) -> bool {
+        at > 0 && self.code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
+    }
+
     /// The code reference at instruction `at` as the linker's scan finds it, pushed to the
     /// patch table when there is one: `false` when `code_target` refuses it (the linker
     /// then scans and reports it) or the table is full. Its head `h` (see [`head`]) is a
     /// bpf-to-bpf call's, a function address's, or an `ld_imm64`'s with a relocation
-    /// against code: what else `code_target` looks at refers to no code. `rel` is the kind
-    /// of the first patch at it, if any.
+    /// against code: what else `code_target` looks at refers to no code. `target` is
+    /// the section and value (high and low half) of its relocation against code, if any.
     #[inline(never)]
     fn reference(
         &mut self,
@@ -687,32 +704,24 @@ impl Function<'_> {
         finder: &mut Finder,
         at: usize,
         h: u16,
-        rel: Option<PatchKind>,
+        target: Option<u64>,
     ) -> bool {
-        let code = self.code;
         let call = h == HEAD_CALL;
-        self.pseudo_call |= call;
-        // The second slot of an `ld_imm64` is skipped as the linker's scan skips it.
-        let byte = at * INSN_SIZE;
-        if byte >= INSN_SIZE && code.get(byte - INSN_SIZE) == Some(&opcode::LD_IMM64) {
+        if self.second_slot(at) {
             return true;
         }
         let ld = !call;
-        let imm = i64::from(rd32(code, byte + 4) as i32);
-        let (section, index) = match rel {
-            Some(PatchKind::Code { section, value }) => {
-                let value = i64::from(value);
+        let imm = i64::from(rd32(self.code, at * INSN_SIZE + 4) as i32);
+        let (section, index) = match target {
+            Some(t) => {
+                let value = i64::from(t as u32);
                 let index = if ld {
                     (value + imm) / 8
                 } else {
                     value / 8 + imm + 1
                 };
-                (section, index)
+                ((t >> 32) as u32, index)
             }
-            // A map or data load: no code; a call against a symbol that is not code.
-            Some(_) => return ld,
-            // A plain `ld_imm64`.
-            None if ld && h != HEAD_FUNC => return true,
             // Inside the function's own section: relative, no relocation.
             None => (
                 self.section,
