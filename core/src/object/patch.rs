@@ -531,9 +531,10 @@ const HEAD_FUNC: u16 = head(opcode::LD_IMM64, super::PSEUDO_FUNC);
 /// reference resolves to no function (the linker then scans, and reports the error where
 /// it always did).
 ///
-/// Only a bpf-to-bpf call, an `ld_imm64` of a function and an instruction with a
-/// relocation against code can be a code reference: each instruction is told apart on
-/// its first two bytes, and only those few are looked at further.
+/// Only a bpf-to-bpf call, an `ld_imm64` of a function and an `ld_imm64` whose first
+/// relocation is against code can be a code reference (what `code_target` takes): the
+/// calls and `ld_imm64` of each block of 8 instructions are found on their opcode alone
+/// (one table load an instruction, no branch), and only those few are looked at further.
 #[inline(never)]
 pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView<Patch>) -> bool {
     if programs.len() > super::MAX_LINKED {
