@@ -6,14 +6,21 @@
 //! - an error's column lies inside the input;
 //! - a parsed probe renders to a name that parses back to an equal probe, and that
 //!   rendering is a fixed point;
-//! - every argument renders (perf style) without panicking.
+//! - every argument renders (perf style) without panicking;
+//! - `validate` (the open phase's check, with its fast path for common names) accepts
+//!   exactly what `parse` accepts, with the same error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_core::probe::{parse, program_type, Section};
+use sluice_core::probe::{parse, program_type, validate, Section};
 
 fn check(s: &str) {
     let _ = program_type(s);
+    assert_eq!(
+        validate(s),
+        parse(s).map(|_| ()),
+        "validate vs parse on {s:?}"
+    );
     match parse(s) {
         Err(e) => {
             assert!(

@@ -589,9 +589,10 @@ const HEAD_FUNC: u16 = head(opcode::LD_IMM64, super::PSEUDO_FUNC);
 /// reference resolves to no function (the linker then scans, and reports the error where
 /// it always did).
 ///
-/// Only a bpf-to-bpf call, an `ld_imm64` of a function and an instruction with a
-/// relocation against code can be a code reference: each instruction is told apart on
-/// its first two bytes, and only those few are looked at further.
+/// Only a bpf-to-bpf call, an `ld_imm64` of a function and an `ld_imm64` whose first
+/// relocation is against code can be a code reference (what `code_target` takes): the
+/// calls and `ld_imm64` of each block of 8 instructions are found on their opcode alone
+/// (one table load an instruction, no branch), and only those few are looked at further.
 #[inline(never)]
 pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView<Patch>) -> bool {
     if programs.len() > super::MAX_LINKED {
@@ -601,10 +602,8 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
         section: None,
         lo: 0,
         hi: 0,
-        last: [(0, 0, u32::MAX, 0); 16],
+        last: [(0, 0, u32::MAX, 0); 32],
     };
-    // The candidates of a function, gathered.
-    let mut found = [0u32; 32];
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else {
             return false;
@@ -624,61 +623,105 @@ pub(crate) fn scan_functions(programs: &mut [Program<'_>], patches: &mut VecView
             code: p.code,
             section: p.section_index,
             offset: p.offset,
-            others: p.reloc_count != p.map_reloc_count,
-            k: p.patch_first as usize,
-            run_end: p.patch_first as usize + p.reloc_count as usize,
             pseudo_call: false,
         };
-        // The next relocation against code (`kc`, at instruction `next`).
-        let mut kc = f.k;
-        let (others, run_end) = (f.others, f.run_end);
-        let next_code = |kc: &mut usize, patches: &VecView<Patch>| {
-            if !others {
-                return usize::MAX;
-            }
-            while let Some(x) = patches.get(*kc).filter(|_| *kc < run_end) {
-                if let PatchKind::Code { .. } = x.kind {
-                    return x.at as usize;
+        // Its patches `k..run_end` (one run, in offset order) when it has relocations
+        // other than map loads (which may name code): `k` finds the first at an
+        // instruction.
+        let others = p.reloc_count != p.map_reloc_count;
+        let mut k = p.patch_first as usize;
+        let run_end = k + p.reloc_count as usize;
+        // Only a bpf-to-bpf call or an `ld_imm64` can be a code reference, and only
+        // these two opcodes are looked at further: a call, a function's address, or a
+        // load whose first relocation is against code; the rest (helper calls, map and
+        // data loads) are told apart on their first bytes and their patch.
+        let mut visit =
+            |at: usize, op: u8, regs: u8, f: &mut Function<'_>, patches: &mut VecView<Patch>| {
+                let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
+                if h != HEAD_CALL && op != opcode::LD_IMM64 {
+                    return true;
                 }
-                *kc += 1;
-            }
-            usize::MAX
-        };
-        let mut next = next_code(&mut kc, patches);
-        let slots = f.code.len() / INSN_SIZE;
-        // Blocks of 8 instructions: the candidates of a block as a bit mask, gathered
-        // and then looked at together.
-        let mut n = 0;
-        for block in (0..slots).step_by(8) {
-            let mut mask = candidates(f.code, block);
-            // The relocations against code inside the block.
-            while next < block + 8 {
-                mask |= 1 << (next - block);
-                kc += 1;
-                next = next_code(&mut kc, patches);
-            }
-            while mask != 0 {
-                let at = block + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                if n == found.len() {
-                    if !f.references(programs, patches, &mut finder, &found) {
-                        return false;
+                // A slot holding a bpf-to-bpf call (second slots included: what
+                // `relocate` looks for).
+                f.pseudo_call |= h == HEAD_CALL;
+                let mut rel = None;
+                if others {
+                    while let Some(x) = patches.get(k).filter(|_| k < run_end) {
+                        if x.at as usize >= at {
+                            if x.at as usize == at {
+                                rel = Some(x.kind);
+                            }
+                            break;
+                        }
+                        k += 1;
                     }
-                    n = 0;
                 }
-                if let Some(c) = found.get_mut(n) {
-                    *c = at as u32;
-                    n += 1;
+                let target = match rel {
+                    Some(PatchKind::Code { section, value }) => {
+                        Some(u64::from(section) << 32 | u64::from(value))
+                    }
+                    // A map or data load: no code; a call against a symbol that is not
+                    // code, refused unless it is the second slot of an `ld_imm64`.
+                    Some(_) => {
+                        return h != HEAD_CALL || f.second_slot(at);
+                    }
+                    None if h != HEAD_CALL && h != HEAD_FUNC => return true,
+                    None => None,
+                };
+                f.reference(programs, patches, &mut finder, at, h, target)
+            };
+        // Blocks of 8 instructions: the calls and loads of a block as a bit mask, without
+        // a branch per instruction, each then looked at in turn.
+        let mut blocks = f.code.chunks_exact(8 * INSN_SIZE);
+        let mut at = 0;
+        for b in &mut blocks {
+            let Some(b) = b.first_chunk::<{ 8 * INSN_SIZE }>() else {
+                continue;
+            };
+            let mut mask = maybe_code8(b);
+            while mask != 0 {
+                let j = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let op = b.get(j * INSN_SIZE).copied().unwrap_or_default();
+                let regs = b.get(j * INSN_SIZE + 1).copied().unwrap_or_default();
+                if !visit(at + j, op, regs, &mut f, patches) {
+                    return false;
                 }
             }
+            at += 8;
         }
-        if !f.references(
-            programs,
-            patches,
-            &mut finder,
-            found.get(..n).unwrap_or_default(),
-        ) {
-            return false;
+        // The last few of a longer function: its last whole block, shifted.
+        let rest = blocks.remainder();
+        let last = f.code.len().checked_sub(8 * INSN_SIZE);
+        if let Some(b) = last
+            .filter(|_| !rest.is_empty())
+            .and_then(|l| f.code.get(l..)?.first_chunk::<{ 8 * INSN_SIZE }>())
+        {
+            let skip = 8 - rest.len() / INSN_SIZE;
+            let mut mask = maybe_code8(b) >> skip;
+            while mask != 0 {
+                let j = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let op = b.get((skip + j) * INSN_SIZE).copied().unwrap_or_default();
+                let regs = b
+                    .get((skip + j) * INSN_SIZE + 1)
+                    .copied()
+                    .unwrap_or_default();
+                if !visit(at + j, op, regs, &mut f, patches) {
+                    return false;
+                }
+            }
+        } else {
+            for s in rest.chunks_exact(INSN_SIZE) {
+                let (op, regs) = match *s {
+                    [op, regs, ..] => (op, regs),
+                    _ => (0, 0),
+                };
+                if maybe_code(op) && !visit(at, op, regs, &mut f, patches) {
+                    return false;
+                }
+                at += 1;
+            }
         }
         if let Some(p) = programs.get_mut(i) {
             p.call_first = first as u32;
@@ -694,110 +737,50 @@ struct Function<'a> {
     code: &'a [u8],
     section: u32,
     offset: u32,
-    /// It has relocations other than map loads (which may name code).
-    others: bool,
-    /// Its patches `k..run_end` (one run, in offset order): `k` finds the first at an
-    /// instruction.
-    k: usize,
-    run_end: usize,
     /// Whether a slot holds a bpf-to-bpf call (second slots included: what `relocate`
     /// looks for).
     pseudo_call: bool,
 }
 
 impl Function<'_> {
-    /// [`Function::reference`] of each candidate instruction in `found` (in order), each
-    /// reference pushed to the patch table; `false` when one is refused or the table is
-    /// full.
+    /// Whether instruction `at` follows an `ld_imm64` (the linker's scan skips it).
+    #[inline(always)]
+    fn second_slot(&self, at: usize) -> bool {
+        at > 0 && self.code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
+    }
+
+    /// The code reference at instruction `at` as the linker's scan finds it, pushed to the
+    /// patch table when there is one: `false` when `code_target` refuses it (the linker
+    /// then scans and reports it) or the table is full. Its head `h` (see [`head`]) is a
+    /// bpf-to-bpf call's, a function address's, or an `ld_imm64`'s with a relocation
+    /// against code: what else `code_target` looks at refers to no code. `target` is
+    /// the section and value (high and low half) of its relocation against code, if any.
     #[inline(never)]
-    fn references(
+    fn reference(
         &mut self,
         programs: &[Program<'_>],
         patches: &mut VecView<Patch>,
         finder: &mut Finder,
-        found: &[u32],
-    ) -> bool {
-        for &at in found {
-            match self.reference(programs, patches, finder, at as usize) {
-                Ok(Some(call)) => {
-                    if patches.push(call).is_err() {
-                        return false;
-                    }
-                }
-                Ok(None) => {}
-                Err(()) => return false,
-            }
-        }
-        true
-    }
-
-    /// The code reference at candidate instruction `at` as the linker's scan finds it:
-    /// `Ok(None)` when it is none, `Err` when `code_target` refuses it (the linker then
-    /// scans and reports it).
-    #[inline(always)]
-    fn reference(
-        &mut self,
-        programs: &[Program<'_>],
-        patches: &VecView<Patch>,
-        finder: &mut Finder,
         at: usize,
-    ) -> core::result::Result<Option<Patch>, ()> {
-        let code = self.code;
-        let Some(&c) = code
-            .get(at * INSN_SIZE..)
-            .and_then(|c| c.first_chunk::<INSN_SIZE>())
-        else {
-            return Ok(None);
-        };
-        let [op, regs, _, _, i0, i1, i2, i3] = c;
-        let h = u16::from_ne_bytes([op, regs]) & HEAD_MASK;
-        let pseudo = h == HEAD_CALL;
-        self.pseudo_call |= pseudo;
-        let ld = op == opcode::LD_IMM64;
-        // What cannot refer to code, told at once (as `code_target` tells it); the
-        // second slot of an `ld_imm64` is skipped as the linker's scan skips it.
-        let func = h == HEAD_FUNC;
-        if !pseudo && !(ld && (self.others || func))
-            || at > 0 && code.get((at - 1) * INSN_SIZE) == Some(&opcode::LD_IMM64)
-        {
-            return Ok(None);
+        h: u16,
+        target: Option<u64>,
+    ) -> bool {
+        let call = h == HEAD_CALL;
+        if self.second_slot(at) {
+            return true;
         }
-        let mut rel = None;
-        if self.others {
-            let mut k = self.k;
-            while patches
-                .get(k)
-                .is_some_and(|x| k < self.run_end && (x.at as usize) < at)
-            {
-                k += 1;
-            }
-            self.k = k;
-            if let Some(x) = patches
-                .get(k)
-                .filter(|x| k < self.run_end && x.at as usize == at)
-            {
-                rel = Some(match x.kind {
-                    PatchKind::Code { section, value } => Some((section, value)),
-                    _ => None,
-                });
-            }
-        }
-        let imm = i64::from(i32::from_ne_bytes([i0, i1, i2, i3]));
-        let (section, index) = match rel {
-            // A map or data load: no code; a call against a symbol that is not code.
-            Some(None) if ld => return Ok(None),
-            Some(None) => return Err(()),
-            Some(Some((section, value))) => {
-                let value = i64::from(value);
+        let ld = !call;
+        let imm = i64::from(rd32(self.code, at * INSN_SIZE + 4) as i32);
+        let (section, index) = match target {
+            Some(t) => {
+                let value = i64::from(t as u32);
                 let index = if ld {
                     (value + imm) / 8
                 } else {
                     value / 8 + imm + 1
                 };
-                (section, index)
+                ((t >> 32) as u32, index)
             }
-            // A plain `ld_imm64`.
-            None if ld && !func => return Ok(None),
             // Inside the function's own section: relative, no relocation.
             None => (
                 self.section,
@@ -806,72 +789,69 @@ impl Function<'_> {
         };
         // `code_target` refuses what lies before the section or past 4 GiB.
         if !(0..=i64::from(u32::MAX / INSN_SIZE as u32)).contains(&index) {
-            return Err(());
+            return false;
         }
-        let (program, offset) = finder
-            .find(programs, section, index as u32 * INSN_SIZE as u32)
-            .ok_or(())?;
-        Ok(Some(Patch {
-            at: at as u32,
-            kind: PatchKind::Call {
-                program,
-                offset,
-                ld,
-            },
-        }))
+        let Some((program, offset)) =
+            finder.find(programs, section, index as u32 * INSN_SIZE as u32)
+        else {
+            return false;
+        };
+        patches
+            .push(Patch {
+                at: at as u32,
+                kind: PatchKind::Call {
+                    program,
+                    offset,
+                    ld,
+                },
+            })
+            .is_ok()
     }
 }
 
-/// The instructions of the 8 from `first` on in `code` that are bpf-to-bpf calls or
-/// `ld_imm64` of a function, as a bit mask (bit `i`: instruction `first + i`). Without a
-/// branch per instruction.
+/// Whether an instruction of opcode `op` may be a code reference: a call or an
+/// `ld_imm64` (one load and one test an instruction).
 #[inline(always)]
-fn candidates(code: &[u8], first: usize) -> u32 {
-    let rest = code.get(first * INSN_SIZE..).unwrap_or_default();
-    if let Some(block) = rest.first_chunk::<{ 8 * INSN_SIZE }>() {
-        return candidates8(block);
-    }
-    // The last few of a longer function: its last whole block, shifted.
-    let last = code.len().checked_sub(8 * INSN_SIZE);
-    if let Some(block) = last.and_then(|at| code.get(at..)?.first_chunk()) {
-        return candidates8(block) >> (8 - rest.len() / INSN_SIZE);
-    }
-    // A function shorter than a block: padded with zeros (no candidate).
-    let mut block = [0u8; 8 * INSN_SIZE];
-    if let Some(b) = block.get_mut(..rest.len()) {
-        b.copy_from_slice(rest);
-    }
-    candidates8(&block)
+fn maybe_code(op: u8) -> bool {
+    MAYBE_CODE.get(usize::from(op)).is_some_and(|&m| m)
 }
 
-/// [`candidates`] of a whole block of 8 instructions.
+/// [`maybe_code`] of each instruction of a block, as a bit mask (bit `i`: instruction
+/// `i`).
 #[inline(always)]
-fn candidates8(block: &[u8; 8 * INSN_SIZE]) -> u32 {
-    // The first four bytes of each instruction as a native `u32`: the head is its low
-    // half on a little-endian machine, its high half on a big-endian one.
-    let word = |h: u16| {
-        if cfg!(target_endian = "little") {
-            u32::from(h)
-        } else {
-            u32::from(h) << 16
-        }
-    };
-    let (mask32, call, func) = (word(HEAD_MASK), word(HEAD_CALL), word(HEAD_FUNC));
-    // Two halves of four lanes each (what a vector unit compares at once).
-    let half = |b: &[u8]| {
-        let mut words = [0u32; 4];
-        for (w, s) in words.iter_mut().zip(b.chunks_exact(INSN_SIZE)) {
-            *w = s.first_chunk::<4>().map_or(0, |w| u32::from_ne_bytes(*w)) & mask32;
-        }
-        let mut mask = 0;
-        for (i, w) in words.iter().enumerate() {
-            mask |= (u32::from(*w == call) | u32::from(*w == func)) << i;
-        }
-        mask
-    };
-    let (lo, hi) = block.split_at(4 * INSN_SIZE);
-    half(lo) | half(hi) << 4
+fn maybe_code8(b: &[u8; 8 * INSN_SIZE]) -> u8 {
+    let mut mask = 0;
+    for (bits, s) in MAYBE_CODE_BITS.iter().zip(b.chunks_exact(INSN_SIZE)) {
+        mask |= bits
+            .get(usize::from(s.first().copied().unwrap_or_default()))
+            .copied()
+            .unwrap_or_default();
+    }
+    mask
 }
+
+/// [`maybe_code`] of the `i`th instruction of a block as bit `i` (one table per
+/// position: one load and one `or` an instruction).
+#[allow(clippy::indexing_slicing)]
+static MAYBE_CODE_BITS: [[u8; 256]; 8] = {
+    let mut t = [[0; 256]; 8];
+    let mut i = 0;
+    while i < 8 {
+        t[i][(opcode::JMP | opcode::CALL) as usize] = 1 << i;
+        t[i][opcode::LD_IMM64 as usize] = 1 << i;
+        i += 1;
+    }
+    t
+};
+
+/// [`maybe_code`] by opcode (indexed at compile time: a bad index fails the build).
+#[allow(clippy::indexing_slicing)]
+static MAYBE_CODE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[(opcode::JMP | opcode::CALL) as usize] = true;
+    t[opcode::LD_IMM64 as usize] = true;
+    t
+};
 
 /// Finds the function holding a byte of a section: the last program (they are in
 /// `(section, offset)` order) starting at or before it, if it extends over it. The
@@ -882,14 +862,14 @@ struct Finder {
     hi: usize,
     /// The last answers, by byte: `(section, byte, program, instruction)` (calls repeat
     /// their targets).
-    last: [(u32, u32, u32, u32); 16],
+    last: [(u32, u32, u32, u32); 32],
 }
 
 impl Finder {
     /// `(program, instruction)` of byte `byte` of section `section`.
     #[inline]
     fn find(&mut self, programs: &[Program<'_>], section: u32, byte: u32) -> Option<(u32, u32)> {
-        let slot = (byte / INSN_SIZE as u32) as usize % 16;
+        let slot = (byte / INSN_SIZE as u32) as usize % 32;
         if let Some(&(s, b, t, i)) = self.last.get(slot) {
             if s == section && b == byte && t != u32::MAX {
                 return Some((t, i));
