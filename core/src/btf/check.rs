@@ -62,7 +62,11 @@ fn word(b: &[u8], at: usize) -> u32 {
 #[inline(always)]
 fn kind_at(types: &[u8], offset: u32) -> u8 {
     let at = if cfg!(target_endian = "little") { 7 } else { 4 };
-    types.get(offset as usize + at).map_or(0, |b| b & 0x1f)
+    // Checked: `offset + at` may not fit a 32-bit `usize` (free where it always fits).
+    (offset as usize)
+        .checked_add(at)
+        .and_then(|i| types.get(i))
+        .map_or(0, |b| b & 0x1f)
 }
 
 const INT: u8 = 1;

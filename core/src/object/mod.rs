@@ -1447,14 +1447,19 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
     Ok(())
 }
 
-/// Entry `i` of a REL table read natively: `(r_offset, symbol index)`.
+/// Entry `i` of a REL table read natively: `(r_offset, symbol index)`. Positions are
+/// computed checked: `i` may come from the input and overflow a 32-bit `usize`.
 #[inline(always)]
 fn raw_rel<const WIDE: bool>(rels: &[u8], i: u32) -> Option<(u64, u32)> {
     if WIDE {
-        let e = rels.get(i as usize * 16..)?.first_chunk::<16>()?;
+        let e = rels
+            .get((i as usize).checked_mul(16)?..)?
+            .first_chunk::<16>()?;
         Some((ne_u64(e, 0), (ne_u64(e, 8) >> 32) as u32))
     } else {
-        let e = rels.get(i as usize * 8..)?.first_chunk::<8>()?;
+        let e = rels
+            .get((i as usize).checked_mul(8)?..)?
+            .first_chunk::<8>()?;
         Some((ne_u32(e, 0).into(), ne_u32(e, 4) >> 8))
     }
 }
@@ -1463,10 +1468,14 @@ fn raw_rel<const WIDE: bool>(rels: &[u8], i: u32) -> Option<(u64, u32)> {
 #[inline(always)]
 fn raw_sym<const WIDE: bool>(syms: &[u8], i: u32) -> Option<(u16, u64)> {
     if WIDE {
-        let e = syms.get(i as usize * 24..)?.first_chunk::<24>()?;
+        let e = syms
+            .get((i as usize).checked_mul(24)?..)?
+            .first_chunk::<24>()?;
         Some((ne_u16(e, 6), ne_u64(e, 8)))
     } else {
-        let e = syms.get(i as usize * 16..)?.first_chunk::<16>()?;
+        let e = syms
+            .get((i as usize).checked_mul(16)?..)?
+            .first_chunk::<16>()?;
         Some((ne_u16(e, 14), ne_u32(e, 4).into()))
     }
 }

@@ -153,9 +153,11 @@ pub(crate) fn collect<'a, const WIDE: bool>(
     let elf = &parts.elf;
     let hsize = if WIDE { 64 } else { 40 };
     let headers = elf.section_table();
+    // `index` may be any `sh_info`: checked, as `index * hsize` may not fit a 32-bit
+    // `usize` (the checks cost nothing where it always fits).
     let header = |index: u32| {
-        let at = index as usize * hsize;
-        headers.get(at..at + hsize)
+        let at = (index as usize).checked_mul(hsize)?;
+        headers.get(at..at.checked_add(hsize)?)
     };
     let (syms, nsyms, symtab) = match parts.symbols {
         Some(s) => (s.data(), s.len(), Some(s.section)),
