@@ -99,15 +99,7 @@ fn one_pass_check_agrees_with_the_reference() {
         let mut variants = std::vec![s.clone()];
         let step = (s.len() / 40).max(1);
         variants.extend((0..s.len()).step_by(step).map(|cut| s[..cut].to_vec()));
-        for _ in 0..60 {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let mut v = s.clone();
-            let at = (seed >> 33) as usize % v.len();
-            v[at] ^= 1 << ((seed >> 20) % 8);
-            variants.push(v);
-        }
+        variants.extend(bit_flips(s, 60, &mut seed));
         for (k, v) in variants.iter().enumerate() {
             let Ok(header) = Header::parse(v) else {
                 continue;
@@ -200,15 +192,7 @@ fn fast_map_definitions_agree_with_the_reference() {
     for s in btf_sections() {
         let mut variants = std::vec![s.clone()];
         variants.extend(map_field_variants(&s));
-        for _ in 0..40 {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let mut v = s.clone();
-            let at = (seed >> 33) as usize % v.len();
-            v[at] ^= 1 << ((seed >> 20) % 8);
-            variants.push(v);
-        }
+        variants.extend(bit_flips(&s, 40, &mut seed));
         for (k, v) in variants.iter().enumerate() {
             let mut index = std::vec![0u32; 1 << 14];
             let Ok(btf) = Btf::parse(v, &mut index) else {
@@ -316,4 +300,19 @@ fn map_field_variants(s: &[u8]) -> std::vec::Vec<std::vec::Vec<u8>> {
         }
     }
     out
+}
+
+/// `n` copies of `s`, each with one bit flipped at a place drawn from `seed` (advanced).
+fn bit_flips(s: &[u8], n: usize, seed: &mut u64) -> std::vec::Vec<std::vec::Vec<u8>> {
+    (0..n)
+        .map(|_| {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut v = s.to_vec();
+            let at = (*seed >> 33) as usize % v.len();
+            v[at] ^= 1 << ((*seed >> 20) % 8);
+            v
+        })
+        .collect()
 }
