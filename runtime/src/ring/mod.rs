@@ -412,29 +412,17 @@ impl PerfRing {
     }
 }
 
-/// `PERF_EVENT_IOC_SET_OUTPUT` = `_IO('$', 5)`.
-const IOC_SET_OUTPUT: rustix::ioctl::Opcode = rustix::ioctl::opcode::none(b'$', 5);
-
 /// Sends the records of perf event `fd` into the ring of event `target`
-/// (`PERF_EVENT_IOC_SET_OUTPUT`, Linux 2.6.33): several events (one per thread of a
-/// process, on one CPU) then share one mapping. `fd` must not be mapped itself.
+/// (`PERF_EVENT_IOC_SET_OUTPUT`, Linux 2.6.33): [`sys::perf_event::set_output`].
 ///
 /// # Errors
 /// The kernel's errno: `EINVAL` when the two events are on different CPUs (or one is
 /// per-task and the other not), `EBUSY` when `fd` has its own mapping.
+///
+/// [`sys::perf_event::set_output`]: crate::sys::perf_event::set_output
 #[doc(alias = "PERF_EVENT_IOC_SET_OUTPUT")]
 pub fn set_output(fd: impl AsFd, target: impl AsFd) -> Result<(), rustix::io::Errno> {
-    use std::os::fd::AsRawFd as _;
-    let raw = usize::try_from(target.as_fd().as_raw_fd()).map_err(|_| rustix::io::Errno::BADF)?;
-    // SAFETY: PERF_EVENT_IOC_SET_OUTPUT takes the target event's fd by value as the ioctl
-    // argument (perf_event_open(2), "PERF_EVENT_IOC_SET_OUTPUT"; kernel/events/core.c
-    // _perf_ioctl); nothing is read or written through it as a pointer.
-    unsafe {
-        rustix::ioctl::ioctl(
-            fd.as_fd(),
-            rustix::ioctl::IntegerSetter::<IOC_SET_OUTPUT>::new_usize(raw),
-        )
-    }
+    crate::sys::perf_event::set_output(fd.as_fd(), target.as_fd())
 }
 
 fn cpu_label(cpu: Option<u32>) -> String {

@@ -14,6 +14,10 @@
 //!   for the duration of the call, with lengths taken from the same slices;
 //! - an fd the kernel returns is new and owned by nobody else, so wrapping it in
 //!   [`OwnedFd`](std::os::fd::OwnedFd) once is correct.
+//!
+//! # Testing without a kernel
+//! Under `cfg(test)`, [`fake`] lets a unit test answer the funnel's calls and the perf
+//! ioctls on its own thread instead of the kernel (see its docs for how to script a call).
 #![allow(unsafe_code)]
 
 #[cfg(target_arch = "aarch64")]
@@ -31,6 +35,8 @@ use x86 as funnel;
 use x86_64 as funnel;
 
 pub mod bpf;
+#[cfg(test)]
+pub mod fake;
 pub mod mmap;
 pub mod perf_event;
 pub mod process;
@@ -47,9 +53,19 @@ const NR: sluice_core::arch::Syscalls = sluice_core::arch::Syscalls {
 
 /// Issues syscall `nr` and turns the kernel's `-errno` convention into a `Result`.
 ///
+/// Under `cfg(test)`, a [`fake`] installed on this thread answers instead of the kernel.
+///
 /// # Safety
-/// As [`funnel::syscall5`]: the arguments must be valid for syscall `nr`.
+/// As [`funnel::syscall5`]: the arguments must be valid for syscall `nr`. With a fake
+/// installed (tests), it reads and writes them as the typed wrappers lay them out: a
+/// `bpf` attr as `size` initialized bytes the caller holds exclusively, a
+/// `perf_event_open` attr as a whole [`PerfEventAttr`](sluice_core::perf::abi::PerfEventAttr).
 unsafe fn syscall(nr: u32, a: [usize; 5]) -> Result<usize, Errno> {
+    #[cfg(test)]
+    // SAFETY: forwarded contract of this function, which includes what the fake needs.
+    if let Some(r) = unsafe { fake::intercept(nr, a) } {
+        return r;
+    }
     let [a0, a1, a2, a3, a4] = a;
     // SAFETY: forwarded contract of this function (syscall(2)).
     let ret = unsafe { funnel::syscall5(nr, a0, a1, a2, a3, a4) };

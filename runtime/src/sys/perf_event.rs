@@ -1,4 +1,7 @@
-//! `perf_event_open(2)` and the perf event ioctls (`ENABLE`, `DISABLE`, `SET_BPF`, `ID`).
+//! `perf_event_open(2)` and the perf event ioctls (`ENABLE`, `DISABLE`, `SET_BPF`,
+//! `SET_OUTPUT`, `ID`).
+//!
+//! Under `cfg(test)` the ioctls ask the [`fake`](super::fake) first, as the funnel does.
 
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
@@ -50,6 +53,8 @@ pub fn perf_event_open(
 const IOC_ENABLE: ioctl::Opcode = opcode::none(b'$', 0);
 /// `PERF_EVENT_IOC_DISABLE` = `_IO('$', 1)`.
 const IOC_DISABLE: ioctl::Opcode = opcode::none(b'$', 1);
+/// `PERF_EVENT_IOC_SET_OUTPUT` = `_IO('$', 5)`.
+const IOC_SET_OUTPUT: ioctl::Opcode = opcode::none(b'$', 5);
 /// `PERF_EVENT_IOC_ID` = `_IOR('$', 7, __u64 *)` (the size of a pointer: differs on i386).
 const IOC_ID: ioctl::Opcode = opcode::read::<*mut u64>(b'$', 7);
 /// `PERF_EVENT_IOC_SET_BPF` = `_IOW('$', 8, __u32)`.
@@ -61,6 +66,10 @@ const IOC_SET_BPF: ioctl::Opcode = opcode::write::<u32>(b'$', 8);
 /// The kernel's errno (`ENOTTY` if `fd` is no perf event).
 #[doc(alias = "PERF_EVENT_IOC_ENABLE")]
 pub fn enable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(fd.as_raw_fd(), super::fake::Request::Enable) {
+        return r.map(drop);
+    }
     // SAFETY: PERF_EVENT_IOC_ENABLE takes no argument (man 2 perf_event_open, "ioctl").
     unsafe { ioctl::ioctl(fd, NoArg::<IOC_ENABLE>::new()) }
 }
@@ -71,6 +80,10 @@ pub fn enable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
 /// The kernel's errno.
 #[doc(alias = "PERF_EVENT_IOC_DISABLE")]
 pub fn disable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(fd.as_raw_fd(), super::fake::Request::Disable) {
+        return r.map(drop);
+    }
     // SAFETY: PERF_EVENT_IOC_DISABLE takes no argument (man 2 perf_event_open, "ioctl").
     unsafe { ioctl::ioctl(fd, NoArg::<IOC_DISABLE>::new()) }
 }
@@ -82,10 +95,44 @@ pub fn disable(fd: BorrowedFd<'_>) -> Result<(), Errno> {
 /// fit the event, the kernel's errno.
 #[doc(alias = "PERF_EVENT_IOC_SET_BPF")]
 pub fn set_bpf(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> Result<(), Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(
+        fd.as_raw_fd(),
+        super::fake::Request::SetBpf {
+            prog: prog.as_raw_fd(),
+        },
+    ) {
+        return r.map(drop);
+    }
     let raw = usize::try_from(prog.as_raw_fd()).map_err(|_| Errno::BADF)?;
     // SAFETY: PERF_EVENT_IOC_SET_BPF takes the program fd by value as the ioctl argument
     // (kernel/events/core.c _perf_ioctl, `case PERF_EVENT_IOC_SET_BPF`).
     unsafe { ioctl::ioctl(fd, IntegerSetter::<IOC_SET_BPF>::new_usize(raw)) }
+}
+
+/// Sends the records of perf event `fd` into the ring of event `target`
+/// (`PERF_EVENT_IOC_SET_OUTPUT`, Linux 2.6.33): several events (one per thread of a
+/// process, on one CPU) then share one mapping. `fd` must not be mapped itself.
+///
+/// # Errors
+/// The kernel's errno: `EINVAL` when the two events are on different CPUs (or one is
+/// per-task and the other not), `EBUSY` when `fd` has its own mapping.
+#[doc(alias = "PERF_EVENT_IOC_SET_OUTPUT")]
+pub fn set_output(fd: BorrowedFd<'_>, target: BorrowedFd<'_>) -> Result<(), Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(
+        fd.as_raw_fd(),
+        super::fake::Request::SetOutput {
+            target: target.as_raw_fd(),
+        },
+    ) {
+        return r.map(drop);
+    }
+    let raw = usize::try_from(target.as_raw_fd()).map_err(|_| Errno::BADF)?;
+    // SAFETY: PERF_EVENT_IOC_SET_OUTPUT takes the target event's fd by value as the ioctl
+    // argument (perf_event_open(2), "PERF_EVENT_IOC_SET_OUTPUT"; kernel/events/core.c
+    // _perf_ioctl); nothing is read or written through it as a pointer.
+    unsafe { ioctl::ioctl(fd, IntegerSetter::<IOC_SET_OUTPUT>::new_usize(raw)) }
 }
 
 /// The event's kernel id (`PERF_EVENT_IOC_ID`), as found in sample records.
@@ -94,6 +141,10 @@ pub fn set_bpf(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> Result<(), Errno> {
 /// The kernel's errno.
 #[doc(alias = "PERF_EVENT_IOC_ID")]
 pub fn id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(fd.as_raw_fd(), super::fake::Request::Id) {
+        return r.map(|v| v as u64);
+    }
     // SAFETY: PERF_EVENT_IOC_ID writes one u64 through its pointer argument
     // (kernel/events/core.c perf_event_id / put_user); Getter supplies that u64.
     unsafe { ioctl::ioctl(fd, Getter::<IOC_ID, u64>::new()) }
@@ -113,9 +164,11 @@ mod tests {
 
     #[test]
     fn opcodes_match_the_uapi_header() {
-        // include/uapi/linux/perf_event.h on x86-64: 0x2400, 0x2401, 0x80082407, 0x40042408.
+        // include/uapi/linux/perf_event.h on x86-64: 0x2400, 0x2401, 0x2405, 0x80082407,
+        // 0x40042408.
         assert_eq!(IOC_ENABLE, 0x2400);
         assert_eq!(IOC_DISABLE, 0x2401);
+        assert_eq!(IOC_SET_OUTPUT, 0x2405);
         let ptr = core::mem::size_of::<usize>() as ioctl::Opcode;
         assert_eq!(IOC_ID, 0x8000_2407 | (ptr << 16));
         assert_eq!(IOC_SET_BPF, 0x4004_2408);

@@ -1,0 +1,827 @@
+//! A syscall fake for unit tests (`cfg(test)` only): loader and attach logic run against
+//! scripted kernel answers, without a kernel (in the spirit of aya's `sys/fake.rs`).
+//!
+//! [`install`] puts a handler on the current thread. Until the returned [`Fake`] drops,
+//! every `bpf(2)` and `perf_event_open(2)` that reaches the funnel ([`super::syscall`]) and
+//! every perf event ioctl of [`perf_event`](super::perf_event) (enable, disable, set-bpf,
+//! set-output, id) on this thread is answered by the handler instead of the kernel; other
+//! threads (the other tests running in parallel) still reach the kernel. Code under test
+//! that makes its calls on a thread of its own is not faked.
+//!
+//! The handler gets a typed view of each call ([`Call`]): the decoded `bpf` command with
+//! its attr, the `perf_event_open` arguments, or the ioctl. It may read the attr
+//! ([`Bpf::prog_load`], [`PerfEventOpen::cpu`] ...) and write what the kernel would write
+//! into the caller's buffers ([`Bpf::write_log`] fills the verifier log and
+//! `log_true_size`, [`Bpf::write_info`] the struct of `BPF_OBJ_GET_INFO_BY_FD`). It answers
+//! with an errno or a [`Reply`]:
+//!
+//! ```ignore
+//! let fake = fake::install(|call| match call {
+//!     Call::Bpf(b) if b.cmd == Cmd::ProgLoad => Err(Errno::PERM),
+//!     Call::PerfEventOpen(o) if o.cpu == 1 => Err(Errno::EXIST),
+//!     Call::PerfEventOpen(_) => Ok(fake::fd()),
+//!     _ => Ok(Reply::Value(0)),
+//! });
+//! // ... call the code under test ...
+//! assert_eq!(fake.count(), 3);
+//! ```
+//!
+//! A call that returns an fd (`BPF_MAP_CREATE`, `BPF_PROG_LOAD`, `BPF_BTF_LOAD`,
+//! `BPF_LINK_CREATE`, `BPF_RAW_TRACEPOINT_OPEN`, the `*_GET_FD_BY_ID` commands,
+//! `perf_event_open`) must be answered with [`Reply::Fd`], a real fd the test gives away
+//! ([`fd`], or [`watched_fd`] to see later whether the code closed it): the caller wraps
+//! it in an `OwnedFd` and closes it. Answering such a call with a value, or another call
+//! with an fd, panics, as does a syscall made from inside the handler.
+//!
+//! # Safety
+//! The views are built from the raw arguments the typed wrappers of [`bpf`](super::bpf)
+//! and [`perf_event`](super::perf_event) pass to the funnel, under the funnel's contract:
+//! a `bpf` attr is `size` initialized bytes (a `repr(C)` attr without padding) that the
+//! caller holds exclusively for the call; a `perf_event_open` attr is a whole
+//! [`PerfEventAttr`]; and the addresses inside an attr (the log buffer, the info struct)
+//! point at live, exclusive buffers of the sizes next to them, which is what the kernel
+//! relies on too. Each `unsafe` block names the part it uses.
+// Test-only code: a misuse of the fake fails the test that made it.
+#![allow(clippy::panic, clippy::indexing_slicing)]
+
+use rustix::io::Errno;
+use sluice_core::perf::abi::{
+    cmd, BtfLoadAttr, MapCreateAttr, MapElemAttr, ObjInfoAttr, PerfEventAttr, ProgInfoRaw,
+    ProgLoadAttr,
+};
+use std::cell::RefCell;
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
+
+/// `enum bpf_cmd` (include/uapi/linux/bpf.h), decoded; numbers it does not name stay raw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmd {
+    /// `BPF_MAP_CREATE`.
+    MapCreate,
+    /// `BPF_MAP_LOOKUP_ELEM`.
+    MapLookupElem,
+    /// `BPF_MAP_UPDATE_ELEM`.
+    MapUpdateElem,
+    /// `BPF_MAP_DELETE_ELEM`.
+    MapDeleteElem,
+    /// `BPF_MAP_GET_NEXT_KEY`.
+    MapGetNextKey,
+    /// `BPF_PROG_LOAD`.
+    ProgLoad,
+    /// `BPF_OBJ_GET_INFO_BY_FD`.
+    ObjGetInfoByFd,
+    /// `BPF_RAW_TRACEPOINT_OPEN`.
+    RawTracepointOpen,
+    /// `BPF_BTF_LOAD`.
+    BtfLoad,
+    /// `BPF_MAP_FREEZE`.
+    MapFreeze,
+    /// `BPF_LINK_CREATE`.
+    LinkCreate,
+    /// `BPF_LINK_DETACH`.
+    LinkDetach,
+    /// Any other command.
+    Other(u32),
+}
+
+/// `BPF_RAW_TRACEPOINT_OPEN` (include/uapi/linux/bpf.h).
+const RAW_TRACEPOINT_OPEN: u32 = 17;
+/// `BPF_LINK_CREATE`.
+const LINK_CREATE: u32 = 28;
+/// `BPF_LINK_DETACH`.
+const LINK_DETACH: u32 = 34;
+
+impl Cmd {
+    /// Decodes a raw command number.
+    #[must_use]
+    pub fn from_raw(raw: u32) -> Cmd {
+        match raw {
+            cmd::MAP_CREATE => Cmd::MapCreate,
+            cmd::MAP_LOOKUP_ELEM => Cmd::MapLookupElem,
+            cmd::MAP_UPDATE_ELEM => Cmd::MapUpdateElem,
+            cmd::MAP_DELETE_ELEM => Cmd::MapDeleteElem,
+            cmd::MAP_GET_NEXT_KEY => Cmd::MapGetNextKey,
+            cmd::PROG_LOAD => Cmd::ProgLoad,
+            cmd::OBJ_GET_INFO_BY_FD => Cmd::ObjGetInfoByFd,
+            RAW_TRACEPOINT_OPEN => Cmd::RawTracepointOpen,
+            cmd::BTF_LOAD => Cmd::BtfLoad,
+            cmd::MAP_FREEZE => Cmd::MapFreeze,
+            LINK_CREATE => Cmd::LinkCreate,
+            LINK_DETACH => Cmd::LinkDetach,
+            other => Cmd::Other(other),
+        }
+    }
+
+    /// Whether the kernel answers the command with a new fd (kernel/bpf/syscall.c).
+    #[must_use]
+    pub fn returns_fd(self) -> bool {
+        match self {
+            Cmd::MapCreate
+            | Cmd::ProgLoad
+            | Cmd::RawTracepointOpen
+            | Cmd::BtfLoad
+            | Cmd::LinkCreate => true,
+            // OBJ_GET, PROG/MAP_GET_FD_BY_ID, BTF_GET_FD_BY_ID, LINK_GET_FD_BY_ID,
+            // ENABLE_STATS, ITER_CREATE, TOKEN_CREATE.
+            Cmd::Other(n) => matches!(n, 7 | 13 | 14 | 19 | 30 | 32 | 33 | 36),
+            _ => false,
+        }
+    }
+}
+
+/// Kernel ABI structs the fake may read from or write into raw memory.
+///
+/// # Safety
+/// Implementors are `repr(C)` structs of integers (and integer arrays) without padding
+/// bytes: every byte pattern of their size is a value, and every byte of a value is
+/// initialized.
+pub unsafe trait Plain: Copy {}
+// SAFETY: this and the impls below are repr(C) integer structs whose layouts sluice-core
+// pins to the uapi headers with const assertions (core/src/perf/abi.rs); the uapi structs
+// have explicit padding fields (`pad0`) and no implicit padding.
+unsafe impl Plain for MapCreateAttr {}
+// SAFETY: as above.
+unsafe impl Plain for MapElemAttr {}
+// SAFETY: as above.
+unsafe impl Plain for ProgLoadAttr {}
+// SAFETY: as above.
+unsafe impl Plain for ObjInfoAttr {}
+// SAFETY: as above.
+unsafe impl Plain for BtfLoadAttr {}
+// SAFETY: as above.
+unsafe impl Plain for ProgInfoRaw {}
+// SAFETY: as above.
+unsafe impl Plain for PerfEventAttr {}
+
+/// The bytes of a [`Plain`] value.
+fn bytes_of<T: Plain>(v: &T) -> &[u8] {
+    // SAFETY: `T: Plain` has no padding, so all `size_of::<T>()` bytes of `*v` are
+    // initialized; the slice borrows `v`.
+    unsafe { core::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()) }
+}
+
+/// A `bpf(cmd, attr, size)` call.
+#[derive(Debug)]
+pub struct Bpf<'a> {
+    /// The command.
+    pub cmd: Cmd,
+    /// The attr as the wrapper laid it out (`size` bytes).
+    attr: &'a mut [u8],
+}
+
+impl Bpf<'_> {
+    /// The attr's bytes.
+    #[must_use]
+    pub fn attr_bytes(&self) -> &[u8] {
+        self.attr
+    }
+
+    /// The attr read as `T`, when it is at least that long (for commands without a
+    /// typed accessor, such as `BPF_LINK_CREATE` once its attr struct exists).
+    #[must_use]
+    pub fn attr<T: Plain>(&self) -> Option<T> {
+        if self.attr.len() < size_of::<T>() {
+            return None;
+        }
+        // SAFETY: at least size_of::<T>() initialized bytes; any byte pattern is a `T`
+        // (`Plain`); read_unaligned needs no alignment.
+        Some(unsafe { self.attr.as_ptr().cast::<T>().read_unaligned() })
+    }
+
+    fn typed<T: Plain>(&self, want: Cmd) -> Option<T> {
+        (self.cmd == want).then(|| self.attr()).flatten()
+    }
+
+    /// The attr of a `BPF_MAP_CREATE`.
+    #[must_use]
+    pub fn map_create(&self) -> Option<MapCreateAttr> {
+        self.typed(Cmd::MapCreate)
+    }
+
+    /// The attr of a map element command (lookup, update, delete, next key, freeze).
+    #[must_use]
+    pub fn map_elem(&self) -> Option<MapElemAttr> {
+        matches!(
+            self.cmd,
+            Cmd::MapLookupElem
+                | Cmd::MapUpdateElem
+                | Cmd::MapDeleteElem
+                | Cmd::MapGetNextKey
+                | Cmd::MapFreeze
+        )
+        .then(|| self.attr())
+        .flatten()
+    }
+
+    /// The attr of a `BPF_PROG_LOAD`.
+    #[must_use]
+    pub fn prog_load(&self) -> Option<ProgLoadAttr> {
+        self.typed(Cmd::ProgLoad)
+    }
+
+    /// The attr of a `BPF_OBJ_GET_INFO_BY_FD`.
+    #[must_use]
+    pub fn obj_info(&self) -> Option<ObjInfoAttr> {
+        self.typed(Cmd::ObjGetInfoByFd)
+    }
+
+    /// The attr of a `BPF_BTF_LOAD`.
+    #[must_use]
+    pub fn btf_load(&self) -> Option<BtfLoadAttr> {
+        self.typed(Cmd::BtfLoad)
+    }
+
+    /// Writes a `u32` output field of the attr at `offset` (skipped if the attr is shorter).
+    fn put_u32(&mut self, offset: usize, v: u32) {
+        if let Some(dst) = self.attr.get_mut(offset..offset + 4) {
+            dst.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+
+    /// Does what the verifier does with its log for a `BPF_PROG_LOAD` or `BPF_BTF_LOAD`
+    /// (kernel/bpf/log.c): writes as much of `log` as fits into the caller's `log_buf` of
+    /// `log_size` bytes, NUL-terminated, and sets `log_true_size` to `log.len() + 1`.
+    /// Returns whether the whole log and its NUL fit: when not, the kernel answers
+    /// `ENOSPC`. Without a log buffer it writes nothing and returns `log.is_empty()`.
+    ///
+    /// # Panics
+    /// For another command.
+    pub fn write_log(&mut self, log: &[u8]) -> bool {
+        let (buf, size, true_size_at) = if let Some(a) = self.prog_load() {
+            let at = core::mem::offset_of!(ProgLoadAttr, log_true_size);
+            (a.log_buf, a.log_size, at)
+        } else if let Some(a) = self.btf_load() {
+            let at = core::mem::offset_of!(BtfLoadAttr, btf_log_true_size);
+            (a.btf_log_buf, a.btf_log_size, at)
+        } else {
+            panic!(
+                "fake: write_log on {:?}, not PROG_LOAD or BTF_LOAD",
+                self.cmd
+            );
+        };
+        let true_size = u32::try_from(log.len() + 1).unwrap_or(u32::MAX);
+        self.put_u32(true_size_at, true_size);
+        let (Ok(addr), Ok(size)) = (usize::try_from(buf), usize::try_from(size)) else {
+            panic!("fake: log buffer {buf:#x}+{size} does not fit this target");
+        };
+        if addr == 0 || size == 0 {
+            return log.is_empty();
+        }
+        // SAFETY: for PROG_LOAD and BTF_LOAD the wrappers (sys/bpf.rs prog_load, btf_load)
+        // set log_buf/log_size from a live, exclusive `&mut [u8]` they hold borrowed for
+        // the whole call (an exposed address: `as usize` casts); the kernel writes there
+        // too (kernel/bpf/log.c bpf_vlog_finalize).
+        let dst = unsafe {
+            core::slice::from_raw_parts_mut(
+                core::ptr::with_exposed_provenance_mut::<u8>(addr),
+                size,
+            )
+        };
+        let n = log.len().min(size - 1);
+        dst[..n].copy_from_slice(&log[..n]);
+        dst[n] = 0;
+        log.len() < size
+    }
+
+    /// Does what `BPF_OBJ_GET_INFO_BY_FD` does: copies `info` into the caller's buffer,
+    /// at most `info_len` bytes, and sets `info_len` to the bytes copied
+    /// (kernel/bpf/syscall.c bpf_prog_get_info_by_fd).
+    ///
+    /// # Panics
+    /// For another command.
+    pub fn write_info<T: Plain>(&mut self, info: &T) {
+        let Some(a) = self.obj_info() else {
+            panic!("fake: write_info on {:?}, not OBJ_GET_INFO_BY_FD", self.cmd);
+        };
+        let Ok(addr) = usize::try_from(a.info) else {
+            panic!("fake: info address {:#x} does not fit this target", a.info);
+        };
+        let n = (a.info_len as usize).min(size_of::<T>());
+        if addr == 0 || n == 0 {
+            return;
+        }
+        // SAFETY: the wrapper (sys/bpf.rs prog_info) sets info/info_len from a live,
+        // exclusive, zeroed struct it holds for the call; the kernel copies at most
+        // info_len bytes there (copy_to_user in bpf_prog_get_info_by_fd).
+        let dst = unsafe {
+            core::slice::from_raw_parts_mut(core::ptr::with_exposed_provenance_mut::<u8>(addr), n)
+        };
+        dst.copy_from_slice(&bytes_of(info)[..n]);
+        self.put_u32(
+            core::mem::offset_of!(ObjInfoAttr, info_len),
+            u32::try_from(n).unwrap_or(u32::MAX),
+        );
+    }
+}
+
+/// A `perf_event_open(attr, pid, cpu, group_fd, flags)` call.
+#[derive(Debug)]
+pub struct PerfEventOpen<'a> {
+    /// The attr (the kernel may write `size` back on `E2BIG`).
+    pub attr: &'a mut PerfEventAttr,
+    /// `pid`: -1 every task, 0 the caller, else a task.
+    pub pid: i32,
+    /// `cpu`: -1 any, else one CPU.
+    pub cpu: i32,
+    /// `group_fd`, -1 for none.
+    pub group_fd: RawFd,
+    /// `PERF_FLAG_*`.
+    pub flags: u32,
+}
+
+/// A perf event ioctl (`PERF_EVENT_IOC_*`, man 2 perf_event_open).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `PERF_EVENT_IOC_ENABLE`.
+    Enable,
+    /// `PERF_EVENT_IOC_DISABLE`.
+    Disable,
+    /// `PERF_EVENT_IOC_SET_BPF` with the program's fd.
+    SetBpf {
+        /// The program.
+        prog: RawFd,
+    },
+    /// `PERF_EVENT_IOC_SET_OUTPUT` with the target event's fd.
+    SetOutput {
+        /// The event whose ring receives the records.
+        target: RawFd,
+    },
+    /// `PERF_EVENT_IOC_ID` (answer with [`Reply::Value`], the id).
+    Id,
+}
+
+/// An ioctl on a perf event fd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfIoctl {
+    /// The event.
+    pub fd: RawFd,
+    /// What is asked.
+    pub request: Request,
+}
+
+/// A call the fake answers.
+#[derive(Debug)]
+pub enum Call<'a> {
+    /// `bpf(2)`.
+    Bpf(Bpf<'a>),
+    /// `perf_event_open(2)`.
+    PerfEventOpen(PerfEventOpen<'a>),
+    /// A perf event ioctl.
+    PerfIoctl(PerfIoctl),
+    /// Another syscall through the funnel: its number and raw arguments.
+    Other {
+        /// Syscall number.
+        nr: u32,
+        /// Arguments.
+        args: [usize; 5],
+    },
+}
+
+/// What a call did, as [`Fake::seen`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// `bpf(cmd)`.
+    Bpf(Cmd),
+    /// `perf_event_open` for `pid` on `cpu`.
+    PerfEventOpen {
+        /// `pid`.
+        pid: i32,
+        /// `cpu`.
+        cpu: i32,
+    },
+    /// A perf event ioctl.
+    PerfIoctl(PerfIoctl),
+    /// Another syscall number.
+    Other(u32),
+}
+
+/// A successful answer.
+#[derive(Debug)]
+pub enum Reply {
+    /// A new fd, handed over to the caller (which closes it): the answer to every call
+    /// that returns an fd.
+    Fd(OwnedFd),
+    /// A plain return value (0 for most calls, the id for `PERF_EVENT_IOC_ID`).
+    Value(usize),
+}
+
+/// A new fd for [`Reply::Fd`]: `/dev/null` opened read-only.
+///
+/// # Panics
+/// When `/dev/null` cannot be opened.
+#[must_use]
+pub fn fd() -> Reply {
+    match std::fs::File::open("/dev/null") {
+        Ok(f) => Reply::Fd(f.into()),
+        Err(e) => panic!("fake: open /dev/null: {e}"),
+    }
+}
+
+/// A new fd for [`Reply::Fd`] whose closing the test can observe: the write end of a
+/// pipe, whose read end [`FdWatch`] keeps (it reads end-of-file once every copy of the
+/// write end is closed, whatever fd numbers other threads reuse meanwhile).
+///
+/// # Panics
+/// When no pipe can be made.
+#[must_use]
+pub fn watched_fd() -> (Reply, FdWatch) {
+    use rustix::pipe::{pipe_with, PipeFlags};
+    let (read, write) = match pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK) {
+        Ok(p) => p,
+        Err(e) => panic!("fake: pipe: {e}"),
+    };
+    let raw = write.as_raw_fd();
+    (Reply::Fd(write), FdWatch { read, raw })
+}
+
+/// The read end of a [`watched_fd`].
+#[derive(Debug)]
+pub struct FdWatch {
+    read: OwnedFd,
+    raw: RawFd,
+}
+
+impl FdWatch {
+    /// The number the watched fd had when handed out (what ioctls on it carry while it
+    /// is open).
+    #[must_use]
+    pub fn raw(&self) -> RawFd {
+        self.raw
+    }
+
+    /// Whether the watched fd has been closed.
+    ///
+    /// # Panics
+    /// When reading the pipe fails otherwise than with `EAGAIN`.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        let mut b = [0u8; 1];
+        match rustix::io::read(&self.read, &mut b) {
+            Ok(0) => true,
+            Err(Errno::AGAIN) => false,
+            other => panic!("fake: reading the watch pipe: {other:?}"),
+        }
+    }
+}
+
+type Handler = Box<dyn FnMut(Call<'_>) -> Result<Reply, Errno>>;
+
+struct State {
+    /// `None` while the handler runs.
+    handler: Option<Handler>,
+    seen: Vec<Seen>,
+}
+
+thread_local! {
+    static FAKE: RefCell<Option<State>> = const { RefCell::new(None) };
+}
+
+/// Installs `handler` for this thread's faked calls until the returned guard drops.
+///
+/// # Panics
+/// When a fake is installed on this thread already.
+pub fn install(handler: impl FnMut(Call<'_>) -> Result<Reply, Errno> + 'static) -> Fake {
+    FAKE.with(|f| {
+        let mut f = f.borrow_mut();
+        assert!(f.is_none(), "fake: already installed on this thread");
+        *f = Some(State {
+            handler: Some(Box::new(handler)),
+            seen: Vec::new(),
+        });
+    });
+    Fake {
+        _not_send: core::marker::PhantomData,
+    }
+}
+
+/// An installed fake; dropping it gives this thread's calls back to the kernel.
+#[derive(Debug)]
+pub struct Fake {
+    /// The state is per thread: keep the guard on it.
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+impl Fake {
+    /// Every call answered so far, in order.
+    #[must_use]
+    pub fn seen(&self) -> Vec<Seen> {
+        FAKE.with(|f| {
+            f.borrow()
+                .as_ref()
+                .map(|s| s.seen.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// How many calls were answered so far.
+    #[must_use]
+    pub fn count(&self) -> usize {
+        FAKE.with(|f| f.borrow().as_ref().map_or(0, |s| s.seen.len()))
+    }
+
+    /// How many calls so far match `what`.
+    #[must_use]
+    pub fn count_of(&self, what: impl Fn(&Seen) -> bool) -> usize {
+        self.seen().iter().filter(|s| what(s)).count()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        FAKE.with(|f| f.borrow_mut().take());
+    }
+}
+
+fn installed() -> bool {
+    FAKE.with(|f| f.borrow().is_some())
+}
+
+/// Runs the handler on `call`; `returns_fd` says which kind of [`Reply`] the call needs.
+fn answer(call: Call<'_>, seen: Seen, returns_fd: bool) -> Result<usize, Errno> {
+    let mut handler = FAKE.with(|f| {
+        let mut f = f.borrow_mut();
+        let Some(state) = f.as_mut() else {
+            panic!("fake: answer without an installed fake");
+        };
+        state.seen.push(seen);
+        match state.handler.take() {
+            Some(h) => h,
+            None => panic!("fake: {seen:?} made from inside the fake's handler"),
+        }
+    });
+    let r = handler(call);
+    FAKE.with(|f| {
+        if let Some(state) = f.borrow_mut().as_mut() {
+            state.handler = Some(handler);
+        }
+    });
+    match r? {
+        Reply::Fd(fd) if returns_fd => usize::try_from(fd.into_raw_fd()).map_err(|_| Errno::BADF),
+        Reply::Value(v) if !returns_fd => Ok(v),
+        Reply::Fd(_) => panic!("fake: {seen:?} returns no fd; answer with Reply::Value"),
+        Reply::Value(_) => {
+            panic!("fake: {seen:?} returns an fd; answer with Reply::Fd (a real fd)")
+        }
+    }
+}
+
+/// The funnel's hook: `None` when no fake is installed on this thread (the call goes to
+/// the kernel), else the fake's answer.
+///
+/// # Safety
+/// The funnel's contract ([`super::syscall`]) for syscall `nr` with arguments `a`.
+pub(super) unsafe fn intercept(nr: u32, a: [usize; 5]) -> Option<Result<usize, Errno>> {
+    if !installed() {
+        return None;
+    }
+    let [a0, a1, a2, a3, a4] = a;
+    Some(if nr == super::NR.bpf {
+        let raw = a0 as u32;
+        let attr: &mut [u8] = if a1 == 0 || a2 == 0 {
+            &mut []
+        } else {
+            // SAFETY: the funnel's contract: a bpf attr is `a2` initialized bytes at `a1`,
+            // held exclusively by the caller for the call (the wrappers pass a `&mut A`
+            // with `A` a padding-free repr(C) attr, cast to an exposed address).
+            unsafe {
+                core::slice::from_raw_parts_mut(
+                    core::ptr::with_exposed_provenance_mut::<u8>(a1),
+                    a2,
+                )
+            }
+        };
+        let cmd = Cmd::from_raw(raw);
+        answer(
+            Call::Bpf(Bpf { cmd, attr }),
+            Seen::Bpf(cmd),
+            cmd.returns_fd(),
+        )
+    } else if nr == super::NR.perf_event_open {
+        let ptr = core::ptr::with_exposed_provenance_mut::<PerfEventAttr>(a0);
+        // SAFETY: the funnel's contract: a perf_event_open attr is a whole, live,
+        // exclusively borrowed PerfEventAttr (sys/perf_event.rs perf_event_open passes
+        // `&mut PerfEventAttr`), so aligned, initialized and unaliased for the call.
+        let Some(attr) = (unsafe { ptr.as_mut() }) else {
+            return Some(Err(Errno::FAULT));
+        };
+        // The wrapper sign-extended these `int`s; truncating undoes it.
+        let (pid, cpu, group_fd, flags) = (a1 as i32, a2 as i32, a3 as i32, a4 as u32);
+        let call = Call::PerfEventOpen(PerfEventOpen {
+            attr,
+            pid,
+            cpu,
+            group_fd,
+            flags,
+        });
+        answer(call, Seen::PerfEventOpen { pid, cpu }, true)
+    } else {
+        answer(Call::Other { nr, args: a }, Seen::Other(nr), false)
+    })
+}
+
+/// The perf ioctls' hook: `None` when no fake is installed on this thread.
+pub(super) fn intercept_ioctl(fd: RawFd, request: Request) -> Option<Result<usize, Errno>> {
+    if !installed() {
+        return None;
+    }
+    let ioctl = PerfIoctl { fd, request };
+    Some(answer(
+        Call::PerfIoctl(ioctl),
+        Seen::PerfIoctl(ioctl),
+        false,
+    ))
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+    use crate::sys::bpf::{self, LogRequest, ProgLoad};
+    use crate::sys::perf_event;
+    use sluice_core::perf::abi::{map_type, perf_type, prog_type, PERF_FLAG_FD_CLOEXEC};
+    use std::os::fd::AsFd;
+
+    fn prog<'a>(insns: &'a [[u8; 8]]) -> ProgLoad<'a> {
+        ProgLoad {
+            prog_type: prog_type::TRACEPOINT,
+            insns,
+            license: c"GPL",
+            kern_version: 0,
+            name: [0; 16],
+            prog_flags: 0,
+            expected_attach_type: 7,
+            btf: None,
+        }
+    }
+
+    /// `exit` with r0 = 0: `mov r0, 0; exit`.
+    const INSNS: [[u8; 8]; 2] = [[0xb7, 0, 0, 0, 0, 0, 0, 0], [0x95, 0, 0, 0, 0, 0, 0, 0]];
+
+    #[test]
+    fn eperm_reaches_map_create() {
+        let fake = install(|call| match call {
+            Call::Bpf(b) => {
+                let a = b.map_create().unwrap();
+                assert_eq!(
+                    (a.map_type, a.key_size, a.value_size),
+                    (map_type::HASH, 4, 8)
+                );
+                Err(Errno::PERM)
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        let attr = MapCreateAttr {
+            map_type: map_type::HASH,
+            key_size: 4,
+            value_size: 8,
+            max_entries: 1,
+            ..MapCreateAttr::default()
+        };
+        assert_eq!(bpf::map_create(&attr).unwrap_err(), Errno::PERM);
+        assert_eq!(fake.seen(), [Seen::Bpf(Cmd::MapCreate)]);
+    }
+
+    #[test]
+    fn fd_answers_become_owned_fds() {
+        let (reply, watch) = watched_fd();
+        let mut reply = Some(reply);
+        let fake = install(move |_| Ok(reply.take().unwrap()));
+        let attr = MapCreateAttr {
+            map_type: map_type::ARRAY,
+            key_size: 4,
+            value_size: 4,
+            max_entries: 1,
+            ..MapCreateAttr::default()
+        };
+        let map = bpf::map_create(&attr).unwrap();
+        assert_eq!(map.as_fd().as_raw_fd(), watch.raw());
+        assert!(!watch.is_closed());
+        drop(map);
+        assert!(watch.is_closed());
+        assert_eq!(fake.count(), 1);
+    }
+
+    /// The kernel's answer to a log too small: as much as fits, NUL-terminated,
+    /// `log_true_size` set, `ENOSPC`.
+    #[test]
+    fn prog_load_fills_the_log_and_says_enospc() {
+        let log = b"0: (b7) r0 = 0\n1: (95) exit\nprocessed 2 insns\n";
+        let fake = install(move |call| match call {
+            Call::Bpf(mut b) => {
+                let a = b.prog_load().unwrap();
+                assert_eq!(a.prog_type, prog_type::TRACEPOINT);
+                assert_eq!(a.expected_attach_type, 7);
+                assert_eq!((a.log_level, a.log_size, a.insn_cnt), (2, 16, 2));
+                assert_eq!(a.attach_btf_id, 0);
+                assert!(!b.write_log(log));
+                Err(Errno::NOSPC)
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        let mut buf = [0xffu8; 16];
+        let (r, true_size) = bpf::prog_load(
+            &prog(&INSNS),
+            Some(LogRequest {
+                buf: &mut buf,
+                level: 2,
+            }),
+        );
+        assert_eq!(r.unwrap_err(), Errno::NOSPC);
+        assert_eq!(true_size as usize, log.len() + 1);
+        assert_eq!(&buf[..15], &log[..15]);
+        assert_eq!(buf[15], 0);
+        assert_eq!(fake.count_of(|s| *s == Seen::Bpf(Cmd::ProgLoad)), 1);
+    }
+
+    #[test]
+    fn prog_info_is_written_back() {
+        let fake = install(|call| match call {
+            Call::Bpf(mut b) => {
+                assert_eq!(b.obj_info().unwrap().bpf_fd, 0);
+                b.write_info(&ProgInfoRaw {
+                    id: 42,
+                    prog_type: prog_type::KPROBE,
+                    ..ProgInfoRaw::default()
+                });
+                Ok(Reply::Value(0))
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        // SAFETY: fd 0 is only borrowed for the faked call, which never reaches it.
+        let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+        let info = bpf::prog_info(stdin).unwrap();
+        assert_eq!((info.id, info.prog_type), (42, prog_type::KPROBE));
+        assert_eq!(fake.seen(), [Seen::Bpf(Cmd::ObjGetInfoByFd)]);
+    }
+
+    /// The cpu argument (and the others) as the wrapper passed them, and a counter.
+    #[test]
+    fn perf_event_open_arguments_are_visible() {
+        let fake = install(|call| match call {
+            Call::PerfEventOpen(o) => {
+                assert_eq!((o.attr.type_, o.attr.config), (perf_type::TRACEPOINT, 77));
+                assert_eq!((o.pid, o.group_fd, o.flags), (-1, -1, PERF_FLAG_FD_CLOEXEC));
+                if o.cpu == 3 {
+                    Err(Errno::NODEV)
+                } else {
+                    Ok(fd())
+                }
+            }
+            Call::PerfIoctl(PerfIoctl {
+                request: Request::Id,
+                ..
+            }) => Ok(Reply::Value(9)),
+            Call::PerfIoctl(_) => Ok(Reply::Value(0)),
+            other => panic!("unexpected {other:?}"),
+        });
+        let mut attr = PerfEventAttr::new(perf_type::TRACEPOINT, 77);
+        let ev = perf_event::perf_event_open(&mut attr, -1, 2, None, PERF_FLAG_FD_CLOEXEC).unwrap();
+        let e = perf_event::perf_event_open(&mut attr, -1, 3, None, PERF_FLAG_FD_CLOEXEC);
+        assert_eq!(e.unwrap_err(), Errno::NODEV);
+        perf_event::enable(ev.as_fd()).unwrap();
+        assert_eq!(perf_event::id(ev.as_fd()).unwrap(), 9);
+        perf_event::set_output(ev.as_fd(), ev.as_fd()).unwrap();
+        let raw = ev.as_raw_fd();
+        assert_eq!(
+            fake.seen(),
+            [
+                Seen::PerfEventOpen { pid: -1, cpu: 2 },
+                Seen::PerfEventOpen { pid: -1, cpu: 3 },
+                Seen::PerfIoctl(PerfIoctl {
+                    fd: raw,
+                    request: Request::Enable
+                }),
+                Seen::PerfIoctl(PerfIoctl {
+                    fd: raw,
+                    request: Request::Id
+                }),
+                Seen::PerfIoctl(PerfIoctl {
+                    fd: raw,
+                    request: Request::SetOutput { target: raw }
+                }),
+            ]
+        );
+        assert_eq!(fake.count(), 5);
+    }
+
+    /// Without a fake, or after it dropped, calls reach the kernel again.
+    #[test]
+    fn uninstalled_means_the_kernel() {
+        drop(install(|_| Err(Errno::PERM)));
+        assert!(!installed());
+        let f = std::fs::File::open("/dev/null").unwrap();
+        assert_eq!(perf_event::enable(f.as_fd()).unwrap_err(), Errno::NOTTY);
+    }
+
+    #[test]
+    #[should_panic(expected = "answer with Reply::Fd")]
+    fn an_fd_call_needs_a_real_fd() {
+        let _fake = install(|_| Ok(Reply::Value(3)));
+        let attr = MapCreateAttr::default();
+        let _ = bpf::map_create(&attr);
+    }
+}
