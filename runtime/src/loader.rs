@@ -1366,3 +1366,311 @@ mod tests {
         assert!(running_kernel_version().unwrap() >= 0x030000);
     }
 }
+
+/// The program-load errno paths on the syscall fake ([`crate::sys::fake`]): no kernel.
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests_fake {
+    use super::*;
+    use crate::sys::fake::{self, Call, Cmd, Reply, Seen};
+    use sluice_core::perf::abi::ProgLoadAttr;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    const INSNS: [Insn; 2] = [Insn::mov64_imm(0, 0), Insn::exit()];
+
+    fn program(prog_type: u32) -> ProgramLoad<'static> {
+        ProgramLoad {
+            name: "probe",
+            prog_type,
+            insns: &INSNS,
+            license: "GPL",
+            kern_version: 0,
+        }
+    }
+
+    /// A verifier log of `n` bytes, lines numbered so a cut shows.
+    fn long_log(n: usize) -> Vec<u8> {
+        let mut log = Vec::with_capacity(n + 16);
+        let mut i = 0;
+        while log.len() < n {
+            log.extend_from_slice(format!("{i}: R0=scalar() R1=ctx()\n").as_bytes());
+            i += 1;
+        }
+        log.truncate(n);
+        log
+    }
+
+    /// The PROG_LOAD attrs the fake saw, in order.
+    type Loads = Rc<RefCell<Vec<ProgLoadAttr>>>;
+
+    /// Installs a fake answering each PROG_LOAD with `answer(n, call)` (n counts from 0),
+    /// and records the attrs.
+    fn fake_loads(
+        mut answer: impl FnMut(usize, &mut fake::Bpf<'_>) -> Result<Reply, Errno> + 'static,
+    ) -> (fake::Fake, Loads) {
+        let loads: Loads = Rc::default();
+        let seen = Rc::clone(&loads);
+        let f = fake::install(move |call| match call {
+            Call::Bpf(mut b) if b.cmd == Cmd::ProgLoad => {
+                let n = seen.borrow().len();
+                seen.borrow_mut().push(b.prog_load().unwrap());
+                answer(n, &mut b)
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        (f, loads)
+    }
+
+    #[test]
+    fn eperm_is_a_permission_error() {
+        let (fake, loads) = fake_loads(|_, _| Err(Errno::PERM));
+        let e = load_program(&program(prog_type::KPROBE), 1, DEFAULT_LOG_SIZE).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Permission {
+                    call: "bpf(BPF_PROG_LOAD)",
+                    errno: Errno::PERM,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("CAP_BPF"), "{e}");
+        // The fast path without a log, then once more with one to explain the refusal.
+        assert_eq!(fake.seen(), [Seen::Bpf(Cmd::ProgLoad); 2]);
+        let loads = loads.borrow();
+        assert_eq!((loads[0].log_level, loads[0].log_size, loads[0].log_buf), (0, 0, 0));
+        assert_eq!(loads[1].log_level, 1);
+        assert_eq!(loads[1].log_size as usize, DEFAULT_LOG_SIZE);
+        assert_eq!((loads[1].prog_type, loads[1].insn_cnt), (prog_type::KPROBE, 2));
+        assert_eq!(&loads[1].prog_name[..6], b"probe\0");
+    }
+
+    /// No `bpf()` at all (before 3.18, or under qemu-user): unsupported, not retried.
+    #[test]
+    fn enosys_is_unsupported() {
+        let (fake, _) = fake_loads(|_, _| Err(Errno::NOSYS));
+        let e = load_program(&program(prog_type::KPROBE), 1, DEFAULT_LOG_SIZE).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::Unsupported { feature, min_kernel: "3.18", errno: Errno::NOSYS }
+                    if feature == "bpf() system call"
+            ),
+            "{e:?}"
+        );
+        assert_eq!(fake.count(), 1);
+    }
+
+    /// `EINVAL` without a log for a program type: unsupported when the running kernel is
+    /// older than the type, else the verifier's plain refusal (empty log). Both
+    /// expectations are computed from the host's release, so the test holds on any kernel;
+    /// a type the table does not know is always the plain refusal.
+    #[test]
+    fn einval_on_an_older_kernel_is_unsupported() {
+        let running = running_kernel_version();
+        for t in [
+            prog_type::SOCKET_FILTER,
+            prog_type::KPROBE,
+            prog_type::TRACEPOINT,
+            32,
+        ] {
+            let min = prog_type::min_kernel(t).unwrap();
+            let older = running.is_none_or(|r| r < parse_kernel_release(min).unwrap());
+            let (fake, _) = fake_loads(|_, _| Err(Errno::INVAL));
+            let e = load_program(&program(t), 1, DEFAULT_LOG_SIZE).unwrap_err();
+            drop(fake);
+            if older {
+                assert!(
+                    matches!(&e, Error::Unsupported { feature, min_kernel, errno: Errno::INVAL }
+                        if *feature == format!("program type {t}") && *min_kernel == min),
+                    "{t}: {e:?}"
+                );
+            } else {
+                assert!(
+                    matches!(&e, Error::Verifier { program, errno: Errno::INVAL, log }
+                        if program == "probe" && log.is_empty()),
+                    "{t}: {e:?}"
+                );
+            }
+        }
+        // Unknown to the table: never "unsupported", whatever the kernel.
+        let (fake, _) = fake_loads(|_, _| Err(Errno::INVAL));
+        let e = load_program(&program(999), 1, DEFAULT_LOG_SIZE).unwrap_err();
+        drop(fake);
+        assert!(
+            matches!(e, Error::Verifier { errno: Errno::INVAL, ref log, .. } if log.is_empty()),
+            "{e:?}"
+        );
+        // With a log, EINVAL is the verifier's refusal even for the newest type.
+        let (_fake, _) = fake_loads(|_, b| {
+            let _ = b.write_log(b"unknown func bpf_foo#999\n");
+            Err(Errno::INVAL)
+        });
+        let e = load_program(&program(32), 1, DEFAULT_LOG_SIZE).unwrap_err();
+        assert_eq!(e.verifier_log(), Some(&b"unknown func bpf_foo#999\n"[..]));
+    }
+
+    /// A log too small: the kernel fills it, says `ENOSPC` and (6.4+) the size it needed;
+    /// the loader retries once at that size and returns the whole log.
+    #[test]
+    fn enospc_retries_at_the_size_the_kernel_reports() {
+        let log = long_log(5000);
+        let full = log.clone();
+        let (fake, loads) = fake_loads(move |_, b| {
+            if b.write_log(&log) {
+                Err(Errno::ACCESS)
+            } else {
+                Err(Errno::NOSPC)
+            }
+        });
+        let e = load_program_with_log(&program(prog_type::KPROBE), 2, 300).unwrap_err();
+        match &e {
+            Error::Verifier {
+                program,
+                errno,
+                log,
+            } => {
+                assert_eq!((program.as_str(), *errno), ("probe", Errno::ACCESS));
+                assert_eq!(log, &full);
+            }
+            other => panic!("{other:?}"),
+        }
+        let sizes: Vec<(u32, u32)> = loads
+            .borrow()
+            .iter()
+            .map(|a| (a.log_level, a.log_size))
+            .collect();
+        assert_eq!(sizes, [(2, 300), (2, 5001)]);
+        assert_eq!(fake.count(), 2);
+    }
+
+    /// Before 6.4 the kernel reports no size: the buffer doubles until the log fits, and a
+    /// load that then succeeds returns its fd and log.
+    #[test]
+    fn enospc_doubles_without_log_true_size() {
+        let log = long_log(2000);
+        let full = log.clone();
+        let (_fake, loads) = fake_loads(move |_, b| {
+            let fits = b.write_log(&log);
+            b.set_log_true_size(0);
+            if fits {
+                Ok(fake::fd())
+            } else {
+                Err(Errno::NOSPC)
+            }
+        });
+        let (fd, got) = load_program_with_log(&program(prog_type::KPROBE), 1, 100).unwrap();
+        assert_eq!(got, full);
+        drop(fd);
+        let sizes: Vec<u32> = loads.borrow().iter().map(|a| a.log_size).collect();
+        // 100 is raised to the 256-byte floor first.
+        assert_eq!(sizes, [256, 512, 1024, 2048]);
+    }
+
+    /// The growth stops at MAX_LOG_SIZE: a log that never fits ends as the verifier error
+    /// with what the last buffer held.
+    #[test]
+    fn enospc_stops_at_the_largest_buffer() {
+        let (_fake, loads) = fake_loads(|_, b| {
+            let _ = b.write_log(b"0: x\n");
+            b.set_log_true_size(u32::MAX);
+            Err(Errno::NOSPC)
+        });
+        let e = load_program_with_log(&program(prog_type::KPROBE), 1, MAX_LOG_SIZE / 2)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Verifier { errno: Errno::NOSPC, .. }),
+            "{e:?}"
+        );
+        let sizes: Vec<usize> = loads.borrow().iter().map(|a| a.log_size as usize).collect();
+        assert_eq!(sizes, [MAX_LOG_SIZE / 2, MAX_LOG_SIZE]);
+    }
+
+    /// The whole fallback of [`load_program`]: no log, then a log that is too small, then
+    /// the full log in the error.
+    #[test]
+    fn load_program_falls_back_to_a_growing_log() {
+        let log = long_log(DEFAULT_LOG_SIZE + 10);
+        let full = log.clone();
+        let (fake, loads) = fake_loads(move |n, b| {
+            if n == 0 {
+                return Err(Errno::ACCESS);
+            }
+            if b.write_log(&log) {
+                Err(Errno::ACCESS)
+            } else {
+                Err(Errno::NOSPC)
+            }
+        });
+        let e = load_program(&program(prog_type::KPROBE), 1, DEFAULT_LOG_SIZE).unwrap_err();
+        assert_eq!(e.verifier_log(), Some(&full[..]));
+        let sizes: Vec<usize> = loads.borrow().iter().map(|a| a.log_size as usize).collect();
+        assert_eq!(sizes, [0, DEFAULT_LOG_SIZE, DEFAULT_LOG_SIZE + 11]);
+        assert_eq!(fake.count(), 3);
+    }
+
+    /// Kernels before 4.15 refuse a program name with E2BIG: loaded again without one.
+    #[test]
+    fn e2big_retries_without_a_name() {
+        let (_fake, loads) = fake_loads(|n, _| {
+            if n == 0 {
+                Err(Errno::TOOBIG)
+            } else {
+                Ok(fake::fd())
+            }
+        });
+        let fd = load_program(&program(prog_type::KPROBE), 1, DEFAULT_LOG_SIZE).unwrap();
+        drop(fd);
+        let names: Vec<[u8; 16]> = loads.borrow().iter().map(|a| a.prog_name).collect();
+        assert_eq!(&names[0][..6], b"probe\0");
+        assert_eq!(names[1], [0; 16]);
+    }
+
+    #[test]
+    fn prog_info_reads_what_the_kernel_wrote() {
+        let _fake = fake::install(|call| match call {
+            Call::Bpf(mut b) if b.cmd == Cmd::ObjGetInfoByFd => {
+                let mut name = [0u8; 16];
+                name[..5].copy_from_slice(b"probe");
+                b.write_info(&ProgInfoRaw {
+                    id: 7,
+                    prog_type: prog_type::KPROBE,
+                    tag: [0xab; BPF_TAG_SIZE],
+                    xlated_prog_len: 16,
+                    name,
+                    ..ProgInfoRaw::default()
+                });
+                Ok(Reply::Value(0))
+            }
+            other => panic!("unexpected {other:?}"),
+        });
+        let f = std::fs::File::open("/dev/null").unwrap();
+        let info = prog_info(f.as_fd()).unwrap();
+        assert_eq!((info.id, info.xlated_insns, info.name.as_str()), (7, 2, "probe"));
+        assert_eq!(info.tag_hex(), "abababababababab");
+    }
+
+    /// `EINVAL` from `BPF_OBJ_GET_INFO_BY_FD` on a kernel with it is a plain error.
+    #[test]
+    fn prog_info_einval_names_the_call() {
+        let _fake = fake::install(|_| Err(Errno::INVAL));
+        let f = std::fs::File::open("/dev/null").unwrap();
+        let e = prog_info(f.as_fd()).unwrap_err();
+        if running_kernel_version().is_some_and(|r| r >= 0x040d00) {
+            assert!(
+                matches!(e, Error::Syscall { call: "bpf(BPF_OBJ_GET_INFO_BY_FD)", .. }),
+                "{e:?}"
+            );
+        } else {
+            assert!(matches!(e, Error::Unsupported { .. }), "{e:?}");
+        }
+    }
+}

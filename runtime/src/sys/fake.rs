@@ -237,6 +237,20 @@ impl Bpf<'_> {
         }
     }
 
+    /// Overwrites `log_true_size` of a `BPF_PROG_LOAD` or `BPF_BTF_LOAD` after
+    /// [`write_log`](Self::write_log): 0 is what kernels before 6.4 leave there.
+    ///
+    /// # Panics
+    /// For another command.
+    pub fn set_log_true_size(&mut self, size: u32) {
+        let at = match self.cmd {
+            Cmd::ProgLoad => core::mem::offset_of!(ProgLoadAttr, log_true_size),
+            Cmd::BtfLoad => core::mem::offset_of!(BtfLoadAttr, btf_log_true_size),
+            other => panic!("fake: set_log_true_size on {other:?}"),
+        };
+        self.put_u32(at, size);
+    }
+
     /// Does what the verifier does with its log for a `BPF_PROG_LOAD` or `BPF_BTF_LOAD`
     /// (kernel/bpf/log.c): writes as much of `log` as fits into the caller's `log_buf` of
     /// `log_size` bytes, NUL-terminated, and sets `log_true_size` to `log.len() + 1`.
