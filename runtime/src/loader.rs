@@ -1446,10 +1446,16 @@ mod tests_fake {
         // The fast path without a log, then once more with one to explain the refusal.
         assert_eq!(fake.seen(), [Seen::Bpf(Cmd::ProgLoad); 2]);
         let loads = loads.borrow();
-        assert_eq!((loads[0].log_level, loads[0].log_size, loads[0].log_buf), (0, 0, 0));
+        assert_eq!(
+            (loads[0].log_level, loads[0].log_size, loads[0].log_buf),
+            (0, 0, 0)
+        );
         assert_eq!(loads[1].log_level, 1);
         assert_eq!(loads[1].log_size as usize, DEFAULT_LOG_SIZE);
-        assert_eq!((loads[1].prog_type, loads[1].insn_cnt), (prog_type::KPROBE, 2));
+        assert_eq!(
+            (loads[1].prog_type, loads[1].insn_cnt),
+            (prog_type::KPROBE, 2)
+        );
         assert_eq!(&loads[1].prog_name[..6], b"probe\0");
     }
 
@@ -1584,10 +1590,16 @@ mod tests_fake {
             b.set_log_true_size(u32::MAX);
             Err(Errno::NOSPC)
         });
-        let e = load_program_with_log(&program(prog_type::KPROBE), 1, MAX_LOG_SIZE / 2)
-            .unwrap_err();
+        let e =
+            load_program_with_log(&program(prog_type::KPROBE), 1, MAX_LOG_SIZE / 2).unwrap_err();
         assert!(
-            matches!(e, Error::Verifier { errno: Errno::NOSPC, .. }),
+            matches!(
+                e,
+                Error::Verifier {
+                    errno: Errno::NOSPC,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         let sizes: Vec<usize> = loads.borrow().iter().map(|a| a.log_size as usize).collect();
@@ -1654,7 +1666,10 @@ mod tests_fake {
         });
         let f = std::fs::File::open("/dev/null").unwrap();
         let info = prog_info(f.as_fd()).unwrap();
-        assert_eq!((info.id, info.xlated_insns, info.name.as_str()), (7, 2, "probe"));
+        assert_eq!(
+            (info.id, info.xlated_insns, info.name.as_str()),
+            (7, 2, "probe")
+        );
         assert_eq!(info.tag_hex(), "abababababababab");
     }
 
@@ -1666,7 +1681,13 @@ mod tests_fake {
         let e = prog_info(f.as_fd()).unwrap_err();
         if running_kernel_version().is_some_and(|r| r >= 0x040d00) {
             assert!(
-                matches!(e, Error::Syscall { call: "bpf(BPF_OBJ_GET_INFO_BY_FD)", .. }),
+                matches!(
+                    e,
+                    Error::Syscall {
+                        call: "bpf(BPF_OBJ_GET_INFO_BY_FD)",
+                        ..
+                    }
+                ),
                 "{e:?}"
             );
         } else {
