@@ -629,10 +629,8 @@ mod tests_fake {
                             return Err(e);
                         }
                     }
-                    Request::Disable => {
-                        if k.opened.iter().any(|o| o.3.is_closed()) {
-                            k.closed_before_disable = true;
-                        }
+                    Request::Disable if k.opened.iter().any(|o| o.3.is_closed()) => {
+                        k.closed_before_disable = true;
                     }
                     _ => {}
                 }
