@@ -201,7 +201,7 @@ impl fmt::Display for Args<'_> {
     }
 }
 
-/// A parsed probe definition. Built only by [`parse`], so its parts are consistent: a return
+/// A parsed probe definition. Built only by [`parse`](super::parse), so its parts are consistent: a return
 /// probe has [`Place::Return`], typed arguments sit at a function entry, `$retval` only in a
 /// return probe, and at most [`MAX_FETCHED_ARGS`] fetched arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
