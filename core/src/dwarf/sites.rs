@@ -22,6 +22,7 @@ pub(super) struct Site {
     pub(super) inlined: bool,
 }
 
+/// One row of a unit's line table: what placing `FUNC` and `FUNC:LINE` reads of it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LineRow {
     pub(super) address: u64,
