@@ -291,7 +291,7 @@ impl PerCpuEvents {
             let Some(leader) = self.events.iter().find(|l| l.cpu == f.cpu) else {
                 continue;
             };
-            crate::ring::set_output(f.fd.as_fd(), leader.fd.as_fd()).map_err(|errno| {
+            perf_event::set_output(f.fd.as_fd(), leader.fd.as_fd()).map_err(|errno| {
                 Error::SetOutput {
                     what: self.what.clone(),
                     cpu: f.cpu,
