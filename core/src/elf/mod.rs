@@ -14,8 +14,8 @@ mod symbol;
 pub use header::{Class, Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
 pub use reloc::{Rel, RelTable};
 pub use section::{
-    SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
-    SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_DYNSYM,
+    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 pub use symbol::{
     Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
@@ -271,13 +271,22 @@ impl<'a> Elf<'a> {
     /// # Errors
     /// [`Error::BadSection`] when the section is not a usable `SHT_SYMTAB`.
     pub fn symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
-        SymbolTable::new(self, index, true)
+        SymbolTable::new(self, index, true, false)
+    }
+
+    /// The dynamic symbol table (`.dynsym`) in section `index`, validated as
+    /// [`Elf::symbol_table`] validates `.symtab`.
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_DYNSYM`.
+    pub fn dynamic_symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, true, true)
     }
 
     /// The symbol table in section `index` with everything checked but its name indices:
     /// the caller checks each symbol's (the open phase does so in its pass over them).
     pub(crate) fn symbol_table_names_unchecked(&self, index: u32) -> Result<SymbolTable<'a>> {
-        SymbolTable::new(self, index, false)
+        SymbolTable::new(self, index, false, false)
     }
 
     /// The REL table in section `index`, validated against `symbols` (entry size, count,

@@ -1,6 +1,6 @@
 //! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
 
-use super::{Class, Elf, Entries, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use super::{Class, Elf, Entries, StrTab, SHT_DYNSYM, SHT_STRTAB, SHT_SYMTAB};
 use crate::error::{Error, Result, SectionRef};
 
 /// Local binding.
@@ -57,15 +57,17 @@ pub struct SymbolTable<'a> {
 }
 
 impl<'a> SymbolTable<'a> {
-    pub(super) fn new(elf: &Elf<'a>, index: u32, check_names: bool) -> Result<Self> {
+    pub(super) fn new(elf: &Elf<'a>, index: u32, check_names: bool, dynamic: bool) -> Result<Self> {
         // The section's name is looked up only on the error paths.
         let bad = |what| Error::BadSection {
             section: elf.section_ref(index),
             what,
         };
         let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
-        if sh.sh_type != SHT_SYMTAB {
-            return Err(bad("not SHT_SYMTAB"));
+        match (dynamic, sh.sh_type) {
+            (false, SHT_SYMTAB) | (true, SHT_DYNSYM) => {}
+            (false, _) => return Err(bad("not SHT_SYMTAB")),
+            (true, _) => return Err(bad("not SHT_DYNSYM")),
         }
         let class = elf.header().class;
         let entsize = entry_size(class);

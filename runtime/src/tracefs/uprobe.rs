@@ -2,6 +2,10 @@
 
 use super::error::Error;
 use super::probe::ProbeTarget;
+use sluice_core::elf::{
+    Elf, Symbol, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE,
+    STT_OBJECT,
+};
 use std::path::{Path, PathBuf};
 
 /// A `PATH:FUNC[+OFF]` uprobe target as written in a section name or on the command line.
@@ -66,36 +70,25 @@ fn parse_num(s: &str) -> Option<u64> {
 /// The FILE offset of `func + offset` in the ELF file at `path`, as `uprobe_events` wants.
 ///
 /// The symbol is looked up in `.symtab`, then `.dynsym` (stripped binaries, shared
-/// libraries). Its value is a virtual address; the `PT_LOAD` segment containing it maps
-/// it back to the file: `value - p_vaddr + p_offset`. This holds for PIE and non-PIE
-/// executables and for shared libraries alike.
+/// libraries), read through [`sluice_core::elf`]. Its value is a virtual address; the
+/// allocated section with file bytes holding it maps it back to the file:
+/// `value - sh_addr + sh_offset` (the same as through its `PT_LOAD` segment, which maps its
+/// sections at the same distance). This holds for PIE and non-PIE executables and for
+/// shared libraries alike.
 ///
 /// # Errors
 /// [`Error::Symbol`] when the file cannot be read or parsed, the symbol is missing or
-/// undefined, `offset` is beyond the symbol's size, or no loaded segment holds it.
+/// undefined, `offset` is beyond the symbol's size, or no loaded section holds it.
 pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error> {
-    use object::{Object as _, ObjectSegment as _, ObjectSymbol as _};
     let err = |what: String| Error::Symbol {
         path: path.to_path_buf(),
         func: func.to_owned(),
         what,
     };
     let data = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
-    let file = object::File::parse(&*data).map_err(|e| err(format!("not an ELF file: {e}")))?;
-    let found = |syms: object::SymbolIterator<'_, '_, &[u8]>| {
-        let mut best = None;
-        for s in syms {
-            if s.name() == Ok(func) && s.is_definition() {
-                best = Some((s.address(), s.size()));
-                if s.kind() == object::SymbolKind::Text {
-                    break;
-                }
-            }
-        }
-        best
-    };
-    let (addr, size) = found(file.symbols())
-        .or_else(|| found(file.dynamic_symbols()))
+    let elf = Elf::parse(&data).map_err(|e| err(format!("not an ELF file: {e}")))?;
+    let (addr, size) = defined_symbol(&elf, SHT_SYMTAB, func)
+        .or_else(|| defined_symbol(&elf, SHT_DYNSYM, func))
         .ok_or_else(|| err("no such defined symbol in .symtab or .dynsym".into()))?;
     if size != 0 && offset >= size {
         return Err(err(format!(
@@ -105,16 +98,64 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
     let vaddr = addr
         .checked_add(offset)
         .ok_or_else(|| err("address overflows".into()))?;
-    for seg in file.segments() {
-        let (file_off, file_size) = seg.file_range();
-        let start = seg.address();
-        if vaddr >= start && vaddr - start < file_size {
-            return Ok(vaddr - start + file_off);
+    let found = elf
+        .sections()
+        .map(|(_, sh)| sh)
+        .find(|sh| {
+            sh.flags & SHF_ALLOC != 0
+                && sh.sh_type != SHT_NOBITS
+                && vaddr >= sh.addr
+                && vaddr - sh.addr < sh.size
+        })
+        .map(|sh| vaddr - sh.addr + sh.offset);
+    found.ok_or_else(|| {
+        err(format!(
+            "address {vaddr:#x} is in no loaded section with file bytes"
+        ))
+    })
+}
+
+/// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
+const SHN_LORESERVE: u16 = 0xff00;
+/// `SHN_XINDEX`: the section index is elsewhere (a real section).
+const SHN_XINDEX: u16 = 0xffff;
+
+/// Address and size of the definition of `name` in the symbol tables of type `sh_type`
+/// (`.symtab` or `.dynsym`): the first `STT_FUNC` if there is one, else the last other
+/// definition (an object, or an untyped symbol that is no `$` mapping symbol). Undefined,
+/// absolute and common symbols are no definition, nor are `STT_GNU_IFUNC` resolvers.
+fn defined_symbol(elf: &Elf<'_>, sh_type: u32, name: &str) -> Option<(u64, u64)> {
+    let mut best = None;
+    for (index, _) in elf.sections().filter(|(_, sh)| sh.sh_type == sh_type) {
+        let table = match sh_type {
+            SHT_DYNSYM => elf.dynamic_symbol_table(index),
+            _ => elf.symbol_table(index),
+        };
+        let Ok(table) = table else { continue };
+        for (_, s) in table.iter() {
+            if table.name(&s) != Some(name) || !is_definition(&s, name) {
+                continue;
+            }
+            best = Some((s.value, s.size));
+            if s.kind() == STT_FUNC {
+                return best;
+            }
         }
     }
-    Err(err(format!(
-        "address {vaddr:#x} is in no PT_LOAD segment with file bytes"
-    )))
+    best
+}
+
+/// Whether `s` (named `name`) defines something: in a real section, and a function, an
+/// object, or untyped (local untyped symbols starting with `$` are mapping symbols).
+fn is_definition(s: &Symbol, name: &str) -> bool {
+    if s.shndx == 0 || (s.shndx >= SHN_LORESERVE && s.shndx != SHN_XINDEX) {
+        return false;
+    }
+    match s.kind() {
+        STT_NOTYPE if s.bind() == STB_LOCAL => !name.starts_with('$'),
+        STT_FUNC | STT_OBJECT | STT_NOTYPE => true,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
