@@ -21,17 +21,17 @@ pub struct LoadOptions {
     pub log_level: u32,
     /// First log buffer size of the retry.
     pub log_size: usize,
-    /// Instructions to put before each program, indexed like [`Object::programs`]
-    /// (missing or empty: none).
+    /// Instructions to put before each program, indexed like
+    /// [`Object::programs`](sluice_core::Object::programs) (missing or empty: none).
     pub prologues: Vec<Vec<Insn>>,
     /// A file with DWARF for kernel probes whose arguments name variables (a `vmlinux`, or
     /// a module): `kprobe/generic_perform_write(file->f_mapping->a_ops, bytes)`. Uprobes
     /// look in the binary their spec names (and its build-id / debuglink debug files).
     pub debuginfo: Option<PathBuf>,
-    /// Probe specs to use instead of section names, indexed like [`Object::programs`]
-    /// (missing or `None`: the section name). Section names are fixed when the object is
-    /// compiled; this gives a program a uprobe path, offset or argument list known only at
-    /// run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
+    /// Probe specs to use instead of section names, indexed like
+    /// [`Object::programs`](sluice_core::Object::programs) (missing or `None`: the section
+    /// name). Section names are fixed when the object is compiled; this gives a program a
+    /// uprobe path, offset or argument list known only at run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
     pub specs: Vec<Option<String>>,
     /// The object's name, for the kernel names of its global data maps (libbpf's
     /// `<name>.rodata`, the name cut at its first `.`): usually the file name. `None`:

@@ -96,7 +96,8 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
 /// there is none.
 ///
 /// # Errors
-/// As [`crate::kernel::kallsyms::lookup`]; [`Error::Usage`] naming a symbol the kernel does not list.
+/// As [`crate::kernel::kallsyms::lookup`]; [`Error::Usage`] naming a symbol the kernel does
+/// not list.
 fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
     let mut names: Vec<&'s str> = Vec::new();
     for a in spec.args().exprs() {
@@ -129,8 +130,9 @@ fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
 
 /// Every site of program `index` (`p`)'s spec whose arguments name variables, each with its
 /// prologue, tracefs target and fetch-args: a record session loads one program per site
-/// ([`crate::load::program`] with the site's prologue before [`Object::relocate`](sluice_core::Object::relocate)d instructions) and
-/// attaches each to a probe on its target.
+/// ([`crate::load::program`] with the site's prologue before instructions
+/// [`Object::relocate`](sluice_core::Object::relocate) wrote) and attaches each to a probe on
+/// its target.
 ///
 /// # Errors
 /// [`Error::Usage`] for a program without a probe spec, and as [`prologue_for`].

@@ -54,7 +54,8 @@ pub enum ProbeTarget {
         /// Offset from its start.
         offset: u64,
     },
-    /// A file and a FILE offset in it (see [`uprobe_offset`]); `func` only names the event.
+    /// A file and a FILE offset in it (see [`uprobe_offset`](crate::tracefs::uprobe_offset));
+    /// `func` only names the event.
     User {
         /// The binary or library.
         path: PathBuf,
