@@ -19,8 +19,8 @@ pub use record::Class;
 pub(crate) use record::{ne_u16, ne_u32, ne_u64};
 pub use reloc::{Rel, RelTable};
 pub use section::{
-    SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_NOBITS,
-    SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
+    SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_DYNSYM,
+    SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 pub use symbol::{
     Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,

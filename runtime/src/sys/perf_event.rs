@@ -88,6 +88,25 @@ pub fn set_bpf(fd: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> Result<(), Errno> {
     unsafe { ioctl::ioctl(fd, IntegerSetter::<IOC_SET_BPF>::new_usize(raw)) }
 }
 
+/// `PERF_EVENT_IOC_SET_OUTPUT` = `_IO('$', 5)`.
+const IOC_SET_OUTPUT: ioctl::Opcode = opcode::none(b'$', 5);
+
+/// Sends the records of perf event `fd` into the ring of event `target`
+/// (`PERF_EVENT_IOC_SET_OUTPUT`, Linux 2.6.33): several events (one per thread of a
+/// process, on one CPU) then share one mapping. `fd` must not be mapped itself.
+///
+/// # Errors
+/// The kernel's errno: `EINVAL` when the two events are on different CPUs (or one is
+/// per-task and the other not), `EBUSY` when `fd` has its own mapping.
+#[doc(alias = "PERF_EVENT_IOC_SET_OUTPUT")]
+pub fn set_output(fd: BorrowedFd<'_>, target: BorrowedFd<'_>) -> Result<(), Errno> {
+    let raw = usize::try_from(target.as_raw_fd()).map_err(|_| Errno::BADF)?;
+    // SAFETY: PERF_EVENT_IOC_SET_OUTPUT takes the target event's fd by value as the ioctl
+    // argument (perf_event_open(2), "PERF_EVENT_IOC_SET_OUTPUT"; kernel/events/core.c
+    // _perf_ioctl); nothing is read or written through it as a pointer.
+    unsafe { ioctl::ioctl(fd, IntegerSetter::<IOC_SET_OUTPUT>::new_usize(raw)) }
+}
+
 /// The event's kernel id (`PERF_EVENT_IOC_ID`), as found in sample records.
 ///
 /// # Errors
