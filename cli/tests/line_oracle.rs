@@ -30,7 +30,7 @@ mod common;
 
 use common::{repo, required, skip};
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::{DebugInfo, Site};
+use sluice_runtime::probe::debuginfo::{DebugInfo, Site};
 use sluice_runtime::tracefs::{uprobe_offset, ProbeTarget};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

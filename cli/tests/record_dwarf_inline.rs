@@ -16,7 +16,7 @@ mod common;
 
 use common::{build_traced, pair_hit, record_dir, record_words, PairHit};
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::probe::debuginfo::DebugInfo;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;

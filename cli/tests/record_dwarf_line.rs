@@ -13,7 +13,7 @@ mod common;
 
 use common::{build_traced, pair_hit, record_dir, record_words, repo, PairHit};
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::probe::debuginfo::DebugInfo;
 use std::collections::BTreeSet;
 
 /// Loop iterations.

@@ -16,7 +16,7 @@ mod common;
 
 use common::{compile, fixture, pair_hit, record_dir, record_words, repo, sluice, PairHit};
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::probe::debuginfo::DebugInfo;
 use std::path::Path;
 
 /// How many calls the program makes.

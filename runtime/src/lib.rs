@@ -1,20 +1,24 @@
 //! `sluice-runtime`: the std half of sluice — syscalls, loader, probes, attach, rings.
+//!
+//! By concern, each folder reaching only those below it: [`sys`] (the syscall funnel and
+//! typed wrappers), [`kernel`] (version, config, kallsyms, CPUs, features, errnos),
+//! [`tracefs`], [`probe`] (per-program planning: spec, prologue, DWARF sites, fetch-args),
+//! [`load`](mod@load) (maps, BTF, programs), [`attach`] (perf events), [`ring`], and
+//! [`session`], which puts them together. [`error`] is data only.
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod attach;
-pub mod btf;
-pub mod cpus;
-pub mod debuginfo;
 pub mod error;
-pub mod kallsyms;
-pub mod loader;
-pub mod maps;
+pub mod kernel;
+pub mod load;
+pub mod probe;
 pub mod ring;
 pub mod session;
 pub mod sys;
 pub mod tracefs;
 
 pub use error::{Error, Result};
-pub use loader::{load, LoadOptions, LoadedObject, LoadedProgram, ProgInfo};
-pub use maps::{Map, MapSpec, Plain, UpdateMode};
+pub use load::{
+    load, LoadOptions, LoadedObject, LoadedProgram, Map, MapSpec, Plain, ProgInfo, UpdateMode,
+};

@@ -25,19 +25,19 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use sluice_core::perf::abi::map_type;
-use sluice_core::probe::{self, ArgBase, Place, ProbeKind, Section, Target};
+use sluice_core::probe::{self, Place, ProbeKind, Section, Target};
 use sluice_core::Object;
 
 use crate::attach::{self, EventOptions, PerCpuEvents, Scope};
-use crate::loader::{load, LoadOptions, LoadedObject};
+use crate::load::{load, LoadOptions, LoadedObject};
+use crate::probe::{fetch_args, probe_target, unique_arg_names};
 use crate::ring::{PerfRing, RingConfig, RingEvent, RingSet, SampleEvent};
 use crate::sys::signal::SignalPipe;
-use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, ProbeTarget, Tracefs};
+use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
 
 /// Name of the array map the session fills with the workload's pid (module docs).
 pub const TARGET_TGID_MAP: &str = "target_tgid";
@@ -312,112 +312,6 @@ impl fmt::Debug for Session {
     }
 }
 
-/// `NAME=FETCHARG` strings with repeated names made distinct (`v`, `v_2`, ...): tracefs
-/// refuses an event whose arguments share a name, and a spec may fetch one variable twice.
-#[must_use]
-pub fn unique_arg_names(args: &[String]) -> Vec<String> {
-    let mut seen: Vec<String> = Vec::new();
-    args.iter()
-        .map(|a| {
-            let Some((name, fetch)) = a.split_once('=') else {
-                return a.clone();
-            };
-            let mut unique = name.to_owned();
-            let mut n = 1;
-            while seen.contains(&unique) {
-                n += 1;
-                unique = format!("{name}_{n}");
-            }
-            seen.push(unique.clone());
-            format!("{unique}={fetch}")
-        })
-        .collect()
-}
-
-/// The tracefs fetch-args a spec's arguments translate to: registers, `$retval`, `$stack`,
-/// `$stackN`, `$argN`, `$comm`, `@ADDR` and `\IMM` without steps, inside their `+OFF(...)`
-/// memory reads (`+144(+216(+8(%sp)))`). Others (C variables, member steps) need debug info
-/// and a prologue: they are left to the program and logged.
-#[must_use]
-pub fn fetch_args(spec: &probe::ProbeSpec<'_>) -> String {
-    let mut out = Vec::new();
-    for (i, a) in spec.args().exprs().iter().enumerate() {
-        if a.is_err() {
-            continue;
-        }
-        let base = match a.base() {
-            ArgBase::Reg(r) => format!("%{r}"),
-            ArgBase::Retval => "$retval".into(),
-            ArgBase::Stack => "$stack".into(),
-            ArgBase::StackN(n) => format!("$stack{n}"),
-            ArgBase::ArgN(n) => format!("$arg{n}"),
-            ArgBase::Comm => "$comm".into(),
-            ArgBase::Addr(a) => format!("@{a:#x}"),
-            // The kernel resolves the symbol itself: right under KASLR.
-            base @ ArgBase::Sym { .. } => base.to_string(),
-            ArgBase::Imm(v) => format!("\\{v}"),
-            ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
-                log::info!(
-                    "argument {} of '{spec}' is not a tracefs fetch-arg: left to the program",
-                    i + 1
-                );
-                continue;
-            }
-        };
-        if !a.steps().is_empty() {
-            log::info!(
-                "argument {} of '{spec}' has member steps: left to the program",
-                i + 1
-            );
-            continue;
-        }
-        let name = a
-            .name()
-            .map_or_else(|| format!("arg{}", i + 1), str::to_owned);
-        let ty = a
-            .fetch_type()
-            .map_or_else(String::new, |t| format!(":{}", t.as_str()));
-        let reads: String = a.derefs().iter().rev().map(|o| format!("{o:+}(")).collect();
-        let close = ")".repeat(a.derefs().len());
-        out.push(format!("{name}={reads}{base}{close}{ty}"));
-    }
-    out.join(" ")
-}
-
-/// Where tracefs puts a probe of `target` at `offset` without debug info: a kernel symbol,
-/// a user binary's symbol (looked up in its ELF), or a raw file offset. `Err(Ok(_))`: the
-/// symbol lookup failed; `Err(Err(_))`: the target is no kprobe/uprobe target.
-fn probe_target(
-    target: Target<'_>,
-    offset: u64,
-) -> Result<ProbeTarget, Result<tracefs::Error, String>> {
-    match target {
-        Target::Kernel { func } => Ok(ProbeTarget::Kernel {
-            func: func.to_owned(),
-            offset,
-        }),
-        Target::User { path, func } => tracefs::UprobeSpec {
-            path: path.into(),
-            func: func.to_owned(),
-            offset,
-        }
-        .resolve()
-        .map_err(Ok),
-        Target::UserOffset { path, offset: at } => {
-            let p = PathBuf::from(path);
-            let func = p
-                .file_name()
-                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-            Ok(ProbeTarget::User {
-                path: p,
-                offset: at.saturating_add(offset),
-                func,
-            })
-        }
-        Target::Tracepoint { .. } => Err(Err("tracepoint target in a probe".into())),
-    }
-}
-
 impl Session {
     /// Loads `objects`, makes their probes, attaches and enables everything.
     ///
@@ -443,7 +337,7 @@ impl Session {
             program: None,
             source,
         })?;
-        let online = crate::cpus::online().map_err(|e| Error::Io {
+        let online = crate::kernel::cpus::online().map_err(|e| Error::Io {
             what: "reading the online CPUs",
             source: std::io::Error::other(e.to_string()),
         })?;
@@ -544,7 +438,7 @@ impl Session {
                     && map.value_size() == 4
                 {
                     let tgid = u32::try_from(pid).unwrap_or(0);
-                    map.update(&0u32, &tgid, crate::maps::UpdateMode::Any)
+                    map.update(&0u32, &tgid, crate::load::UpdateMode::Any)
                         .map_err(|source| Error::Load {
                             object: src.name.clone(),
                             source,
@@ -626,7 +520,7 @@ impl Session {
                             target: site.target.clone(),
                             args: unique_arg_names(&site.fetch_args).join(" "),
                         }
-                    } else if crate::debuginfo::spec_needs_debug_info(&spec) {
+                    } else if crate::probe::debuginfo::spec_needs_debug_info(&spec) {
                         return Err(spec_err(
                             "the program was loaded without its DWARF site".into(),
                         ));
@@ -966,46 +860,4 @@ fn end_workload(child: &mut Child, sig: i32) {
     }
     let _ = child.kill();
     let _ = child.wait();
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::panic)]
-mod tests {
-    use super::*;
-
-    fn spec(s: &str) -> probe::ProbeSpec<'_> {
-        match probe::parse(s).unwrap() {
-            Section::Probe(p) => p,
-            Section::Title(t) => panic!("{t}"),
-        }
-    }
-
-    #[test]
-    fn fetch_args_keep_memory_reads() {
-        assert_eq!(
-            fetch_args(&spec(
-                "w=generic_perform_write+147 a_ops=+144(+216(+8(%sp))):u64 bytes=%bx:u64 \
-                 offset=-16(%sp)"
-            )),
-            "a_ops=+144(+216(+8(%sp))):u64 bytes=%bx:u64 offset=-16(%sp)"
-        );
-        assert_eq!(
-            fetch_args(&spec(
-                "kprobe/f(+8(@0x1000):u8, \\3, file->f_pos, $err, +8($stack2))"
-            )),
-            "arg1=+8(@0x1000):u8 arg2=\\3 arg5=+8($stack2)"
-        );
-        assert_eq!(
-            fetch_args(&spec(
-                "kprobe/f(max_threads=@_stext+0x2f83098:s32, +8(@init_task-0x10), @jiffies)"
-            )),
-            "max_threads=@_stext+0x2f83098:s32 arg2=+8(@init_task-0x10) arg3=@jiffies"
-        );
-    }
-
-    #[test]
-    fn repeated_names_become_distinct() {
-        let args = ["v=%di".to_owned(), "v=%si".to_owned(), "w=%dx".to_owned()];
-        assert_eq!(unique_arg_names(&args), ["v=%di", "v_2=%si", "w=%dx"]);
-    }
 }

@@ -17,8 +17,8 @@ use std::process::Command;
 
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::prologue::PROBE_READ_KERNEL;
-use sluice_runtime::debuginfo::{resolved_spec, DebugInfo};
-use sluice_runtime::loader::{program_spec, prologue_for, site_prologues};
+use sluice_runtime::probe::debuginfo::{resolved_spec, DebugInfo};
+use sluice_runtime::probe::{program_spec, prologue_for, site_prologues};
 use sluice_runtime::tracefs::ProbeTarget;
 use sluice_runtime::LoadOptions;
 
@@ -206,8 +206,8 @@ fn resolved_specs_load_the_same_prologue_without_debug_info() {
                     sluice_core::probe::Section::Title(t) => panic!("{t}"),
                 };
                 assert_eq!(
-                    sluice_runtime::session::fetch_args(&again),
-                    sluice_runtime::session::unique_arg_names(&site.fetch_args).join(" "),
+                    sluice_runtime::probe::fetch_args(&again),
+                    sluice_runtime::probe::unique_arg_names(&site.fetch_args).join(" "),
                     "{resolved}"
                 );
                 assert_eq!(again.event(), parsed.event());

@@ -31,8 +31,8 @@ use sluice_core::elf::Elf;
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::Site;
-use sluice_runtime::loader::site_prologues;
+use sluice_runtime::probe::debuginfo::Site;
+use sluice_runtime::probe::site_prologues;
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::sys::perf_event;
 use sluice_runtime::tracefs::{

@@ -23,7 +23,7 @@ use sluice_core::disasm::Listing;
 use sluice_core::dwarf::{DebugSections, FetchSyntax, Lookup, Resolver};
 use sluice_core::elf::Elf;
 use sluice_core::probe::{self, Section};
-use sluice_runtime::debuginfo::DebugInfo;
+use sluice_runtime::probe::debuginfo::DebugInfo;
 use sluice_runtime::sys::mmap::Mmap;
 use sluice_runtime::tracefs::ProbeTarget;
 
@@ -231,7 +231,7 @@ fn kernel_globals_are_spelled_from_stext_and_relocated_by_the_running_kernel() {
         }
         // The resolved spec carries @_stext+OFF; a device relocates it with its own
         // kallsyms: here a kernel moved by K.
-        let spec = sluice_runtime::debuginfo::resolved_spec(&p, site).unwrap();
+        let spec = sluice_runtime::probe::debuginfo::resolved_spec(&p, site).unwrap();
         let Ok(Section::Probe(rp)) = probe::parse(&spec) else {
             panic!("{spec}")
         };

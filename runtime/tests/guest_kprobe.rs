@@ -40,7 +40,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sluice_runtime::maps::UpdateMode;
+use sluice_runtime::load::UpdateMode;
 use sluice_runtime::ring::SampleEvent;
 use sluice_runtime::session::{Event, ObjectSource, Session, SessionOptions, SourceKind};
 use sluice_runtime::tracefs::{ProbeKind, Tracefs};
@@ -301,7 +301,7 @@ fn open_filter_keeps_exactly_the_target_opens_on_every_cpu() {
     let Some(t) = kprobes("open_filter_keeps_exactly_the_target_opens_on_every_cpu") else {
         return;
     };
-    let cpus = sluice_runtime::cpus::online().unwrap();
+    let cpus = sluice_runtime::kernel::cpus::online().unwrap();
     let files = Files::new("open", FILES_PER_CPU * cpus.len());
     let noise = Noise::start();
     let mut s = session(false);
@@ -360,7 +360,7 @@ fn vfs_read_return_values_and_typed_args_match_the_workload_and_the_kernel() {
     else {
         return;
     };
-    let cpus = sluice_runtime::cpus::online().unwrap();
+    let cpus = sluice_runtime::kernel::cpus::online().unwrap();
     let files = Files::new("read", FILES_PER_CPU * cpus.len());
     let noise = Noise::start();
     let mut s = session(true);

@@ -13,7 +13,7 @@ use rustix::io::Errno;
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::perf::abi::{map_type, prog_type};
 use sluice_core::Insn;
-use sluice_runtime::loader::{self, load_program, load_program_with_log, ProgramLoad};
+use sluice_runtime::load::{LoadLog, ProgramLoad};
 use sluice_runtime::{load, Error, LoadOptions, Map, MapSpec, UpdateMode};
 use std::os::fd::AsFd;
 
@@ -69,8 +69,16 @@ fn uninitialised_register_is_refused_with_a_log_naming_the_insn() {
         insns: &insns,
         license: "GPL",
         kern_version: 0,
+        btf: None,
     };
-    let err = load_program(&req, 1, 4096).unwrap_err();
+    let err = load::program(
+        &req,
+        &LoadLog::OnFailure {
+            level: 1,
+            size: 4096,
+        },
+    )
+    .unwrap_err();
     let Error::Verifier {
         program,
         errno,
@@ -102,8 +110,16 @@ fn out_of_bounds_stack_read_is_refused() {
         insns: &insns,
         license: "GPL",
         kern_version: 0,
+        btf: None,
     };
-    let err = load_program(&req, 1, 4096).unwrap_err();
+    let err = load::program(
+        &req,
+        &LoadLog::OnFailure {
+            level: 1,
+            size: 4096,
+        },
+    )
+    .unwrap_err();
     let text = String::from_utf8_lossy(err.verifier_log().expect("a log"));
     assert!(
         text.contains("0: (79) r0 = *(u64 *)(r10 +8)"),
@@ -129,13 +145,21 @@ fn log_buffer_grows_to_what_the_kernel_needed() {
         insns: &insns,
         license: "GPL",
         kern_version: 0,
+        btf: None,
     };
-    let (fd, log) = load_program_with_log(&req, 2, 256).unwrap();
+    let (fd, log) = load::program(
+        &req,
+        &LoadLog::Always {
+            level: 2,
+            size: 256,
+        },
+    )
+    .unwrap();
     let text = String::from_utf8_lossy(&log);
     assert!(log.len() > 4096, "log of {} bytes", log.len());
     assert!(text.contains("199: (b7) r0 = 199"), "log:\n{text}");
     assert!(text.contains("processed 201 insns"), "log:\n{text}");
-    assert!(loader::prog_info(fd.as_fd()).unwrap().id > 0);
+    assert!(load::prog_info(fd.as_fd()).unwrap().id > 0);
 }
 
 /// Fixtures using what `Object::relocate` does not link yet (global data, bpf-to-bpf calls).
@@ -248,15 +272,24 @@ fn bad_verifier_fixture_is_refused() {
         let mut insns = vec![Insn::default(); p.insn_count()];
         obj.relocate(idx, &[], &fds, &mut insns).unwrap();
         o.log_level = 1;
-        let ty = loader::section_prog_type(p.section_name).unwrap_or(prog_type::KPROBE);
+        let ty =
+            sluice_runtime::probe::section_prog_type(p.section_name).unwrap_or(prog_type::KPROBE);
         let req = ProgramLoad {
             name,
             prog_type: ty,
             insns: &insns,
             license: "GPL",
             kern_version: 0,
+            btf: None,
         };
-        let err = load_program(&req, o.log_level, o.log_size).unwrap_err();
+        let err = load::program(
+            &req,
+            &LoadLog::OnFailure {
+                level: o.log_level,
+                size: o.log_size,
+            },
+        )
+        .unwrap_err();
         let log = String::from_utf8_lossy(
             err.verifier_log()
                 .unwrap_or_else(|| panic!("{name}: {err}")),
@@ -472,8 +505,16 @@ fn capability_loss_child() {
         insns: &insns,
         license: "GPL",
         kern_version: 0,
+        btf: None,
     };
-    let err = load_program(&req, 1, 4096).unwrap_err();
+    let err = load::program(
+        &req,
+        &LoadLog::OnFailure {
+            level: 1,
+            size: 4096,
+        },
+    )
+    .unwrap_err();
     println!("PROG_LOAD_ERROR: {err}");
     let err = Map::create(&spec("capless", map_type::HASH, 4, 4, 1), None).unwrap_err();
     println!("MAP_CREATE_ERROR: {err}");
@@ -575,7 +616,7 @@ fn object_info_of_a_map_fd_is_the_maps() {
         return;
     }
     let m = Map::create(&spec("not_a_prog", map_type::ARRAY, 4, 4, 1), None).unwrap();
-    let info = loader::prog_info(m.as_fd()).unwrap();
+    let info = load::prog_info(m.as_fd()).unwrap();
     assert_eq!(info.prog_type, map_type::ARRAY);
     assert!(info.id > 0);
 }

@@ -11,8 +11,10 @@
 mod common;
 
 use sluice_core::object::{MapKind, Object, ObjectStorage, MAX_EXTERNS};
-use sluice_runtime::btf::{fixup, load as btf_load, sanitize, Features};
-use sluice_runtime::loader::{read_kernel_config, running_kernel_version};
+use sluice_runtime::kernel::config::read_kernel_config;
+use sluice_runtime::kernel::features::Features;
+use sluice_runtime::kernel::version::running_kernel_version;
+use sluice_runtime::load::btf::{fixup, load as btf_load, sanitize};
 use sluice_runtime::{load, Error, LoadOptions};
 
 fn config_value(config: &str, name: &str) -> Option<String> {

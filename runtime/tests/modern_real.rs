@@ -20,7 +20,7 @@ mod modern_support;
 
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::perf::abi::prog_type;
-use sluice_runtime::loader::section_prog_type;
+use sluice_runtime::probe::section_prog_type;
 use sluice_runtime::{load, LoadOptions};
 use std::path::{Path, PathBuf};
 

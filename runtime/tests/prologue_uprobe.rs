@@ -29,8 +29,8 @@ use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_core::probe::{parse, ProbeKind as SpecKind, Section};
 use sluice_core::prologue::{from_typed_args, ArgLoc, ArgLocs, Base, Prologue, Value};
 use sluice_core::Insn;
-use sluice_runtime::loader::{load_program_with_log, ProgramLoad};
-use sluice_runtime::maps::{Map, MapSpec};
+use sluice_runtime::load::{self, LoadLog, ProgramLoad};
+use sluice_runtime::load::{Map, MapSpec};
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::sys::perf_event;
 use sluice_runtime::tracefs::{ProbeKind, ProbeRequest, Tracefs, UprobeSpec, GROUP};
@@ -133,16 +133,19 @@ fn run(locs: &ArgLocs<'_>, calls: &[(*const Outer, i32, u8, i64)]) -> Vec<(Vec<u
     let p: Prologue = Prologue::generate(locs).unwrap();
     let mut insns = p.insns().to_vec();
     insns.extend(body(std::os::fd::AsRawFd::as_raw_fd(&map.as_fd())));
-    let (prog, _) = load_program_with_log(
+    let (prog, _) = load::program(
         &ProgramLoad {
             name: "prologue_e2e",
             prog_type: prog_type::KPROBE,
             insns: &insns,
             license: "GPL",
             kern_version: 0,
+            btf: None,
         },
-        1,
-        1 << 16,
+        &LoadLog::Always {
+            level: 1,
+            size: 1 << 16,
+        },
     )
     .unwrap_or_else(|e| panic!("{e}"));
 

@@ -20,7 +20,7 @@ use sluice_core::prologue::{
     from_typed_args, ArgLoc, ArgLocs, Base, Memory, Prologue, MAX_DEREFS, MAX_INSNS,
 };
 use sluice_core::Insn;
-use sluice_runtime::loader::{load_program_with_log, ProgramLoad};
+use sluice_runtime::load::{self, LoadLog, ProgramLoad};
 
 /// `r0 = r2 + ... + r(1+n) + *(u64 *)(r1 + 0); exit`: reads every value and the context.
 fn body(n: usize) -> Vec<Insn> {
@@ -44,9 +44,16 @@ fn verify(what: &str, locs: &ArgLocs<'_>) -> usize {
         prog_type: prog_type::KPROBE,
         insns: &insns,
         license: "GPL",
-        kern_version: sluice_runtime::loader::running_kernel_version().unwrap_or(0),
+        kern_version: sluice_runtime::kernel::version::running_kernel_version().unwrap_or(0),
+        btf: None,
     };
-    match load_program_with_log(&load, 1, 1 << 16) {
+    match load::program(
+        &load,
+        &LoadLog::Always {
+            level: 1,
+            size: 1 << 16,
+        },
+    ) {
         Ok(_) => p.len(),
         Err(e) => panic!("{what}: refused: {e}\nlisting:\n{}", Listing::new(&insns)),
     }

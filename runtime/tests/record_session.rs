@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use sluice_runtime::attach::Scope;
-use sluice_runtime::maps::UpdateMode;
+use sluice_runtime::load::UpdateMode;
 use sluice_runtime::session::{Event, ObjectSource, Session, SessionOptions, SourceKind};
 use sluice_runtime::tracefs::Tracefs;
 

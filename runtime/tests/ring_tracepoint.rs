@@ -80,7 +80,7 @@ fn nr_getppid() -> i64 {
 
 fn open_per_cpu(id: u64, tid: i32, cfg: &RingConfig) -> Vec<(u32, OwnedFd)> {
     let attr = tracepoint_attr(id, sample_type().0, cfg);
-    sluice_runtime::cpus::online()
+    sluice_runtime::kernel::cpus::online()
         .unwrap()
         .into_iter()
         .map(|cpu| {

@@ -60,6 +60,34 @@ fn file_offset_from_maps(path: &Path, addr: u64) -> u64 {
     panic!("{addr:#x} not mapped from {}", path.display());
 }
 
+/// A function of a shared library, found through `.dynsym` only (a distribution's libc has
+/// no `.symtab`): its offset is where the kernel mapped it. No kernel feature needed; skipped
+/// when no `libc.so` is mapped (a static build).
+#[test]
+fn shared_library_offset_matches_the_kernel_mapping() {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let Some(libc_path) = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libc.so"))
+        .map(PathBuf::from)
+    else {
+        eprintln!("SKIP shared_library_offset_matches_the_kernel_mapping: no libc.so mapped");
+        return;
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: dlsym(3) with RTLD_DEFAULT and a NUL-terminated name only reads.
+    let addr = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"getpid".as_ptr()) } as usize as u64;
+    assert_ne!(addr, 0, "dlsym(getpid)");
+    let offset = tracefs::uprobe_offset(&libc_path, "getpid", 0).unwrap();
+    assert_eq!(
+        offset,
+        file_offset_from_maps(&libc_path, addr),
+        "{}",
+        libc_path.display()
+    );
+}
+
 fn listed(t: &Tracefs, event: &str) -> bool {
     std::fs::read_to_string(t.root().join("uprobe_events"))
         .unwrap()
@@ -82,7 +110,7 @@ fn uprobe_fetches_the_argument_and_is_removed_by_its_guard() {
     assert_eq!(
         *offset,
         file_offset_from_maps(&exe, addr),
-        "symbol+PT_LOAD offset = kernel mapping"
+        "symbol+section offset = kernel mapping"
     );
 
     let guard = t

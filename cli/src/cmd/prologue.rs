@@ -20,7 +20,7 @@ use sluice_core::disasm::Listing;
 use sluice_core::probe::{self, Place, ProbeSpec, Section, Target};
 use sluice_core::prologue::{self, Prologue, Value, NEEDS_DEBUG_INFO};
 use sluice_core::Error;
-use sluice_runtime::debuginfo::{self, DebugInfo};
+use sluice_runtime::probe::debuginfo::{self, DebugInfo};
 use sluice_runtime::tracefs::ProbeTarget;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

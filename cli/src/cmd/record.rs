@@ -126,7 +126,7 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             Short('C') | Long("cpu") => {
                 let v = parser.value().map_err(crate::fail::usage)?;
                 let text = v.to_string_lossy().into_owned();
-                let cpus = sluice_runtime::cpus::parse(&text)
+                let cpus = sluice_runtime::kernel::cpus::parse(&text)
                     .map_err(|e| bad(format!("-C {text}: {e}")))?;
                 if cpus.is_empty() {
                     return Err(bad(format!("-C '{text}': no CPU")));

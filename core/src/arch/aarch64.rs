@@ -12,7 +12,7 @@ pub const SYS_PERF_EVENT_OPEN: u32 = 241;
 #[doc(alias = "EM_AARCH64")]
 pub const E_MACHINE: u16 = 183;
 
-use super::{ArgPassing, Reg};
+use super::reg::{ArgPassing, Reg};
 
 /// `struct user_pt_regs` (`arch/arm64/include/uapi/asm/ptrace.h`), the first member of the
 /// kernel's `struct pt_regs` and what a kprobe program's context is (`bpf_user_pt_regs_t`):

@@ -12,7 +12,7 @@ pub const SYS_PERF_EVENT_OPEN: u32 = 336;
 #[doc(alias = "EM_386")]
 pub const E_MACHINE: u16 = 3;
 
-use super::{ArgPassing, Reg};
+use super::reg::{ArgPassing, Reg};
 
 /// `struct pt_regs` of a 32-bit kernel (`arch/x86/include/asm/ptrace.h`): 17 words; the
 /// segment registers are 16 bits wide with 16 bits of padding each. Names as the kprobe

@@ -12,7 +12,7 @@ pub const SYS_PERF_EVENT_OPEN: u32 = 298;
 #[doc(alias = "EM_X86_64")]
 pub const E_MACHINE: u16 = 62;
 
-use super::{ArgPassing, Reg};
+use super::reg::{ArgPassing, Reg};
 
 /// `struct pt_regs` (`arch/x86/include/asm/ptrace.h`, the uapi one in
 /// `arch/x86/include/uapi/asm/ptrace.h` without `__KERNEL__`): 21 `unsigned long`s, in

@@ -24,8 +24,6 @@
 //! returns `None`, and the caller runs the reference path, so results and errors stay
 //! exactly those of the reference.
 
-use super::{is_long_name, Datasecs};
-
 /// What the check learned besides the index.
 pub(crate) struct Checked {
     pub(crate) count: u32,
@@ -396,4 +394,72 @@ fn forward_kinds(types: &[u8], index: &[u32]) -> bool {
             _ => true,
         }
     })
+}
+
+/// Most DATASEC ids a [`Btf`] remembers (`.maps`, `.rodata`, `.data`, `.bss`, `.kconfig`
+/// and a few named sections); with more, [`Btf::find`] scans every type.
+pub(super) const DATASECS: usize = 8;
+
+/// The ids of the DATASECs of a [`Btf`], when known.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Datasecs {
+    ids: [u32; DATASECS],
+    len: u8,
+    /// Every DATASEC is in `ids`.
+    complete: bool,
+}
+
+impl Datasecs {
+    /// None seen yet; complete until one does not fit.
+    pub(crate) const fn new() -> Self {
+        Datasecs {
+            ids: [0; DATASECS],
+            len: 0,
+            complete: true,
+        }
+    }
+
+    /// Unknown: [`Btf::find`] scans every type.
+    pub(super) const fn unknown() -> Self {
+        Datasecs {
+            ids: [0; DATASECS],
+            len: 0,
+            complete: false,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, id: u32) {
+        match self.ids.get_mut(usize::from(self.len)) {
+            Some(slot) => {
+                *slot = id;
+                self.len += 1;
+            }
+            None => self.complete = false,
+        }
+    }
+
+    pub(super) fn known(&self) -> Option<&[u32]> {
+        self.complete
+            .then(|| self.ids.get(..usize::from(self.len)))
+            .flatten()
+    }
+}
+
+/// libbpf's `determine_ptr_size` names.
+pub(super) fn is_long_name(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"long"
+            | b"long int"
+            | b"int long"
+            | b"unsigned long"
+            | b"long unsigned"
+            | b"unsigned long int"
+            | b"unsigned int long"
+            | b"long unsigned int"
+            | b"long int unsigned"
+            | b"int unsigned long"
+            | b"int long unsigned"
+    )
 }

@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
+use super::check::{is_long_name, DATASECS};
 use super::*;
 
 #[test]

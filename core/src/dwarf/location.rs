@@ -4,7 +4,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use super::Error;
+use super::error::Error;
 use crate::arch::Arch;
 use crate::prologue::{ArgLoc, Base};
 

@@ -9,7 +9,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::OnceCell;
 
-use super::Error;
+use super::error::Error;
 use crate::elf::{Class, Elf, SectionHeader, SHF_COMPRESSED, SHT_NOBITS};
 
 /// `ELFCOMPRESS_ZLIB`.

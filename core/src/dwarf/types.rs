@@ -2,8 +2,9 @@
 
 use gimli::constants as dw;
 
-use super::resolve::{origin_of, DieRef, Resolver, R};
-use super::{gimli_err, Error};
+use super::die::origin_of;
+use super::error::{gimli_err, Error};
+use super::resolver::{DieRef, Resolver, R};
 
 /// Longest chain of typedefs/qualifiers followed, and deepest nesting of anonymous members.
 pub(super) const MAX_TYPE_HOPS: u32 = 32;

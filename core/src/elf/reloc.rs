@@ -1,6 +1,9 @@
 //! REL tables (`Elf32_Rel` / `Elf64_Rel`): eBPF objects use relocations without addends.
 
-use super::{Class, Elf, Entries, SymbolTable, SHT_REL};
+use super::file::Elf;
+use super::record::{Class, Entries};
+use super::section::SHT_REL;
+use super::symbol::SymbolTable;
 use crate::error::{Error, Result};
 
 /// One relocation entry.
@@ -151,5 +154,16 @@ fn entry_size(class: Class) -> usize {
     match class {
         Class::Elf32 => 8,
         Class::Elf64 => 16,
+    }
+}
+
+impl<'a> Elf<'a> {
+    /// The REL table in section `index`, validated against `symbols` (entry size, count,
+    /// every symbol index).
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_REL`.
+    pub fn rel_table(&self, index: u32, symbols: &SymbolTable<'a>) -> Result<RelTable<'a>> {
+        RelTable::new(self, index, symbols, true)
     }
 }

@@ -1,6 +1,6 @@
 //! Section headers (`Elf32_Shdr` / `Elf64_Shdr`) and string tables.
 
-use super::{Class, Fields};
+use super::record::{Class, Fields};
 use crate::error::{Error, Result, SectionRef};
 use scroll::Endian;
 
@@ -18,6 +18,8 @@ pub const SHT_RELA: u32 = 4;
 pub const SHT_NOBITS: u32 = 8;
 /// Relocations without addends.
 pub const SHT_REL: u32 = 9;
+/// Dynamic symbol table (`.dynsym` of an executable or shared library).
+pub const SHT_DYNSYM: u32 = 11;
 
 /// Writable.
 pub const SHF_WRITE: u64 = 0x1;

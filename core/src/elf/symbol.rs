@@ -1,6 +1,8 @@
 //! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
 
-use super::{Class, Elf, Entries, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use super::file::Elf;
+use super::record::{Class, Entries};
+use super::section::{StrTab, SHT_DYNSYM, SHT_STRTAB, SHT_SYMTAB};
 use crate::error::{Error, Result, SectionRef};
 
 /// Local binding.
@@ -57,15 +59,17 @@ pub struct SymbolTable<'a> {
 }
 
 impl<'a> SymbolTable<'a> {
-    pub(super) fn new(elf: &Elf<'a>, index: u32, check_names: bool) -> Result<Self> {
+    pub(super) fn new(elf: &Elf<'a>, index: u32, check_names: bool, dynamic: bool) -> Result<Self> {
         // The section's name is looked up only on the error paths.
         let bad = |what| Error::BadSection {
             section: elf.section_ref(index),
             what,
         };
         let sh = elf.section(index).ok_or_else(|| bad("no such section"))?;
-        if sh.sh_type != SHT_SYMTAB {
-            return Err(bad("not SHT_SYMTAB"));
+        match (dynamic, sh.sh_type) {
+            (false, SHT_SYMTAB) | (true, SHT_DYNSYM) => {}
+            (false, _) => return Err(bad("not SHT_SYMTAB")),
+            (true, _) => return Err(bad("not SHT_DYNSYM")),
         }
         let class = elf.header().class;
         let entsize = entry_size(class);
@@ -227,5 +231,31 @@ fn entry_size(class: Class) -> usize {
     match class {
         Class::Elf32 => 16,
         Class::Elf64 => 24,
+    }
+}
+
+impl<'a> Elf<'a> {
+    /// The symbol table in section `index`, validated (entry size, count, string table link,
+    /// every name index).
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_SYMTAB`.
+    pub fn symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, true, false)
+    }
+
+    /// The dynamic symbol table (`.dynsym`) in section `index`, validated as
+    /// [`Elf::symbol_table`] validates `.symtab`.
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_DYNSYM`.
+    pub fn dynamic_symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, true, true)
+    }
+
+    /// The symbol table in section `index` with everything checked but its name indices:
+    /// the caller checks each symbol's (the open phase does so in its pass over them).
+    pub(crate) fn symbol_table_names_unchecked(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, false, false)
     }
 }

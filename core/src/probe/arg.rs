@@ -20,7 +20,10 @@ use heapless::Vec;
 
 use super::ctype::is_type_keyword;
 use super::cursor::{err_at, is_ident_cont, is_ident_start, Cursor};
-use super::{ProbeError, MAX_STEPS};
+use super::error::ProbeError;
+
+/// Most steps (`.m`, `->m`, `[n]`) in one argument expression.
+pub const MAX_STEPS: usize = 8;
 
 /// Where an argument's value starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 use core::fmt;
 
 use super::cursor::{err_at, is_ident_cont, Cursor};
-use super::ProbeError;
+use super::error::ProbeError;
 
 /// The width of an integer parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! boundary; slicing still goes through `str::get`, so a mistake would give an error, never a
 //! panic.
 
-use super::ProbeError;
+use super::error::ProbeError;
 
 /// A cursor over `s[pos..end]`.
 #[derive(Clone, Copy)]

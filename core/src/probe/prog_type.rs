@@ -1,6 +1,7 @@
 //! The program type a section name asks for, the way libbpf's section table decides.
 
-use super::{parse, ProbeKind, Section};
+use super::grammar::parse;
+use super::spec::{ProbeKind, Section};
 
 /// `BPF_PROG_TYPE_*` values (`enum bpf_prog_type` in `include/uapi/linux/bpf.h`) the section
 /// table below uses.

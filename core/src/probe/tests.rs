@@ -1378,7 +1378,7 @@ fn plainly_valid_names_parse() {
         for b in pieces {
             for c in pieces {
                 let name = std::format!("{a}{b}{c}");
-                if super::plainly_valid(name.as_bytes()) {
+                if super::grammar::plainly_valid(name.as_bytes()) {
                     checked += 1;
                     assert!(super::parse(&name).is_ok(), "{name:?}");
                     assert!(super::validate(&name).is_ok(), "{name:?}");

@@ -1,11 +1,17 @@
-//! Code generation: [`ArgLocs`] to instructions in a caller buffer.
+//! Code generation: [`ArgLocs`] to instructions in a caller buffer ([`write`]), or into a
+//! [`Prologue`] of its own.
 
 use crate::insn::opcode::{ADD, AND, B, DW, H, JNE, W};
 use crate::insn::reg::{R0, R1, R10, R2, R3, R6};
+use core::fmt;
+
+use heapless::Vec;
+
+use crate::disasm::Listing;
 use crate::{Error, Insn, Result};
 
+use super::limits::{ERR_SLOT, MAX_INSNS, MAX_READS, MAX_VALUES};
 use super::loc::{ArgLoc, ArgLocs, Base, Value};
-use super::{ERR_SLOT, MAX_VALUES};
 
 /// The stack slot of value `j` (relative to r10): -8, -16, -24, -32.
 fn slot(j: usize) -> i16 {
@@ -103,7 +109,7 @@ fn emit_reads(
     locs: &ArgLocs<'_>,
     loc: &ArgLoc<'_>,
     j: usize,
-    jumps: &mut heapless::Vec<usize, { super::MAX_READS }>,
+    jumps: &mut heapless::Vec<usize, { MAX_READS }>,
 ) -> Result<()> {
     let arch = locs.arch();
     let reg_size = arch.reg_size();
@@ -151,7 +157,7 @@ fn emit_reads(
         e.push(Insn::call(helper))?;
         jumps.push(e.len).map_err(|_| Error::Capacity {
             what: "memory reads in one prologue",
-            limit: super::MAX_READS as u32,
+            limit: MAX_READS as u32,
         })?;
         e.push(Insn::jmp_imm(JNE, R0, 0, 0))?;
         if !last {
@@ -190,13 +196,13 @@ fn emit_direct(e: &mut Emitter<'_>, locs: &ArgLocs<'_>, loc: &ArgLoc<'_>, dst: u
 /// used. See the [module docs](super) for the code's shape.
 ///
 /// # Errors
-/// [`Error::Capacity`] when `out` is too short ([`super::MAX_INSNS`] always suffices).
+/// [`Error::Capacity`] when `out` is too short ([`MAX_INSNS`] always suffices).
 pub fn write(locs: &ArgLocs<'_>, out: &mut [Insn]) -> Result<usize> {
     let mut e = Emitter { out, len: 0 };
     e.push(Insn::mov64_reg(R6, R1))?;
     let values = locs.values();
     let reg = |j: usize| R2 + j as u8;
-    let mut jumps: heapless::Vec<usize, { super::MAX_READS }> = heapless::Vec::new();
+    let mut jumps: heapless::Vec<usize, { MAX_READS }> = heapless::Vec::new();
 
     // Arguments that read memory first: their helper calls clobber r1..r5.
     let readers = values
@@ -249,4 +255,60 @@ pub fn write(locs: &ArgLocs<'_>, out: &mut [Insn]) -> Result<usize> {
     }
     e.push(Insn::mov64_reg(R1, R6))?;
     Ok(e.len)
+}
+
+/// A generated prologue of at most `N` instruction slots.
+///
+/// `Display` prints it as perf did: `bpf_prologue: insn num=N`, then one instruction per line
+/// in the verifier's format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prologue<const N: usize = MAX_INSNS> {
+    insns: Vec<Insn, N>,
+}
+
+impl<const N: usize> Prologue<N> {
+    /// The prologue for `locs`.
+    ///
+    /// # Errors
+    /// [`Error::Capacity`] when it needs more than `N` slots.
+    pub fn generate(locs: &ArgLocs<'_>) -> Result<Self> {
+        let mut buf = [Insn::default(); N];
+        let len = write(locs, &mut buf)?;
+        let mut insns = Vec::new();
+        insns
+            .extend_from_slice(buf.get(..len).unwrap_or_default())
+            .map_err(|_| Error::Capacity {
+                what: "prologue instructions",
+                limit: u32::try_from(N).unwrap_or(u32::MAX),
+            })?;
+        Ok(Prologue { insns })
+    }
+
+    /// The instructions, to prepend to the program.
+    #[must_use]
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// Number of instruction slots.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.insns.len()
+    }
+
+    /// Whether it is empty (it never is: it at least saves and restores the context).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.insns.is_empty()
+    }
+}
+
+impl<const N: usize> fmt::Display for Prologue<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "bpf_prologue: insn num={}", self.insns.len())?;
+        for line in &Listing::new(&self.insns) {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
 }

@@ -8,7 +8,7 @@ use crate::arch::{Arch, Reg};
 use crate::probe::ProbeKind;
 use crate::{Error, Result};
 
-use super::{MAX_DEREFS, MAX_VALUES};
+use super::limits::{MAX_DEREFS, MAX_VALUES};
 
 /// Which memory the dereferences read, and so which helper reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,6 +42,7 @@
 //! (`a_ops=+104(+248(%di)):u64`), to compare with `perf probe` or to create the same event.
 
 mod gen;
+mod limits;
 mod loc;
 #[cfg(test)]
 #[allow(
@@ -53,86 +54,9 @@ mod loc;
 mod tests;
 mod typed;
 
-use core::fmt;
-
-use heapless::Vec;
-
-use crate::disasm::Listing;
-use crate::{Error, Insn, Result};
-
-pub use gen::write;
+pub use gen::{write, Prologue};
+pub use limits::{ERR_SLOT, MAX_DEREFS, MAX_INSNS, MAX_READS, MAX_VALUES};
 pub use loc::{ArgLoc, ArgLocs, Base, FetchArg, Memory, Value, PROBE_READ_KERNEL, PROBE_READ_USER};
-pub use typed::{c_type_layout, from_typed_args, from_typed_args_with, NEEDS_SYMBOLS};
-
-/// Most values passed: r2..r5 (`$err` included).
-pub const MAX_VALUES: usize = 4;
-/// Most dereferences in one argument (as many as an argument expression has steps).
-pub const MAX_DEREFS: usize = crate::probe::MAX_STEPS;
-/// Most memory reads in one prologue: every value's dereferences plus the read its base
-/// implies.
-pub const MAX_READS: usize = MAX_VALUES * (MAX_DEREFS + 1);
-/// Longest prologue, in instruction slots: `r6 = r1`; per value a `$err` index store, a
-/// two-slot base, 7 instructions per read but one, 4 to narrow and store, one to load its
-/// register; the jump over the error path, the error path, `r1 = r6`.
-pub const MAX_INSNS: usize =
-    1 + MAX_VALUES * (1 + 2 + (MAX_DEREFS + 1) * 7 - 1 + 4 + 1) + 1 + MAX_VALUES + 1;
-/// The stack slot of the `$err` index (relative to r10), below the value slots.
-pub const ERR_SLOT: i16 = -8 * (MAX_VALUES as i16 + 1);
-/// The message (in [`Error::Usage`]) for an argument that needs debug info.
-pub const NEEDS_DEBUG_INFO: &str = "needs debug info (--debuginfo FILE), not supported yet";
-
-/// A generated prologue of at most `N` instruction slots.
-///
-/// `Display` prints it as perf did: `bpf_prologue: insn num=N`, then one instruction per line
-/// in the verifier's format.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Prologue<const N: usize = MAX_INSNS> {
-    insns: Vec<Insn, N>,
-}
-
-impl<const N: usize> Prologue<N> {
-    /// The prologue for `locs`.
-    ///
-    /// # Errors
-    /// [`Error::Capacity`] when it needs more than `N` slots.
-    pub fn generate(locs: &ArgLocs<'_>) -> Result<Self> {
-        let mut buf = [Insn::default(); N];
-        let len = write(locs, &mut buf)?;
-        let mut insns = Vec::new();
-        insns
-            .extend_from_slice(buf.get(..len).unwrap_or_default())
-            .map_err(|_| Error::Capacity {
-                what: "prologue instructions",
-                limit: u32::try_from(N).unwrap_or(u32::MAX),
-            })?;
-        Ok(Prologue { insns })
-    }
-
-    /// The instructions, to prepend to the program.
-    #[must_use]
-    pub fn insns(&self) -> &[Insn] {
-        &self.insns
-    }
-
-    /// Number of instruction slots.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.insns.len()
-    }
-
-    /// Whether it is empty (it never is: it at least saves and restores the context).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.insns.is_empty()
-    }
-}
-
-impl<const N: usize> fmt::Display for Prologue<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "bpf_prologue: insn num={}", self.insns.len())?;
-        for line in &Listing::new(&self.insns) {
-            writeln!(f, "{line}")?;
-        }
-        Ok(())
-    }
-}
+pub use typed::{
+    c_type_layout, from_typed_args, from_typed_args_with, NEEDS_DEBUG_INFO, NEEDS_SYMBOLS,
+};

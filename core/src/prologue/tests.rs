@@ -5,6 +5,7 @@ use std::vec::Vec;
 use super::*;
 use crate::arch::Arch;
 use crate::probe::{parse, ProbeKind, Section};
+use crate::{Error, Insn, Result};
 
 fn x86(name: &str) -> Base {
     Base::Reg(Arch::X86_64.reg(name).unwrap())

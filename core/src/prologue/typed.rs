@@ -6,8 +6,11 @@ use crate::arch::{Arch, ArgPassing};
 use crate::probe::{Arg, ArgBase, Args, CType, FetchType, IntWidth, ProbeKind, Signedness};
 use crate::{Error, Result};
 
+use super::limits::MAX_VALUES;
 use super::loc::{ArgLoc, ArgLocs, Base, Memory};
-use super::NEEDS_DEBUG_INFO;
+
+/// The message (in [`Error::Usage`]) for an argument that needs debug info.
+pub const NEEDS_DEBUG_INFO: &str = "needs debug info (--debuginfo FILE), not supported yet";
 
 /// Size and signedness of a C parameter type on `arch`, for a probe in `memory`.
 ///
@@ -207,7 +210,7 @@ fn expr_loc<'a>(
 /// [`Error::Usage`] whose `value` is the 1-based position of the argument: a variable, a
 /// member access or an index ([`NEEDS_DEBUG_INFO`]), an argument past the convention's
 /// registers, one wider than a register, an unknown register, `$comm`, a string type.
-/// [`Error::Capacity`] for more than [`super::MAX_VALUES`] values, `$err` included: callers
+/// [`Error::Capacity`] for more than [`MAX_VALUES`] values, `$err` included: callers
 /// name the spec in the message. [`Memory::of`]'s error for a tracepoint. `@SYMBOL`
 /// ([`NEEDS_SYMBOLS`]): use [`from_typed_args_with`].
 pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Result<ArgLocs<'a>> {
@@ -243,10 +246,10 @@ pub fn from_typed_args_with<'a>(
             }
         }
         Args::Fetch(list) => {
-            if list.len() > super::MAX_VALUES {
+            if list.len() > MAX_VALUES {
                 return Err(Error::Capacity {
                     what: "values for r2..r5 ($err included)",
-                    limit: super::MAX_VALUES as u32,
+                    limit: MAX_VALUES as u32,
                 });
             }
             for (i, arg) in list.iter().enumerate() {

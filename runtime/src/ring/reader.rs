@@ -17,7 +17,7 @@ use async_io::{Async, Timer};
 use futures_core::Stream;
 use sluice_core::perf::record::{Record, Sample};
 
-use super::{Error, PerfRing, RingStats};
+use super::perf_ring::{Error, PerfRing, RingStats};
 
 /// Most RAW buffers kept for reuse by [`RingSet::recycle`].
 const RAW_POOL_LIMIT: usize = 4096;

@@ -41,7 +41,7 @@ fn addr<T>(p: *const T) -> u64 {
     p as usize as u64
 }
 
-/// Number of possible CPUs ([`cpus::POSSIBLE`](crate::cpus::POSSIBLE)), what the kernel's
+/// Number of possible CPUs ([`cpus::POSSIBLE`](crate::kernel::cpus::POSSIBLE)), what the kernel's
 /// `num_possible_cpus()` counts and per-CPU map values are sized by. Read once.
 ///
 /// # Errors
@@ -49,7 +49,7 @@ fn addr<T>(p: *const T) -> u64 {
 pub fn possible_cpus() -> Result<usize, Errno> {
     static CPUS: OnceLock<Option<usize>> = OnceLock::new();
     let n = CPUS.get_or_init(|| {
-        crate::cpus::possible()
+        crate::kernel::cpus::possible()
             .ok()
             .map(|cpus| cpus.len())
             .filter(|&n| n > 0)

@@ -8,6 +8,10 @@
 //! threads (the other tests running in parallel) still reach the kernel. Code under test
 //! that makes its calls on a thread of its own is not faked.
 //!
+//! [`set_kernel_release`] likewise makes this thread see another kernel release than
+//! `uname(2)`'s, so the errnos that mean "too old" on an old kernel (an `EINVAL` for a
+//! program or map type the kernel predates) are tested on any host.
+//!
 //! The handler gets a typed view of each call ([`Call`]): the decoded `bpf` command with
 //! its attr, the `perf_event_open` arguments, or the ioctl. It may read the attr
 //! ([`Bpf::prog_load`], [`PerfEventOpen::cpu`] ...) and write what the kernel would write
@@ -547,6 +551,51 @@ impl Drop for Fake {
 
 fn installed() -> bool {
     FAKE.with(|f| f.borrow().is_some())
+}
+
+thread_local! {
+    static RELEASE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Makes the kernel release this thread's code sees (`running_kernel_version` in
+/// `kernel::version`, and through it every old-kernel classification of an errno) be
+/// `release` instead of what `uname(2)` says, until the returned guard drops. Independent
+/// of [`install`]: the two combine.
+///
+/// # Panics
+/// When a release is set on this thread already.
+#[must_use = "the release is only set until the guard drops"]
+pub fn set_kernel_release(release: &str) -> KernelRelease {
+    RELEASE.with(|r| {
+        let mut r = r.borrow_mut();
+        assert!(
+            r.is_none(),
+            "fake: a kernel release is set on this thread already"
+        );
+        *r = Some(release.to_owned());
+    });
+    KernelRelease {
+        _not_send: core::marker::PhantomData,
+    }
+}
+
+/// A kernel release set by [`set_kernel_release`]; dropping it gives `uname(2)` back.
+#[derive(Debug)]
+pub struct KernelRelease {
+    /// The release is per thread: keep the guard on it.
+    _not_send: core::marker::PhantomData<*const ()>,
+}
+
+impl Drop for KernelRelease {
+    fn drop(&mut self) {
+        RELEASE.with(|r| r.borrow_mut().take());
+    }
+}
+
+/// The release set on this thread by [`set_kernel_release`], if any.
+#[must_use]
+pub fn kernel_release() -> Option<String> {
+    RELEASE.with(|r| r.borrow().clone())
 }
 
 /// Runs the handler on `call`; `returns_fd` says which kind of [`Reply`] the call needs.

@@ -1,4 +1,4 @@
-//! The system-call layer: the only module of the runtime (with `ring`) allowed `unsafe`.
+//! The system-call layer: the only module of the runtime allowed `unsafe`.
 //!
 //! Calls that `rustix` covers (open, read, mmap, ioctl, poll, uname, fds) go through it.
 //! The two it does not, `bpf(2)` and `perf_event_open(2)`, go through one raw-syscall funnel
@@ -6,6 +6,8 @@
 //! the numbers from [`sluice_core::arch::native`]. Above the funnel, [`bpf`] and
 //! [`perf_event`] are safe, typed wrappers that build every `bpf_attr` themselves, so the
 //! addresses the kernel writes through always come from live Rust slices of the right size.
+//! `ring_map` is the perf ring's shared mapping (`mmap(2)`, the atomic `data_head` /
+//! `data_tail` views, bounded slices of the data area) that `ring` drains.
 //!
 //! # Safety
 //! Every `unsafe` block carries a `// SAFETY:` line naming the man page or kernel source
@@ -40,6 +42,7 @@ pub mod fake;
 pub mod mmap;
 pub mod perf_event;
 pub mod process;
+pub(crate) mod ring_map;
 pub mod signal;
 
 use rustix::io::Errno;

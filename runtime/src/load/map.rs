@@ -4,10 +4,16 @@
 //! Keys and values are plain data in native byte order (what a BPF program on this machine
 //! sees). Per-CPU maps hold one value per *possible* CPU, each slot `value_size` rounded up
 //! to 8 bytes (`kernel/bpf/syscall.c` `bpf_map_value_size`).
+//!
+//! The maps of an object are created here too ([`create_maps`]: plain maps first, then
+//! map-in-maps with their inner template; [`init_data_maps`]: global data set and frozen).
 
 use crate::error::{Error, Result};
+use crate::kernel::errno::bpf_error;
 use crate::sys::bpf::{self as sys, MapFd};
 use rustix::io::Errno;
+use sluice_core::btf::{Btf, Kind};
+use sluice_core::object::{MapDef, MapKind};
 use sluice_core::perf::abi::{
     map_type, object_name, MapCreateAttr, BPF_ANY, BPF_EXIST, BPF_NOEXIST,
 };
@@ -199,7 +205,7 @@ impl Map {
         let fd = fd.map_err(|errno| {
             let feature = map_type::min_kernel(spec.map_type)
                 .map(|k| (format!("map type {}", spec.map_type), k));
-            Error::bpf("bpf(BPF_MAP_CREATE)", &spec.name, errno, feature)
+            bpf_error("bpf(BPF_MAP_CREATE)", &spec.name, errno, feature)
         })?;
         log::debug!(
             "created map '{}' (type {}): fd {}",
@@ -222,7 +228,7 @@ impl Map {
     /// [`Error::Unsupported`] before Linux 5.2; the kernel's refusal.
     pub fn freeze(&self) -> Result<()> {
         sys::map_freeze(self.fd.as_fd()).map_err(|errno| {
-            Error::bpf(
+            bpf_error(
                 "bpf(BPF_MAP_FREEZE)",
                 &self.name,
                 errno,
@@ -268,7 +274,7 @@ impl Map {
     }
 
     fn err(&self, call: &'static str, errno: Errno) -> Error {
-        Error::bpf(call, &self.name, errno, None)
+        bpf_error(call, &self.name, errno, None)
     }
 
     fn check_key(&self, len: usize) -> Result<()> {
@@ -490,4 +496,147 @@ impl Iterator for KeysBytes<'_> {
             }
         }
     }
+}
+
+/// The kernel's map request for object map `def`: its kernel name (`<object>.rodata` for
+/// global data) and a perf event array sized to the possible CPUs when it says 0.
+pub(crate) fn map_spec(def: &MapDef<'_>, object_name: &str) -> Result<MapSpec> {
+    let mut max_entries = def.max_entries;
+    if def.map_type == map_type::PERF_EVENT_ARRAY && max_entries == 0 {
+        // One slot per CPU, what libbpf fills in when the object leaves it to the loader.
+        max_entries = sys::possible_cpus()
+            .map_err(|errno| Error::Syscall {
+                call: "read /sys/devices/system/cpu/possible",
+                subject: String::new(),
+                errno,
+            })?
+            .try_into()
+            .unwrap_or(u32::MAX);
+    }
+    let name = def.kernel_name(object_name);
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    Ok(MapSpec {
+        name: String::from_utf8_lossy(name.get(..end).unwrap_or_default()).into_owned(),
+        map_type: def.map_type,
+        key_size: def.key_size,
+        value_size: def.value_size,
+        max_entries,
+        map_flags: def.map_flags.unwrap_or(0),
+    })
+}
+
+/// The inner map template of a map-in-map: samples/bpf `inner_map_idx`, or iproute2 `inner_idx`.
+/// Only map-in-map types have one: the field exists (as 0) in every definition of the layout.
+fn inner_of(def: &MapDef<'_>) -> Option<u32> {
+    matches!(
+        def.map_type,
+        map_type::ARRAY_OF_MAPS | map_type::HASH_OF_MAPS
+    )
+    .then(|| def.inner_map_idx.or(def.inner_idx))
+    .flatten()
+}
+
+/// What map creation needs from the object's BTF.
+pub(crate) struct MapBtf<'f, 'b> {
+    pub(crate) fd: Option<BorrowedFd<'f>>,
+    pub(crate) local: Option<&'b Btf<'b>>,
+}
+
+impl MapBtf<'_, '_> {
+    /// `MapExtra` of `def`: its key/value type ids (a global data map's value is its
+    /// section's DATASEC).
+    fn extra(&self, def: &MapDef<'_>) -> MapExtra<'_> {
+        let value = if def.kind.is_internal() {
+            self.local
+                .and_then(|b| b.find(def.name, Kind::Datasec))
+                .map_or(0, |t| t.id())
+        } else {
+            def.btf_value_type_id
+        };
+        MapExtra {
+            btf_fd: self.fd,
+            btf_key_type_id: def.btf_key_type_id,
+            btf_value_type_id: value,
+            numa_node: (def.numa_node != 0).then_some(def.numa_node),
+            map_extra: def.map_extra,
+        }
+    }
+}
+
+pub(crate) fn create_maps(
+    defs: &[MapDef<'_>],
+    object_name: &str,
+    btf: &MapBtf<'_, '_>,
+) -> Result<Vec<Map>> {
+    let mut maps: Vec<Option<Map>> = defs.iter().map(|_| None).collect();
+    // Plain maps first, so every map-in-map finds its inner template created.
+    for inner_pass in [false, true] {
+        for i in 0..defs.len() {
+            let Some(def) = defs.get(i) else { continue };
+            if inner_of(def).is_some() != inner_pass {
+                continue;
+            }
+            let spec = map_spec(def, object_name)?;
+            // A BTF-defined map-in-map: its inner definition is a template created for
+            // the occasion (closed once the outer map holds its copy).
+            let btf_inner = match def.inner {
+                Some(inner) => {
+                    let a = inner.attrs;
+                    let ispec = MapSpec {
+                        name: format!("{}.inner", spec.name),
+                        map_type: a.map_type,
+                        key_size: a.key_size,
+                        value_size: a.value_size,
+                        max_entries: a.max_entries,
+                        map_flags: a.map_flags,
+                    };
+                    Some(Map::create(&ispec, None)?)
+                }
+                None => None,
+            };
+            let inner = match (inner_of(def), btf_inner.as_ref()) {
+                (_, Some(m)) => Some(m),
+                (Some(j), None) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
+                    || Error::Usage {
+                        what: format!(
+                            "map '{}': inner map #{j} is missing or itself a map-in-map",
+                            def.name
+                        ),
+                    },
+                )?),
+                (None, None) => None,
+            };
+            let m = Map::create_with(&spec, inner, &btf.extra(def))?;
+            if let Some(slot) = maps.get_mut(i) {
+                *slot = Some(m);
+            }
+        }
+    }
+    Ok(maps.into_iter().flatten().collect())
+}
+
+/// Writes the initial values of global data maps (`.rodata`, `.data`, `.kconfig`) and
+/// freezes the read-only ones, as libbpf does.
+pub(crate) fn init_data_maps(
+    defs: &[MapDef<'_>],
+    maps: &[Map],
+    kconfig: Option<&[u8]>,
+) -> Result<()> {
+    for (def, map) in defs.iter().zip(maps) {
+        let initial = match def.kind {
+            MapKind::Kconfig => kconfig.unwrap_or_default(),
+            MapKind::Rodata | MapKind::Data => def.initial,
+            _ => continue,
+        };
+        let mut value = vec![0u8; def.value_size as usize];
+        let n = initial.len().min(value.len());
+        if let (Some(d), Some(s)) = (value.get_mut(..n), initial.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        map.update_bytes(&0u32.to_ne_bytes(), &value, UpdateMode::Any)?;
+        if matches!(def.kind, MapKind::Rodata | MapKind::Kconfig) {
+            map.freeze()?;
+        }
+    }
+    Ok(())
 }

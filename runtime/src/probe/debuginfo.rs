@@ -18,7 +18,7 @@
 //! A kernel global (`DW_OP_addr`) is at its link-time address in `vmlinux`; a kernel booted
 //! with KASLR runs it elsewhere. [`DebugInfo::sites`] keeps link-time addresses (the build
 //! host's view: `sluice prologue`); [`DebugInfo::running_sites`] (what `record` loads)
-//! moves them by the running kernel's offset ([`crate::kallsyms`]). The kernel's own
+//! moves them by the running kernel's offset ([`crate::kernel::kallsyms`]). The kernel's own
 //! fetch-arg names the global by its distance from `_stext` (`@_stext+0x2f83098`), which the
 //! kernel resolves itself, so resolved specs carry no address of one boot.
 
@@ -195,8 +195,8 @@ impl DebugInfo {
 
     /// [`DebugInfo::sites`] for the running kernel: a kprobe's prologue reads kernel globals
     /// at their link-time address moved by the running kernel's KASLR offset (computed once,
-    /// only when a global is read: [`crate::kallsyms::kaslr_offset`] of this file's and
-    /// `/proc/kallsyms`' [`crate::kallsyms::KERNEL_SYMBOLS`]). Uprobes are as in
+    /// only when a global is read: [`crate::kernel::kallsyms::kaslr_offset`] of this file's and
+    /// `/proc/kallsyms`' [`crate::kernel::kallsyms::KERNEL_SYMBOLS`]). Uprobes are as in
     /// [`DebugInfo::sites`].
     ///
     /// # Errors
@@ -346,15 +346,16 @@ impl Ctx<'_, '_> {
             return Ok(0);
         };
         cell.get_or_init(|| {
-            let names = crate::kallsyms::KERNEL_SYMBOLS;
-            let running = crate::kallsyms::lookup(&names).map_err(|e| e.to_string())?;
+            let names = crate::kernel::kallsyms::KERNEL_SYMBOLS;
+            let running = crate::kernel::kallsyms::lookup(&names).map_err(|e| e.to_string())?;
             let pairs: Vec<(&str, Option<u64>, Option<u64>)> = names
                 .iter()
                 .zip(running)
                 .map(|(&n, r)| (n, symbol_value(&self.code, n), r))
                 .collect();
             let file = self.file.display().to_string();
-            let offset = crate::kallsyms::kaslr_offset(&file, &pairs).map_err(|e| e.to_string())?;
+            let offset =
+                crate::kernel::kallsyms::kaslr_offset(&file, &pairs).map_err(|e| e.to_string())?;
             log::info!("{file}: the running kernel's KASLR offset is {offset:#x}");
             Ok(offset)
         })
@@ -432,7 +433,7 @@ impl Ctx<'_, '_> {
 /// [`Error::Usage`] when a fetch-arg has no spelling the spec grammar reads (a uprobe's
 /// `@+OFFSET` global), or the result does not parse.
 pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
-    let names = crate::session::unique_arg_names(&site.fetch_args);
+    let names = crate::probe::unique_arg_names(&site.fetch_args);
     let mut fetched = names.iter();
     let mut args = Vec::new();
     for a in spec.args().exprs() {

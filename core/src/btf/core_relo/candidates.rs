@@ -1,0 +1,96 @@
+//! Target candidates: names without their `___flavour` suffix, and the target's named types
+//! sorted by that name ([`CandidateIndex`]).
+
+use crate::btf::error::{BtfError, BtfResult};
+use crate::btf::Btf;
+
+/// Length of `name` without its `___flavour` suffix (libbpf's
+/// `bpf_core_essential_name_len`): the last `X___Y` with X and Y not `_` ends the name
+/// after X.
+#[must_use]
+pub fn essential_name_len(name: &[u8]) -> usize {
+    let n = name.len();
+    let mut i = n.saturating_sub(5);
+    // i goes from n-5 down to 0 (none when n < 5).
+    if n >= 5 {
+        loop {
+            if let Some(&[x, b'_', b'_', b'_', y]) = name.get(i..i + 5) {
+                if x != b'_' && y != b'_' {
+                    return i + 1;
+                }
+            }
+            if i == 0 {
+                break;
+            }
+            i -= 1;
+        }
+    }
+    n
+}
+
+pub(super) fn essential(name: &[u8]) -> &[u8] {
+    name.get(..essential_name_len(name)).unwrap_or(name)
+}
+
+/// The named types of a target BTF sorted by essential name, for O(log n) candidate
+/// lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct CandidateIndex<'t> {
+    btf: Btf<'t>,
+    sorted: &'t [u32],
+}
+
+impl<'t> CandidateIndex<'t> {
+    /// Entries the scratch buffer of [`CandidateIndex::new`] needs: the number of named
+    /// types of `btf`.
+    #[must_use]
+    pub fn required_len(btf: &Btf<'_>) -> usize {
+        btf.types().filter(|t| t.name_off() != 0).count()
+    }
+
+    /// Sorts the named types of `btf` into `scratch` (at least
+    /// [`CandidateIndex::required_len`] entries).
+    ///
+    /// # Errors
+    /// [`BtfError::Capacity`] when `scratch` is too short.
+    pub fn new(btf: Btf<'t>, scratch: &'t mut [u32]) -> BtfResult<Self> {
+        let limit = scratch.len() as u32;
+        let mut n = 0usize;
+        for t in btf.types() {
+            if t.name_off() == 0 || t.name_bytes().is_empty() {
+                continue;
+            }
+            let slot = scratch.get_mut(n).ok_or(BtfError::Capacity {
+                what: "named target types (CO-RE candidate index)",
+                limit,
+            })?;
+            *slot = t.id();
+            n += 1;
+        }
+        let sorted = scratch.get_mut(..n).unwrap_or_default();
+        let key = |id: u32| essential(btf.ty(id).map(|t| t.name_bytes()).unwrap_or_default());
+        sorted.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
+        Ok(CandidateIndex { btf, sorted })
+    }
+
+    /// The target BTF.
+    #[must_use]
+    pub fn btf(&self) -> &Btf<'t> {
+        &self.btf
+    }
+
+    /// Ids of the target types whose essential name is `essential_name`, in id order.
+    pub fn by_essential_name<'s>(
+        &'s self,
+        essential_name: &'s [u8],
+    ) -> impl Iterator<Item = u32> + 's {
+        let key = |id: u32| essential(self.btf.ty(id).map(|t| t.name_bytes()).unwrap_or_default());
+        let start = self.sorted.partition_point(|&id| key(id) < essential_name);
+        self.sorted
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .take_while(move |&id| key(id) == essential_name)
+    }
+}

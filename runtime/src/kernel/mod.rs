@@ -1,0 +1,9 @@
+//! What the runtime asks of the running kernel: its version and configuration, its symbols
+//! (`/proc/kallsyms`), its CPUs, the features it supports, and what its errnos mean.
+
+pub mod config;
+pub mod cpus;
+pub(crate) mod errno;
+pub mod features;
+pub mod kallsyms;
+pub mod version;

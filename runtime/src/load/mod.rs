@@ -1,0 +1,20 @@
+//! The load phase: an opened [`sluice_core::Object`] in, maps and programs in the kernel out.
+//!
+//! [`load`] creates the maps ([`Map`]), fixes up and loads the object's BTF ([`btf`]),
+//! sets `.kconfig`, relocates every program behind its prologue and loads it with
+//! [`program`] (one function, its verifier log retried as [`LoadLog`] says).
+
+pub mod btf;
+mod kconfig;
+mod map;
+mod object;
+mod options;
+mod program;
+
+pub use kconfig::kconfig_value;
+pub use map::{KeysBytes, Map, MapExtra, MapSpec, Plain, UpdateMode};
+pub use object::{load, LoadedObject, LoadedProgram, ProgramReport};
+pub use options::LoadOptions;
+pub use program::{
+    prog_info, program, LoadLog, ProgInfo, ProgramLoad, DEFAULT_LOG_SIZE, MAX_LOG_SIZE,
+};

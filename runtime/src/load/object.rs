@@ -1,0 +1,488 @@
+//! The load phase: an opened [`Object`] in, maps and programs in the kernel out.
+//!
+//! The order is the seed's (create maps, relocate, load programs), with what kernels since
+//! then added: the program type from the section name, the verifier log retried at the
+//! size the kernel reports (`log_true_size`, Linux 6.4), names for maps and programs, and
+//! errors that say which capability or kernel feature is missing. The object is never
+//! re-parsed: loading again after [`LoadedObject::unload`] reuses the same [`Object`].
+
+use super::btf::{self, ExtInfo};
+use super::kconfig::kconfig_value;
+use super::map::{create_maps, init_data_maps, Map, MapBtf};
+use super::options::LoadOptions;
+use super::program::{self, prog_info, LoadLog, ProgInfo, ProgramLoad, DEFAULT_LOG_SIZE};
+use crate::error::{Error, Result};
+use crate::kernel::config::read_kernel_config;
+use crate::kernel::features::Features;
+use crate::kernel::version::running_kernel_version;
+use crate::probe::debuginfo::Site;
+use crate::probe::{program_spec, section_prog_type, variants};
+use crate::sys::bpf::ProgBtf;
+use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver};
+use sluice_core::object::{KconfigExtern, LinkedPart, MapKind, Object, Program};
+use sluice_core::Insn;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+
+/// A program in the kernel; its fd closes on drop.
+#[derive(Debug)]
+pub struct LoadedProgram {
+    index: usize,
+    name: String,
+    section_name: String,
+    spec: String,
+    prog_type: u32,
+    insns: Vec<Insn>,
+    ext: ExtInfo,
+    site: Option<Site>,
+    fd: OwnedFd,
+}
+
+impl LoadedProgram {
+    /// The DWARF site its prologue was built for, when its spec's arguments name variables:
+    /// the probe for this copy of the program goes to [`Site::target`] with
+    /// [`Site::fetch_args`]. A spec with several sites (inlined instances) gives one
+    /// [`LoadedProgram`] per site, in the order of [`crate::probe::site_prologues`].
+    ///
+    #[must_use]
+    pub fn site(&self) -> Option<&Site> {
+        self.site.as_ref()
+    }
+    /// Index in [`Object::programs`].
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    /// Function name (section name when the object has no symbol for it).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Section name (the probe spec).
+    #[must_use]
+    pub fn section_name(&self) -> &str {
+        &self.section_name
+    }
+    /// The probe spec it was loaded for: its [`LoadOptions::specs`] override, else the
+    /// section name.
+    #[must_use]
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+    /// `BPF_PROG_TYPE_*` it was loaded as.
+    #[must_use]
+    pub fn prog_type(&self) -> u32 {
+        self.prog_type
+    }
+    /// The instructions handed to the kernel: prologue, relocated program and the
+    /// functions it calls.
+    #[must_use]
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+    /// The `func_info` / `line_info` records it was loaded with (empty without BTF).
+    #[must_use]
+    pub fn ext_info(&self) -> &ExtInfo {
+        &self.ext
+    }
+    /// What the kernel says about it.
+    ///
+    /// # Errors
+    /// As [`prog_info`].
+    pub fn info(&self) -> Result<ProgInfo> {
+        prog_info(self.fd.as_fd())
+    }
+}
+
+impl AsFd for LoadedProgram {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// One line of `sluice inspect --load`: a loaded program and what the kernel says of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramReport {
+    /// Function name.
+    pub name: String,
+    /// Section name.
+    pub section_name: String,
+    /// Kernel's view: id, tag, instruction count after the verifier.
+    pub info: ProgInfo,
+}
+
+/// Every map and program of an object, in the kernel. Dropping it (or [`unload`](Self::unload))
+/// closes every fd, which frees them unless something else holds a reference (an attached
+/// perf event keeps its program).
+#[derive(Debug)]
+pub struct LoadedObject {
+    maps: Vec<Map>,
+    programs: Vec<LoadedProgram>,
+    license: String,
+    kern_version: u32,
+    btf_fd: Option<OwnedFd>,
+}
+
+impl LoadedObject {
+    /// The maps, in the object's order.
+    #[must_use]
+    pub fn maps(&self) -> &[Map] {
+        &self.maps
+    }
+    /// The map named `name`.
+    #[must_use]
+    pub fn map(&self, name: &str) -> Option<&Map> {
+        self.maps.iter().find(|m| m.name() == name)
+    }
+    /// The programs (subprograms excluded), in the object's order.
+    #[must_use]
+    pub fn programs(&self) -> &[LoadedProgram] {
+        &self.programs
+    }
+    /// The program whose function or section name is `name`.
+    #[must_use]
+    pub fn program(&self, name: &str) -> Option<&LoadedProgram> {
+        self.programs
+            .iter()
+            .find(|p| p.name == name || p.section_name == name)
+    }
+    /// Fd of the object's BTF in the kernel, if it has BTF and the kernel took it.
+    #[must_use]
+    pub fn btf_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.btf_fd.as_ref().map(AsFd::as_fd)
+    }
+    /// The `kern_version` programs were loaded with.
+    #[must_use]
+    pub fn kern_version(&self) -> u32 {
+        self.kern_version
+    }
+
+    /// Loads program `prog` (an index into [`programs`](Self::programs)) once more with a
+    /// verifier log at `level`, closes that copy, and returns the log. Level 2 lists every
+    /// instruction the verifier walks, in its own disassembly.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for an index past the programs; as [`program::program`].
+    pub fn verifier_log(&self, prog: usize, level: u32) -> Result<Vec<u8>> {
+        let p = self.programs.get(prog).ok_or_else(|| Error::Usage {
+            what: format!("no loaded program #{prog}"),
+        })?;
+        let req = ProgramLoad {
+            name: &p.name,
+            prog_type: p.prog_type,
+            insns: &p.insns,
+            license: &self.license,
+            kern_version: self.kern_version,
+            btf: self.btf_fd.as_ref().map(|fd| ProgBtf {
+                fd: fd.as_fd(),
+                func_info: &p.ext.func_info,
+                line_info: &p.ext.line_info,
+            }),
+        };
+        let log = LoadLog::Always {
+            level,
+            size: DEFAULT_LOG_SIZE,
+        };
+        program::program(&req, &log).map(|(_fd, log)| log)
+    }
+
+    /// Id, tag and post-verifier instruction count of every program (`inspect --load`).
+    ///
+    /// # Errors
+    /// As [`prog_info`].
+    pub fn report(&self) -> Result<Vec<ProgramReport>> {
+        self.programs
+            .iter()
+            .map(|p| {
+                Ok(ProgramReport {
+                    name: p.name.clone(),
+                    section_name: p.section_name.clone(),
+                    info: p.info()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Closes every program and map fd.
+    pub fn unload(self) {
+        drop(self);
+    }
+}
+
+impl Drop for LoadedObject {
+    fn drop(&mut self) {
+        log::debug!(
+            "unloading {} program(s) and {} map(s)",
+            self.programs.len(),
+            self.maps.len()
+        );
+    }
+}
+
+fn program_name<'a>(p: &Program<'a>) -> &'a str {
+    p.name.unwrap_or(p.section_name)
+}
+
+/// The CO-RE target: the BTF bytes and its type index, parsed on use.
+struct Target {
+    bytes: Vec<u8>,
+    index: Vec<u32>,
+}
+
+fn read_target(path: &std::path::Path) -> Result<Target> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let n = Btf::count_types(&bytes).map_err(|e| Error::Usage {
+        what: format!("target BTF {}: {e}", path.display()),
+    })?;
+    Ok(Target {
+        bytes,
+        index: vec![0; n as usize],
+    })
+}
+
+/// Loads `obj`: loads its BTF (fixed up, and sanitised for the running kernel), creates
+/// every map (BTF-defined ones with their key/value types, global data maps initialised,
+/// `.rodata` and `.kconfig` frozen), links every program with the functions it calls,
+/// applies its CO-RE relocations against the kernel's BTF, and loads it with its
+/// `func_info` / `line_info` and the type its section implies.
+///
+/// # Errors
+/// The first failure, with everything created so far closed again:
+/// [`Error::Verifier`] (program name, errno, whole log, plus a note for each instruction a
+/// CO-RE relocation poisoned), [`Error::Permission`], [`Error::Unsupported`],
+/// [`Error::Core`] for relocation problems, [`Error::Syscall`], [`Error::Io`] for a
+/// missing kernel configuration or target BTF.
+pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
+    let kern_version = opts
+        .kern_version
+        .or_else(|| obj.version())
+        .or_else(running_kernel_version)
+        .unwrap_or(0);
+    let license = obj.license().unwrap_or("").to_owned();
+    let object_name = opts.object_name.as_deref().unwrap_or("");
+    // Kconfig externs and their values.
+    let mut slots = vec![None; sluice_core::object::MAX_EXTERNS];
+    let n = obj.kconfig_externs(&mut slots)?;
+    let kconfig: Vec<KconfigExtern<'_>> = slots.into_iter().take(n).flatten().collect();
+    let kconfig_value = match obj.maps().iter().find(|m| m.kind == MapKind::Kconfig) {
+        Some(m) => {
+            let config = read_kernel_config(opts.kconfig.as_deref())?;
+            Some(kconfig_value(&kconfig, m.value_size, &config)?)
+        }
+        None => None,
+    };
+    // The object's BTF: optional, as for libbpf (a kernel that refuses it still loads
+    // the programs, without source lines).
+    let local_types = obj
+        .btf_bytes()
+        .map_or(Ok(0), Btf::count_types)
+        .map_err(|e| Error::Core(e.into()))?;
+    let mut local_index = vec![0u32; local_types as usize];
+    let local = obj.parse_btf(&mut local_index)?;
+    let btf_fd = match btf::fixup(obj, &kconfig) {
+        Ok(Some(mut bytes)) => {
+            let sanitised = btf::sanitize(&mut bytes, &Features::probe());
+            match sanitised.and_then(|_| btf::load(&bytes)) {
+                Ok(fd) => Some(fd),
+                Err(e) => {
+                    log::warn!("object BTF not loaded, going on without it: {e}");
+                    None
+                }
+            }
+        }
+        Ok(None) => None,
+        Err(e) => {
+            log::warn!("object BTF not usable, going on without it: {e}");
+            None
+        }
+    };
+    let ext = match (obj.btf_ext_bytes(), local.as_ref()) {
+        (Some(bytes), Some(btf)) => match BtfExt::parse(bytes, btf) {
+            Ok(ext) => Some(ext),
+            Err(e) => {
+                log::warn!("object .BTF.ext not usable: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
+    let map_btf = MapBtf {
+        fd: btf_fd.as_ref().map(AsFd::as_fd),
+        local: local.as_ref(),
+    };
+    let maps = create_maps(obj.maps(), object_name, &map_btf)?;
+    init_data_maps(obj.maps(), &maps, kconfig_value.as_deref())?;
+    let map_fds: Vec<i32> = maps.iter().map(|m| m.as_fd().as_raw_fd()).collect();
+    // CO-RE: the target BTF is read only when some relocation needs it.
+    let has_core = ext
+        .as_ref()
+        .is_some_and(|e| e.core_relos().next().is_some());
+    let mut target = match has_core {
+        true => Some(read_target(
+            opts.target_btf
+                .as_deref()
+                .unwrap_or(std::path::Path::new(btf::VMLINUX_BTF)),
+        )?),
+        false => None,
+    };
+    let mut scratch: Vec<u32>;
+    let target_btf = match target.as_mut() {
+        Some(t) => Some(
+            Btf::parse(&t.bytes, &mut t.index).map_err(|e| Error::Usage {
+                what: format!("target BTF: {e}"),
+            })?,
+        ),
+        None => None,
+    };
+    let cands = match target_btf {
+        Some(t) => {
+            scratch = vec![0u32; CandidateIndex::required_len(&t)];
+            Some(
+                CandidateIndex::new(t, &mut scratch).map_err(|e| Error::Usage {
+                    what: format!("target BTF: {e}"),
+                })?,
+            )
+        }
+        None => None,
+    };
+    let shared = Shared {
+        opts,
+        license: &license,
+        kern_version,
+        map_fds: &map_fds,
+        btf_fd: btf_fd.as_ref().map(AsFd::as_fd),
+        ext: ext.as_ref(),
+        local: local.as_ref(),
+        cands: cands.as_ref(),
+    };
+    let mut programs = Vec::with_capacity(obj.programs().len());
+    for (index, p) in obj.programs().iter().enumerate() {
+        if p.is_subprogram() {
+            continue;
+        }
+        // One program per DWARF site (inlined instances), each with its own prologue.
+        for (prologue, site) in variants(p, index, opts)? {
+            let loaded = load_one(obj, index, &prologue, &shared)?;
+            programs.push(LoadedProgram { site, ..loaded });
+        }
+    }
+    log::info!(
+        "loaded {} program(s), {} map(s), kern_version {:#x}",
+        programs.len(),
+        maps.len(),
+        kern_version
+    );
+    Ok(LoadedObject {
+        maps,
+        programs,
+        license,
+        kern_version,
+        btf_fd,
+    })
+}
+
+/// What every program of an object is loaded with.
+struct Shared<'a, 'o> {
+    opts: &'a LoadOptions,
+    license: &'a str,
+    kern_version: u32,
+    map_fds: &'a [i32],
+    btf_fd: Option<BorrowedFd<'a>>,
+    ext: Option<&'a BtfExt<'o>>,
+    local: Option<&'a Btf<'o>>,
+    cands: Option<&'a CandidateIndex<'o>>,
+}
+
+/// Relocates program `index` of `obj` behind `prologue` and loads it (`site`: none yet).
+fn load_one(
+    obj: &Object<'_, '_>,
+    index: usize,
+    prologue: &[Insn],
+    sh: &Shared<'_, '_>,
+) -> Result<LoadedProgram> {
+    let (opts, license, kern_version) = (sh.opts, sh.license, sh.kern_version);
+    let p = obj.programs().get(index).ok_or_else(|| Error::Usage {
+        what: format!("no program #{index}"),
+    })?;
+    let linked = obj.linked_len(index)?;
+    let mut insns = vec![Insn::default(); prologue.len().saturating_add(linked)];
+    let n = obj.relocate(index, prologue, sh.map_fds, &mut insns)?;
+    insns.truncate(n);
+    let mut layout = vec![LinkedPart::default(); sluice_core::object::MAX_LINKED];
+    let parts = obj.link_layout(index, &mut layout)?;
+    layout.truncate(parts);
+    let name = program_name(p);
+    let mut poisoned = Vec::new();
+    if let (Some(ext), Some(local), Some(cands)) = (sh.ext, sh.local, sh.cands) {
+        let resolver = CoreResolver::new(local, cands);
+        poisoned = btf::apply_core(obj, ext, &resolver, &layout, prologue.len(), &mut insns)?;
+        for x in &poisoned {
+            log::debug!("{}: instruction {} poisoned", x.what, x.insn);
+        }
+    }
+    let info = match sh.ext {
+        Some(ext) if sh.btf_fd.is_some() => btf::ext_info(obj, ext, &layout, prologue.len()),
+        _ => ExtInfo::default(),
+    };
+    let prog_type = opts
+        .prog_type
+        .or_else(|| section_prog_type(program_spec(p, index, opts)))
+        .unwrap_or(opts.default_prog_type);
+    let req = ProgramLoad {
+        name,
+        prog_type,
+        insns: &insns,
+        license,
+        kern_version,
+        btf: sh.btf_fd.map(|fd| ProgBtf {
+            fd,
+            func_info: &info.func_info,
+            line_info: &info.line_info,
+        }),
+    };
+    let log = LoadLog::OnFailure {
+        level: opts.log_level,
+        size: opts.log_size,
+    };
+    let fd = match program::program(&req, &log) {
+        Ok((fd, _)) => fd,
+        Err(Error::Verifier {
+            program,
+            errno,
+            mut log,
+        }) if !poisoned.is_empty() => {
+            // Name what the poison stands for: the verifier only says
+            // "invalid func unknown#195896080".
+            for x in &poisoned {
+                log.extend_from_slice(
+                    format!("\nsluice: instruction {} poisoned: {}", x.insn, x.what).as_bytes(),
+                );
+            }
+            return Err(Error::Verifier {
+                program,
+                errno,
+                log,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    log::debug!(
+        "load bpf program '{}' ({}): fd = {}",
+        name,
+        p.section_name,
+        fd.as_raw_fd()
+    );
+    Ok(LoadedProgram {
+        index,
+        name: name.into(),
+        section_name: p.section_name.into(),
+        spec: program_spec(p, index, opts).into(),
+        prog_type,
+        insns,
+        ext: info,
+        site: None,
+        fd,
+    })
+}

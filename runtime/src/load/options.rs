@@ -1,0 +1,64 @@
+//! What [`super::load`] is asked to do: program types, log, prologues, specs, BTF, kconfig.
+
+use super::program::DEFAULT_LOG_SIZE;
+use sluice_core::perf::abi::prog_type;
+use sluice_core::Insn;
+use std::path::PathBuf;
+
+/// How to load an object.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct LoadOptions {
+    /// Type for programs whose section name implies none (an opaque title): `KPROBE`, as
+    /// the seed loaded everything.
+    pub default_prog_type: u32,
+    /// Force this type on every program, whatever the section says.
+    pub prog_type: Option<u32>,
+    /// `kern_version` to pass; `None`: the object's `version` section, else the running
+    /// kernel's release.
+    pub kern_version: Option<u32>,
+    /// Verifier log level of the retry after a failure (1; 2 prints every instruction).
+    pub log_level: u32,
+    /// First log buffer size of the retry.
+    pub log_size: usize,
+    /// Instructions to put before each program, indexed like
+    /// [`Object::programs`](sluice_core::Object::programs) (missing or empty: none).
+    pub prologues: Vec<Vec<Insn>>,
+    /// A file with DWARF for kernel probes whose arguments name variables (a `vmlinux`, or
+    /// a module): `kprobe/generic_perform_write(file->f_mapping->a_ops, bytes)`. Uprobes
+    /// look in the binary their spec names (and its build-id / debuglink debug files).
+    pub debuginfo: Option<PathBuf>,
+    /// Probe specs to use instead of section names, indexed like
+    /// [`Object::programs`](sluice_core::Object::programs) (missing or `None`: the section
+    /// name). Section names are fixed when the object is compiled; this gives a program a
+    /// uprobe path, offset or argument list known only at run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
+    pub specs: Vec<Option<String>>,
+    /// The object's name, for the kernel names of its global data maps (libbpf's
+    /// `<name>.rodata`, the name cut at its first `.`): usually the file name. `None`:
+    /// the section name alone (`.rodata`).
+    pub object_name: Option<String>,
+    /// BTF to resolve CO-RE relocations against (`--btf FILE`); `None`: the running
+    /// kernel's, [`crate::load::btf::VMLINUX_BTF`].
+    pub target_btf: Option<PathBuf>,
+    /// Kernel configuration for `.kconfig` externs (a `.config`, plain or gzipped);
+    /// `None`: `/proc/config.gz`, else `/boot/config-$(uname -r)`.
+    pub kconfig: Option<PathBuf>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            default_prog_type: prog_type::KPROBE,
+            prog_type: None,
+            kern_version: None,
+            log_level: 1,
+            log_size: DEFAULT_LOG_SIZE,
+            prologues: Vec::new(),
+            debuginfo: None,
+            specs: Vec::new(),
+            object_name: None,
+            target_btf: None,
+            kconfig: None,
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! A program's probe spec and what it implies: its program type, its prologue (from the
+//! calling convention, `/proc/kallsyms` or DWARF) and its DWARF sites.
+
+use crate::error::{Error, Result};
+use crate::load::LoadOptions;
+use sluice_core::object::Program;
+use sluice_core::probe::{ProbeKind, ProbeSpec, Section};
+use sluice_core::Insn;
+
+/// The program type a section name implies, or `None` for an opaque title: libbpf's
+/// section table (`kprobe/`, `uprobe/` and the seed's perf form are `KPROBE`, `tracepoint/`
+/// is `TRACEPOINT`, `xdp`, `socket` ...), from [`sluice_core::probe::program_type`].
+#[must_use]
+pub fn section_prog_type(section: &str) -> Option<u32> {
+    sluice_core::probe::program_type(section)
+}
+
+/// The probe spec of program `index` (`p`): its override in [`LoadOptions::specs`], else
+/// its section name.
+#[must_use]
+pub fn program_spec<'a>(p: &Program<'a>, index: usize, opts: &'a LoadOptions) -> &'a str {
+    match opts.specs.get(index) {
+        Some(Some(spec)) => spec,
+        _ => p.section_name,
+    }
+}
+
+fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s>>> {
+    match sluice_core::probe::parse(spec) {
+        Ok(Section::Probe(s)) => Ok(Some(s)),
+        Ok(Section::Title(_)) => Ok(None),
+        Err(e) => Err(Error::Usage {
+            what: format!("program '{}': spec '{spec}': {e}", p.name.unwrap_or("?")),
+        }),
+    }
+}
+
+/// The prologue program `index` (`p`) needs, from its spec ([`program_spec`]):
+///
+/// - no arguments: none;
+/// - typed entry arguments (`kprobe/vfs_read(void *, char *buf, unsigned long)`) and
+///   registers / `$argN` / `$stackN`: the running architecture's calling convention;
+/// - arguments that name variables (`uprobe//bin/app:process(file->f_mapping->a_ops,
+///   bytes)`): DWARF, from the uprobe's binary or [`LoadOptions::debuginfo`] for kprobes
+///   (see [`super::debuginfo`]). The spec can have several sites (inlined instances), each
+///   needing its own prologue: this is the first site's; [`site_prologues`] gives them
+///   all, and [`crate::load::load`] loads one program per site.
+///
+/// # Errors
+/// [`Error::Usage`] naming the program, spec and argument for arguments that cannot be
+/// fetched, more than four values, an architecture sluice has no tables for, or a debug-info
+/// failure (file, function, variable and address).
+pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Vec<Insn>> {
+    let spec_text = program_spec(p, index, opts);
+    let Some(spec) = parse_probe(p, spec_text)? else {
+        return Ok(Vec::new());
+    };
+    if spec.args().is_empty() {
+        return Ok(Vec::new());
+    }
+    if crate::probe::debuginfo::spec_needs_debug_info(&spec) {
+        let mut sites = site_prologues(p, index, opts)?;
+        return Ok(if sites.is_empty() {
+            Vec::new()
+        } else {
+            sites.swap_remove(0).prologue
+        });
+    }
+    let usage = |e: sluice_core::Error| Error::Usage {
+        what: format!(
+            "program '{}' (spec '{spec_text}'): {e}",
+            p.name.unwrap_or("?"),
+        ),
+    };
+    let arch = sluice_core::arch::Arch::native().ok_or_else(|| Error::Usage {
+        what: "no argument-passing tables for this architecture".into(),
+    })?;
+    let symbols = kernel_symbols(&spec).map_err(|e| Error::Usage {
+        what: format!(
+            "program '{}' (spec '{spec_text}'): {e}",
+            p.name.unwrap_or("?")
+        ),
+    })?;
+    let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
+    let locs =
+        sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
+            .map_err(usage)?;
+    let mut out = vec![Insn::default(); sluice_core::prologue::MAX_INSNS];
+    let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// The running kernel's address of every symbol `spec`'s arguments name (`@SYM+OFF`, as
+/// `sluice prologue --emit` writes kernel globals), from `/proc/kallsyms`; nothing read when
+/// there is none.
+///
+/// # Errors
+/// As [`crate::kernel::kallsyms::lookup`]; [`Error::Usage`] naming a symbol the kernel does
+/// not list.
+fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
+    let mut names: Vec<&'s str> = Vec::new();
+    for a in spec.args().exprs() {
+        if let sluice_core::probe::ArgBase::Sym { name, .. } = a.base() {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() || !matches!(spec.kind(), ProbeKind::Kprobe | ProbeKind::Kretprobe) {
+        // A uprobe's `@SYM` is refused by the prologue itself.
+        return Ok(Vec::new());
+    }
+    let found = crate::kernel::kallsyms::lookup(&names)?;
+    names
+        .iter()
+        .zip(found)
+        .map(|(&name, at)| {
+            at.map(|a| (name, a)).ok_or_else(|| Error::Usage {
+                what: format!(
+                    "@{name}: {} does not list it in the core kernel (a module's symbol, or a \
+                     data symbol of a kernel without CONFIG_KALLSYMS_ALL: sluice prologue \
+                     --emit spells globals from _stext, which every kernel lists)",
+                    crate::kernel::kallsyms::KALLSYMS
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Every site of program `index` (`p`)'s spec whose arguments name variables, each with its
+/// prologue, tracefs target and fetch-args: a record session loads one program per site
+/// ([`crate::load::program`] with the site's prologue before instructions
+/// [`Object::relocate`](sluice_core::Object::relocate) wrote) and attaches each to a probe on
+/// its target.
+///
+/// # Errors
+/// [`Error::Usage`] for a program without a probe spec, and as [`prologue_for`].
+pub fn site_prologues(
+    p: &Program<'_>,
+    index: usize,
+    opts: &LoadOptions,
+) -> Result<Vec<crate::probe::debuginfo::Site>> {
+    let spec_text = program_spec(p, index, opts);
+    let name = p.name.unwrap_or("?");
+    let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::Usage {
+        what: format!("program '{name}': '{spec_text}' is no probe spec"),
+    })?;
+    crate::probe::debuginfo::resolve_running(&spec, opts.debuginfo.as_deref()).map_err(|e| {
+        Error::Usage {
+            what: format!("program '{name}' (spec '{spec_text}'): {e}"),
+        }
+    })
+}
+
+/// The prologues program `index` (`p`) is loaded with, each with the DWARF site it was
+/// built for: the one given in [`LoadOptions::prologues`], else one per site of a spec whose
+/// arguments name variables (an inlined function has several), else [`prologue_for`]'s.
+pub(crate) fn variants(
+    p: &Program<'_>,
+    index: usize,
+    opts: &LoadOptions,
+) -> Result<Vec<(Vec<Insn>, Option<crate::probe::debuginfo::Site>)>> {
+    if let Some(given) = opts.prologues.get(index).filter(|g| !g.is_empty()) {
+        return Ok(vec![(given.clone(), None)]);
+    }
+    let spec_text = program_spec(p, index, opts);
+    let dwarf = parse_probe(p, spec_text)?
+        .is_some_and(|spec| crate::probe::debuginfo::spec_needs_debug_info(&spec));
+    if !dwarf {
+        return Ok(vec![(prologue_for(p, index, opts)?, None)]);
+    }
+    let sites = site_prologues(p, index, opts)?;
+    if sites.is_empty() {
+        return Err(Error::Usage {
+            what: format!(
+                "program '{}' (spec '{spec_text}'): no probe site in the debug info",
+                p.name.unwrap_or("?")
+            ),
+        });
+    }
+    if sites.len() > 1 {
+        log::info!(
+            "program '{}' ({spec_text}): {} sites (inlined instances): one program each",
+            p.name.unwrap_or("?"),
+            sites.len()
+        );
+    }
+    Ok(sites
+        .into_iter()
+        .map(|s| (s.prologue.clone(), Some(s)))
+        .collect())
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_types() {
+        let rows = [
+            ("kprobe/vfs_read", Some(2)),
+            ("kretprobe/vfs_read", Some(2)),
+            ("uprobe/bin/ls:main", Some(2)),
+            ("tracepoint/syscalls/sys_enter_write", Some(5)),
+            ("tp/sched/sched_switch", Some(5)),
+            ("func=sys_write", Some(2)), // the seed's perf form is a kprobe
+            ("sys_write", None),
+        ];
+        for (s, t) in rows {
+            assert_eq!(section_prog_type(s), t, "{s}");
+        }
+    }
+}

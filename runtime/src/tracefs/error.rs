@@ -1,0 +1,135 @@
+//! Errors of tracefs, each naming the file concerned.
+
+use super::places::CANDIDATES;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Errors of tracefs, each naming the file concerned.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// tracefs is neither mounted nor mountable (not root, or mount failed).
+    NotFound {
+        /// Directories looked at.
+        tried: Vec<PathBuf>,
+        /// Why mounting was not possible, if it was tried.
+        mount: Option<rustix::io::Errno>,
+    },
+    /// Reading or writing a tracefs file failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What we were doing (`"read"`, `"write -:sluice/p_1_0_f"` ...).
+        op: String,
+        /// Why; for probe definitions the kernel's `error_log` line is in `detail`.
+        source: std::io::Error,
+        /// The reason of the last tracefs `error_log` entry, when the kernel wrote one.
+        detail: Option<String>,
+    },
+    /// The kernel lacks a tracing feature.
+    Unsupported {
+        /// What is missing.
+        feature: &'static str,
+        /// The kernel option that provides it.
+        config: &'static str,
+        /// The file that is absent.
+        path: PathBuf,
+    },
+    /// A tracefs file does not have the expected syntax.
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        what: &'static str,
+    },
+    /// A uprobe target cannot be resolved to a file offset.
+    Symbol {
+        /// The target binary.
+        path: PathBuf,
+        /// The function.
+        func: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A probe request that cannot be written (bad target syntax, characters the kernel
+    /// would reject).
+    Request {
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        what: &'static str,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NotFound { tried, mount } => {
+                write!(f, "tracefs not found (tried")?;
+                for t in tried {
+                    write!(f, " {}", t.display())?;
+                }
+                write!(f, ")")?;
+                match mount {
+                    Some(e) => write!(f, "; mounting it on {} failed: {e}", CANDIDATES[0]),
+                    None => write!(
+                        f,
+                        "; run as root to mount it, or: mount -t tracefs nodev {}",
+                        CANDIDATES[0]
+                    ),
+                }
+            }
+            Error::Io {
+                path,
+                op,
+                source,
+                detail,
+            } => {
+                write!(f, "{}: {op}: {source}", path.display())?;
+                if let Some(d) = detail {
+                    write!(f, " (kernel: {d})")?;
+                }
+                Ok(())
+            }
+            Error::Unsupported {
+                feature,
+                config,
+                path,
+            } => write!(
+                f,
+                "this kernel has no {feature} ({} is missing): it needs {config}=y",
+                path.display()
+            ),
+            Error::Parse { path, line, what } => write!(f, "{}:{line}: {what}", path.display()),
+            Error::Symbol { path, func, what } => {
+                write!(f, "{}: cannot probe {func:?}: {what}", path.display())
+            }
+            Error::Request { text, what } => write!(f, "probe {text:?}: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::NotFound { mount: Some(e), .. } => Some(e),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn io_err(
+    path: &Path,
+    op: impl Into<String>,
+) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    let op = op.into();
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+        detail: None,
+    }
+}

@@ -1,0 +1,32 @@
+//! tracefs: where dynamic probes are made and tracepoints are described.
+//!
+//! - [`Tracefs::find`] locates the filesystem (`/sys/kernel/tracing`, then
+//!   `/sys/kernel/debug/tracing`), mounting it when it is absent and we are root.
+//! - [`Tracefs::add_probe`] writes a kprobe/kretprobe/uprobe/uretprobe definition
+//!   (Documentation/trace/kprobetrace.rst, uprobetracer.rst) in group [`GROUP`] under a name
+//!   that carries our pid (`p_<pid>_<n>_<func>`), and returns a [`ProbeGuard`] that removes it
+//!   (`-:group/event`) when dropped, on every exit path.
+//! - [`Tracefs::event_id`] and [`Tracefs::event_format`] read an event's `id` (the
+//!   `config` of a `PERF_TYPE_TRACEPOINT` perf event) and its `format` (where each field
+//!   sits in the sample's RAW data).
+//! - [`Tracefs::list_ours`] and [`Tracefs::clean_dead`] find leftovers of killed runs, for
+//!   `sluice probes --clean`.
+//! - [`uprobe_offset`] turns `PATH:FUNC[+OFF]` into the FILE offset that uprobe_events
+//!   wants, through the target ELF's symbols and sections ([`sluice_core::elf`]).
+
+mod error;
+mod format;
+mod mount;
+mod places;
+mod probe;
+mod uprobe;
+
+pub use error::Error;
+pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
+pub use mount::Tracefs;
+pub use places::CANDIDATES;
+pub use probe::{
+    event_name, pid_of_event, ListedProbe, ProbeGuard, ProbeKind, ProbeRequest, ProbeTarget, GROUP,
+    MAX_EVENT_NAME_LEN,
+};
+pub use uprobe::{uprobe_offset, UprobeSpec};

@@ -1,0 +1,183 @@
+//! `PATH:FUNC[+OFF]` uprobe targets and the file offset `uprobe_events` wants.
+
+use super::error::Error;
+use super::probe::ProbeTarget;
+use sluice_core::elf::{
+    Elf, Symbol, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE,
+    STT_OBJECT,
+};
+use std::path::{Path, PathBuf};
+
+/// A `PATH:FUNC[+OFF]` uprobe target as written in a section name or on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UprobeSpec {
+    /// The binary or library.
+    pub path: PathBuf,
+    /// The function symbol.
+    pub func: String,
+    /// Byte offset from the function's start.
+    pub offset: u64,
+}
+
+impl UprobeSpec {
+    /// Parses `PATH:FUNC[+OFF]` (OFF decimal or `0x` hex). The path is everything before
+    /// the last `:`.
+    ///
+    /// # Errors
+    /// [`Error::Request`] when a part is missing or OFF is not a number.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let bad = |what| Error::Request {
+            text: text.to_owned(),
+            what,
+        };
+        let (path, rest) = text
+            .rsplit_once(':')
+            .ok_or(bad("expected PATH:FUNC[+OFF]"))?;
+        let (func, offset) = match rest.split_once('+') {
+            Some((f, o)) => (f, parse_num(o).ok_or(bad("offset is not a number"))?),
+            None => (rest, 0),
+        };
+        if path.is_empty() || func.is_empty() {
+            return Err(bad("expected PATH:FUNC[+OFF]"));
+        }
+        Ok(UprobeSpec {
+            path: path.into(),
+            func: func.to_owned(),
+            offset,
+        })
+    }
+
+    /// Resolves to a uprobe [`ProbeTarget`] via [`uprobe_offset`].
+    ///
+    /// # Errors
+    /// As [`uprobe_offset`].
+    pub fn resolve(&self) -> Result<ProbeTarget, Error> {
+        Ok(ProbeTarget::User {
+            path: self.path.clone(),
+            offset: uprobe_offset(&self.path, &self.func, self.offset)?,
+            func: self.func.clone(),
+        })
+    }
+}
+
+fn parse_num(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// The FILE offset of `func + offset` in the ELF file at `path`, as `uprobe_events` wants.
+///
+/// The symbol is looked up in `.symtab`, then `.dynsym` (stripped binaries, shared
+/// libraries), read through [`sluice_core::elf`]. Its value is a virtual address; the
+/// allocated section with file bytes holding it maps it back to the file:
+/// `value - sh_addr + sh_offset` (the same as through its `PT_LOAD` segment, which maps its
+/// sections at the same distance). This holds for PIE and non-PIE executables and for
+/// shared libraries alike.
+///
+/// # Errors
+/// [`Error::Symbol`] when the file cannot be read or parsed, the symbol is missing or
+/// undefined, `offset` is beyond the symbol's size, or no loaded section holds it.
+pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error> {
+    let err = |what: String| Error::Symbol {
+        path: path.to_path_buf(),
+        func: func.to_owned(),
+        what,
+    };
+    let data = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
+    let elf = Elf::parse(&data).map_err(|e| err(format!("not an ELF file: {e}")))?;
+    let (addr, size) = defined_symbol(&elf, SHT_SYMTAB, func)
+        .or_else(|| defined_symbol(&elf, SHT_DYNSYM, func))
+        .ok_or_else(|| err("no such defined symbol in .symtab or .dynsym".into()))?;
+    if size != 0 && offset >= size {
+        return Err(err(format!(
+            "offset {offset} is beyond the function's {size} bytes"
+        )));
+    }
+    let vaddr = addr
+        .checked_add(offset)
+        .ok_or_else(|| err("address overflows".into()))?;
+    let found = elf
+        .sections()
+        .map(|(_, sh)| sh)
+        .find(|sh| {
+            sh.flags & SHF_ALLOC != 0
+                && sh.sh_type != SHT_NOBITS
+                && vaddr >= sh.addr
+                && vaddr - sh.addr < sh.size
+        })
+        .map(|sh| vaddr - sh.addr + sh.offset);
+    found.ok_or_else(|| {
+        err(format!(
+            "address {vaddr:#x} is in no loaded section with file bytes"
+        ))
+    })
+}
+
+/// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
+const SHN_LORESERVE: u16 = 0xff00;
+/// `SHN_XINDEX`: the section index is elsewhere (a real section).
+const SHN_XINDEX: u16 = 0xffff;
+
+/// Address and size of the definition of `name` in the symbol tables of type `sh_type`
+/// (`.symtab` or `.dynsym`): the first `STT_FUNC` if there is one, else the last other
+/// definition (an object, or an untyped symbol that is no `$` mapping symbol). Undefined,
+/// absolute and common symbols are no definition, nor are `STT_GNU_IFUNC` resolvers.
+fn defined_symbol(elf: &Elf<'_>, sh_type: u32, name: &str) -> Option<(u64, u64)> {
+    let mut best = None;
+    for (index, _) in elf.sections().filter(|(_, sh)| sh.sh_type == sh_type) {
+        let table = match sh_type {
+            SHT_DYNSYM => elf.dynamic_symbol_table(index),
+            _ => elf.symbol_table(index),
+        };
+        let Ok(table) = table else { continue };
+        for (_, s) in table.iter() {
+            if table.name(&s) != Some(name) || !is_definition(&s, name) {
+                continue;
+            }
+            best = Some((s.value, s.size));
+            if s.kind() == STT_FUNC {
+                return best;
+            }
+        }
+    }
+    best
+}
+
+/// Whether `s` (named `name`) defines something: in a real section, and a function, an
+/// object, or untyped (local untyped symbols starting with `$` are mapping symbols).
+fn is_definition(s: &Symbol, name: &str) -> bool {
+    if s.shndx == 0 || (s.shndx >= SHN_LORESERVE && s.shndx != SHN_XINDEX) {
+        return false;
+    }
+    match s.kind() {
+        STT_NOTYPE if s.bind() == STB_LOCAL => !name.starts_with('$'),
+        STT_FUNC | STT_OBJECT | STT_NOTYPE => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uprobe_specs() {
+        let s = UprobeSpec::parse("/usr/lib/libc.so.6:malloc+0x10").unwrap();
+        assert_eq!(
+            (s.path.to_str().unwrap(), s.func.as_str(), s.offset),
+            ("/usr/lib/libc.so.6", "malloc", 16)
+        );
+        assert_eq!(UprobeSpec::parse("/bin/x:main").unwrap().offset, 0);
+        for bad in ["main", ":main", "/bin/x:", "/bin/x:main+zz"] {
+            assert!(UprobeSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
