@@ -640,3 +640,13 @@ pub(crate) fn init_data_maps(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+#[path = "map_fake_tests.rs"]
+mod tests_fake;
