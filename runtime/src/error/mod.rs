@@ -60,11 +60,6 @@ pub enum Error {
         /// Current `kernel.unprivileged_bpf_disabled`, if readable.
         unprivileged_bpf_disabled: Option<u32>,
     },
-    /// A request that does not fit the object or map (wrong key size, unknown program ...).
-    Usage {
-        /// What is wrong.
-        what: String,
-    },
     /// A program index past the object's programs.
     NoProgram {
         /// The index asked for.
@@ -424,7 +419,6 @@ impl fmt::Display for Error {
                     None => write!(f, "; kernel.unprivileged_bpf_disabled unreadable"),
                 }
             }
-            Error::Usage { what } => f.write_str(what),
             Error::NoProgram { index } => write!(f, "no program #{index}"),
             Error::NoLoadedProgram { index } => write!(f, "no loaded program #{index}"),
             Error::TargetBtf {
@@ -635,8 +629,7 @@ impl std::error::Error for Error {
             Error::NotElf { source, .. } | Error::DebugFile { source, .. } => Some(source),
             Error::NoDebugSections { source, .. } | Error::Dwarf { source, .. } => Some(source),
             Error::Site { problem, .. } => Some(problem),
-            Error::Usage { .. }
-            | Error::NoProgram { .. }
+            Error::NoProgram { .. }
             | Error::NoLoadedProgram { .. }
             | Error::DatasecSection { .. }
             | Error::DatasecVariable { .. }
@@ -678,7 +671,16 @@ impl From<sluice_core::Error> for Error {
     clippy::panic,
     clippy::indexing_slicing
 )]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod verifier_tests {
     use super::*;
 
     #[test]
