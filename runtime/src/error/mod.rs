@@ -6,10 +6,11 @@
 
 use rustix::io::Errno;
 use std::fmt;
+use std::sync::Arc;
 
 mod problem;
 
-pub use problem::{ArgProblem, KconfigProblem, SiteProblem, SpecProblem};
+pub use problem::{ArgProblem, KconfigProblem, SpecProblem};
 
 /// `/proc/kallsyms`, as [`crate::kernel::kallsyms::KALLSYMS`] (which this module, data only,
 /// does not reach).
@@ -664,6 +665,92 @@ impl From<sluice_core::Error> for Error {
     }
 }
 
+/// Why one site of a function cannot be probed as the spec asks.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SiteProblem {
+    /// A uprobe site whose address lies in no section with file contents.
+    NoFileOffset,
+    /// A kprobe site that no function symbol holds.
+    NoSymbol,
+    /// The spec is neither a kprobe nor a uprobe.
+    NotProbe,
+    /// The prologue does not take the arguments (capacity, `$err`).
+    Prologue(sluice_core::Error),
+    /// A variable's location has no fetch-arg spelling.
+    FetchArg(sluice_core::dwarf::Error),
+    /// The debug info did not resolve an argument.
+    NotResolved {
+        /// 1-based position.
+        position: usize,
+        /// The argument as written.
+        arg: String,
+    },
+    /// An argument that is a kernel global, where the running kernel's offset is unknown.
+    KernelGlobal {
+        /// 1-based position.
+        position: usize,
+        /// The argument as written.
+        arg: String,
+        /// Why the offset is unknown.
+        source: Arc<Error>,
+    },
+    /// An argument that cannot be fetched there.
+    Arg {
+        /// 1-based position.
+        position: usize,
+        /// The argument as written.
+        arg: String,
+        /// Why.
+        problem: ArgProblem,
+    },
+}
+
+impl fmt::Display for SiteProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SiteProblem::NoFileOffset => {
+                f.write_str("the address lies in no section with file contents")
+            }
+            SiteProblem::NoSymbol => f.write_str("no function symbol holds the address"),
+            SiteProblem::NotProbe => f.write_str("not a kprobe or uprobe"),
+            SiteProblem::Prologue(e) => write!(f, "{e}"),
+            SiteProblem::FetchArg(e) => write!(f, "{e}"),
+            SiteProblem::NotResolved { position, arg } => {
+                write!(f, "argument {position} '{arg}' was not resolved")
+            }
+            SiteProblem::KernelGlobal {
+                position,
+                arg,
+                source,
+            } => write!(
+                f,
+                "argument {position} '{arg}' is a kernel global: {source}"
+            ),
+            SiteProblem::Arg {
+                position,
+                arg,
+                problem,
+            } => write!(f, "argument {position} '{arg}': {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for SiteProblem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SiteProblem::Prologue(e) => Some(e),
+            SiteProblem::FetchArg(e) => Some(e),
+            SiteProblem::KernelGlobal { source, .. } => Some(&**source),
+            SiteProblem::Arg { problem, .. } => Some(problem),
+            SiteProblem::NoFileOffset
+            | SiteProblem::NoSymbol
+            | SiteProblem::NotProbe
+            | SiteProblem::NotResolved { .. } => None,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -672,25 +759,3 @@ impl From<sluice_core::Error> for Error {
     clippy::indexing_slicing
 )]
 mod tests;
-
-#[cfg(test)]
-#[allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-mod verifier_tests {
-    use super::*;
-
-    #[test]
-    fn verifier_display_keeps_bytes() {
-        let e = Error::Verifier {
-            program: "p".into(),
-            errno: Errno::ACCESS,
-            log: b"0: R2 !read_ok\xff\n".to_vec(),
-        };
-        assert_eq!(e.verifier_log(), Some(&b"0: R2 !read_ok\xff\n"[..]));
-        assert!(e.to_string().contains("R2 !read_ok"));
-    }
-}

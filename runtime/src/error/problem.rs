@@ -1,8 +1,7 @@
-//! What is wrong inside one variant of [`super::Error`] (or of the session's error): the
-//! reasons a `.kconfig` extern, a probe site, an argument or a probe spec cannot be honoured.
+//! What is wrong inside one variant of the runtime's or the session's error: the reasons a
+//! `.kconfig` extern, an argument or a probe spec cannot be honoured.
 
 use std::fmt;
-use std::sync::Arc;
 
 /// Why a `.kconfig` extern cannot be given a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,92 +36,6 @@ impl fmt::Display for KconfigProblem {
 }
 
 impl std::error::Error for KconfigProblem {}
-
-/// Why one site of a function cannot be probed as the spec asks.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum SiteProblem {
-    /// A uprobe site whose address lies in no section with file contents.
-    NoFileOffset,
-    /// A kprobe site that no function symbol holds.
-    NoSymbol,
-    /// The spec is neither a kprobe nor a uprobe.
-    NotProbe,
-    /// The prologue does not take the arguments (capacity, `$err`).
-    Prologue(sluice_core::Error),
-    /// A variable's location has no fetch-arg spelling.
-    FetchArg(sluice_core::dwarf::Error),
-    /// The debug info did not resolve an argument.
-    NotResolved {
-        /// 1-based position.
-        position: usize,
-        /// The argument as written.
-        arg: String,
-    },
-    /// An argument that is a kernel global, where the running kernel's offset is unknown.
-    KernelGlobal {
-        /// 1-based position.
-        position: usize,
-        /// The argument as written.
-        arg: String,
-        /// Why the offset is unknown.
-        source: Arc<super::Error>,
-    },
-    /// An argument that cannot be fetched there.
-    Arg {
-        /// 1-based position.
-        position: usize,
-        /// The argument as written.
-        arg: String,
-        /// Why.
-        problem: ArgProblem,
-    },
-}
-
-impl fmt::Display for SiteProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SiteProblem::NoFileOffset => {
-                f.write_str("the address lies in no section with file contents")
-            }
-            SiteProblem::NoSymbol => f.write_str("no function symbol holds the address"),
-            SiteProblem::NotProbe => f.write_str("not a kprobe or uprobe"),
-            SiteProblem::Prologue(e) => write!(f, "{e}"),
-            SiteProblem::FetchArg(e) => write!(f, "{e}"),
-            SiteProblem::NotResolved { position, arg } => {
-                write!(f, "argument {position} '{arg}' was not resolved")
-            }
-            SiteProblem::KernelGlobal {
-                position,
-                arg,
-                source,
-            } => write!(
-                f,
-                "argument {position} '{arg}' is a kernel global: {source}"
-            ),
-            SiteProblem::Arg {
-                position,
-                arg,
-                problem,
-            } => write!(f, "argument {position} '{arg}': {problem}"),
-        }
-    }
-}
-
-impl std::error::Error for SiteProblem {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SiteProblem::Prologue(e) => Some(e),
-            SiteProblem::FetchArg(e) => Some(e),
-            SiteProblem::KernelGlobal { source, .. } => Some(&**source),
-            SiteProblem::Arg { problem, .. } => Some(problem),
-            SiteProblem::NoFileOffset
-            | SiteProblem::NoSymbol
-            | SiteProblem::NotProbe
-            | SiteProblem::NotResolved { .. } => None,
-        }
-    }
-}
 
 /// Why one argument of a spec cannot be fetched at a site.
 #[derive(Debug)]

@@ -636,3 +636,14 @@ fn argument_and_spec_problems() {
         assert_eq!(p.source().is_some(), has_source, "{p:?}");
     }
 }
+
+#[test]
+fn verifier_display_keeps_bytes() {
+    let e = Error::Verifier {
+        program: "p".into(),
+        errno: Errno::ACCESS,
+        log: b"0: R2 !read_ok\xff\n".to_vec(),
+    };
+    assert_eq!(e.verifier_log(), Some(&b"0: R2 !read_ok\xff\n"[..]));
+    assert!(e.to_string().contains("R2 !read_ok"));
+}
