@@ -1,4 +1,9 @@
 //! One clear line, then the detail; and the exit code.
+//!
+//! The line is the error's `Display`, which already holds the text of its sources
+//! (`program 'p' (spec 's'): FILE: FUNC: why`): the commands print it once and never append
+//! the `source()` chain, which would say the same thing twice. Exit codes go by variant
+//! (`record`: `Open`, `Spec`, `Cpu` are bad input, 2; the rest 1).
 
 /// A failure of a command: the line to print, optional detail, exit code.
 #[derive(Debug)]

@@ -33,6 +33,7 @@ use sluice_core::probe::{self, Place, ProbeKind, Section, Target};
 use sluice_core::Object;
 
 use crate::attach::{self, EventOptions, PerCpuEvents, Scope};
+use crate::error::SpecProblem;
 use crate::load::{load, LoadOptions, LoadedObject};
 use crate::probe::{fetch_args, probe_target, unique_arg_names};
 use crate::ring::{PerfRing, RingConfig, RingEvent, RingSet, SampleEvent};
@@ -100,7 +101,7 @@ pub enum Error {
         /// The spec.
         spec: String,
         /// What is wrong.
-        what: String,
+        problem: crate::error::SpecProblem,
     },
     /// tracefs refused (probe creation, event id or format).
     Tracefs {
@@ -125,7 +126,12 @@ pub enum Error {
         /// The online CPUs.
         online: Vec<u32>,
     },
-    /// Listing CPUs, polling or waiting for the workload failed.
+    /// Reading the online CPUs failed.
+    Cpus {
+        /// Why.
+        source: crate::kernel::cpus::Error,
+    },
+    /// Polling or waiting for the workload failed.
     Io {
         /// What we were doing.
         what: &'static str,
@@ -143,8 +149,11 @@ impl fmt::Display for Error {
                 object,
                 program,
                 spec,
-                what,
-            } => write!(f, "{object}: program '{program}', probe '{spec}': {what}"),
+                problem,
+            } => write!(
+                f,
+                "{object}: program '{program}', probe '{spec}': {problem}"
+            ),
             Error::Tracefs {
                 program: Some(p),
                 source,
@@ -159,6 +168,7 @@ impl fmt::Display for Error {
                 let list: Vec<String> = online.iter().map(u32::to_string).collect();
                 write!(f, "CPU {cpu} is not online (online: {})", list.join(","))
             }
+            Error::Cpus { source } => write!(f, "reading the online CPUs: {source}"),
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -173,7 +183,9 @@ impl std::error::Error for Error {
             Error::Attach { source, .. } => Some(source),
             Error::Ring(e) => Some(e),
             Error::Io { source, .. } => Some(source),
-            Error::Spec { .. } | Error::Cpu { .. } => None,
+            Error::Cpus { source } => Some(source),
+            Error::Spec { problem, .. } => Some(problem),
+            Error::Cpu { .. } => None,
         }
     }
 }
@@ -337,10 +349,7 @@ impl Session {
             program: None,
             source,
         })?;
-        let online = crate::kernel::cpus::online().map_err(|e| Error::Io {
-            what: "reading the online CPUs",
-            source: std::io::Error::other(e.to_string()),
-        })?;
+        let online = crate::kernel::cpus::online().map_err(|source| Error::Cpus { source })?;
         let cpus = match &opts.cpus {
             None => online,
             Some(asked) => {
@@ -470,11 +479,11 @@ impl Session {
                 .events
                 .get(prog.name())
                 .map_or(prog.section_name(), String::as_str);
-            let spec_err = |what: String| Error::Spec {
+            let spec_err = |problem| Error::Spec {
                 object: src.name.clone(),
                 program: prog.name().to_owned(),
                 spec: spec_text.to_owned(),
-                what,
+                problem,
             };
             let spec = match probe::parse(spec_text) {
                 Ok(Section::Probe(spec)) => spec,
@@ -491,7 +500,7 @@ impl Session {
                     });
                     continue;
                 }
-                Err(e) => return Err(spec_err(e.to_string())),
+                Err(e) => return Err(spec_err(SpecProblem::Parse(e))),
             };
             let tracefs_err = |source| Error::Tracefs {
                 program: Some(prog.name().to_owned()),
@@ -506,7 +515,7 @@ impl Session {
                         ProbeKind::Uprobe => tracefs::ProbeKind::Uprobe,
                         ProbeKind::Uretprobe => tracefs::ProbeKind::Uretprobe,
                         ProbeKind::Tracepoint => {
-                            return Err(spec_err("tracepoint without a target".into()))
+                            return Err(spec_err(SpecProblem::TracepointWithoutTarget))
                         }
                     };
                     let req = if let Some(site) = prog.site() {
@@ -521,18 +530,10 @@ impl Session {
                             args: unique_arg_names(&site.fetch_args).join(" "),
                         }
                     } else if crate::probe::debuginfo::spec_needs_debug_info(&spec) {
-                        return Err(spec_err(
-                            "the program was loaded without its DWARF site".into(),
-                        ));
+                        return Err(spec_err(SpecProblem::NoSite));
                     } else {
                         let offset = match spec.place() {
-                            Place::Line(_) => {
-                                return Err(spec_err(
-                                    "the program was loaded without the DWARF site of its \
-                                     :LINE place"
-                                        .into(),
-                                ))
-                            }
+                            Place::Line(_) => return Err(spec_err(SpecProblem::NoLineSite)),
                             Place::Offset(off) => off,
                             Place::Entry | Place::Return => 0,
                         };
@@ -540,7 +541,7 @@ impl Session {
                             kind,
                             target: probe_target(target, offset).map_err(|e| match e {
                                 Ok(t) => tracefs_err(t),
-                                Err(what) => spec_err(what),
+                                Err(problem) => spec_err(problem),
                             })?,
                             args: fetch_args(&spec),
                         }

@@ -414,8 +414,22 @@ fn hash_map_round_trip() {
     keys.sort_unstable();
     assert_eq!(keys, [0, 1, 2, 3, 4, 5, 6, 8, 9]);
     // Wrong sizes never reach the kernel.
-    assert!(matches!(m.get::<u64, u64>(&1), Err(Error::Usage { .. })));
-    assert!(matches!(m.get::<u32, u32>(&1), Err(Error::Usage { .. })));
+    assert!(matches!(
+        m.get::<u64, u64>(&1),
+        Err(Error::KeySize {
+            expected: 4,
+            got: 8,
+            ..
+        })
+    ));
+    assert!(matches!(
+        m.get::<u32, u32>(&1),
+        Err(Error::ValueSize {
+            expected: 8,
+            got: 4,
+            ..
+        })
+    ));
     // Full: E2BIG.
     for k in 100u32..107 {
         m.update(&k, &0u64, UpdateMode::Any).unwrap();
@@ -458,7 +472,10 @@ fn per_cpu_array_round_trip() {
     m.update_per_cpu(&1u32, &values, UpdateMode::Any).unwrap();
     assert_eq!(m.get_per_cpu::<u32, u32>(&1).unwrap(), Some(values));
     assert_eq!(m.get_per_cpu::<u32, u32>(&0).unwrap(), Some(vec![0; cpus]));
-    assert!(matches!(m.get::<u32, u32>(&1), Err(Error::Usage { .. })));
+    assert!(matches!(
+        m.get::<u32, u32>(&1),
+        Err(Error::ValueSize { got: 4, .. })
+    ));
     let keys: Vec<u32> = m.keys::<u32>().collect::<Result<_, _>>().unwrap();
     assert_eq!(keys, [0, 1]);
 }

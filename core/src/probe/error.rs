@@ -17,3 +17,5 @@ impl fmt::Display for ProbeError {
         write!(f, "probe spec, column {}: {}", self.column + 1, self.what)
     }
 }
+
+impl core::error::Error for ProbeError {}

@@ -30,7 +30,8 @@ pub const KERNEL_SYMBOLS: [&str; 2] = ["_stext", "_sinittext"];
 /// are found. `None`: not listed, or only by a module.
 ///
 /// # Errors
-/// [`Error::Io`] when reading fails; [`Error::Usage`] when a name is listed at address 0:
+/// [`Error::Io`] when reading fails; [`Error::KallsymsHidden`] when a name is listed at
+/// address 0 ([`Error::KallsymsAddress`] for an address that is not hexadecimal):
 /// the kernel hides its addresses (`kernel.kptr_restrict`, or a reader without
 /// `CAP_SYSLOG`).
 pub fn lookup_in(kallsyms: impl BufRead, names: &[&str]) -> Result<Vec<Option<u64>>> {
@@ -56,18 +57,12 @@ pub fn lookup_in(kallsyms: impl BufRead, names: &[&str]) -> Result<Vec<Option<u6
             if slot.is_some() || *want != name {
                 continue;
             }
-            let a = u64::from_str_radix(addr, 16).map_err(|_| Error::Usage {
-                what: format!("{KALLSYMS}: '{line}': the address is not hexadecimal"),
-            })?;
+            let a = u64::from_str_radix(addr, 16)
+                .map_err(|_| Error::KallsymsAddress { line: line.clone() })?;
             if a == 0 {
-                return Err(Error::Usage {
-                    what: format!(
-                        "{KALLSYMS} lists {name} at address 0: the kernel hides its symbol \
-                         addresses (kernel.kptr_restrict = {}; root with CAP_SYSLOG sees them \
-                         when it is 0 or 1), so a kernel global's address in the running \
-                         kernel is unknown",
-                        kptr_restrict().map_or_else(|| "?".into(), |v| v.to_string())
-                    ),
+                return Err(Error::KallsymsHidden {
+                    name: name.to_owned(),
+                    kptr_restrict: kptr_restrict(),
                 });
             }
             *slot = Some(a);
@@ -105,36 +100,36 @@ fn kptr_restrict() -> Option<u32> {
 /// decompressor).
 ///
 /// # Errors
-/// [`Error::Usage`] naming `vmlinux`: no symbols given, a symbol missing from either side,
-/// or two offsets that differ.
+/// Naming `vmlinux`: [`Error::NoKaslrSymbols`] for no symbols given,
+/// [`Error::NoLinkSymbol`] / [`Error::NoRunningSymbol`] for a symbol missing from either
+/// side, [`Error::NotRunningKernel`] for two offsets that differ.
 pub fn kaslr_offset(vmlinux: &str, symbols: &[(&str, Option<u64>, Option<u64>)]) -> Result<i64> {
     let mut first: Option<(&str, i64)> = None;
     for &(name, link, running) in symbols {
-        let link = link.ok_or_else(|| Error::Usage {
-            what: format!("{vmlinux}: no symbol {name} in its symbol table: cannot place the kernel's globals"),
+        let link = link.ok_or_else(|| Error::NoLinkSymbol {
+            vmlinux: vmlinux.to_owned(),
+            name: name.to_owned(),
         })?;
-        let running = running.ok_or_else(|| Error::Usage {
-            what: format!(
-                "{KALLSYMS} lists no {name}: cannot tell the running kernel's KASLR offset"
-            ),
+        let running = running.ok_or_else(|| Error::NoRunningSymbol {
+            name: name.to_owned(),
         })?;
         let offset = running.wrapping_sub(link) as i64;
         match first {
             None => first = Some((name, offset)),
             Some((n0, o0)) if o0 != offset => {
-                return Err(Error::Usage {
-                    what: format!(
-                        "{vmlinux} is not the running kernel: {n0} is {o0:#x} away from its \
-                         link-time address in {KALLSYMS}, {name} {offset:#x} (give the vmlinux \
-                         of this build, see uname -v)"
-                    ),
+                return Err(Error::NotRunningKernel {
+                    vmlinux: vmlinux.to_owned(),
+                    first: n0.to_owned(),
+                    first_offset: o0,
+                    name: name.to_owned(),
+                    offset,
                 })
             }
             Some(_) => {}
         }
     }
-    first.map(|(_, o)| o).ok_or_else(|| Error::Usage {
-        what: format!("{vmlinux}: no symbols to compute the KASLR offset from"),
+    first.map(|(_, o)| o).ok_or_else(|| Error::NoKaslrSymbols {
+        vmlinux: vmlinux.to_owned(),
     })
 }
 

@@ -56,10 +56,8 @@ fn wr(b: &mut [u8], at: usize, v: u32) {
     }
 }
 
-fn btf_err(e: impl std::fmt::Display) -> Error {
-    Error::Usage {
-        what: format!("object BTF: {e}"),
-    }
+fn btf_err(source: sluice_core::btf::BtfError) -> Error {
+    Error::ObjectBtf { source }
 }
 
 /// A parsed copy of a BTF blob: the bytes, and each type's byte offset in them.
@@ -86,7 +84,8 @@ fn layout(bytes: &[u8]) -> Result<Layout> {
 /// module docs); `kconfig` is [`Object::kconfig_externs`]. `None` without `.BTF`.
 ///
 /// # Errors
-/// [`Error::Usage`] for a DATASEC whose section or a variable whose symbol is missing.
+/// [`Error::DatasecSection`] / [`Error::DatasecVariable`] for a DATASEC whose section or a
+/// variable whose symbol is missing; [`Error::ObjectBtf`] for BTF that does not parse.
 pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Option<Vec<u8>>> {
     let Some(orig) = obj.btf_bytes() else {
         return Ok(None);
@@ -117,8 +116,8 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
                 .section_size_by_name(sec)
                 .and_then(|s| u32::try_from(s).ok())
                 .filter(|&s| s > 0)
-                .ok_or_else(|| Error::Usage {
-                    what: format!("BTF DATASEC '{sec}': no ELF section of that name to size it"),
+                .ok_or_else(|| Error::DatasecSection {
+                    datasec: sec.to_owned(),
                 })?;
         }
         wr(&mut bytes, rec + 8, size);
@@ -141,10 +140,9 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
                 match obj.variable_offset(name) {
                     Some(o) => u32::try_from(o).unwrap_or(u32::MAX),
                     None => {
-                        return Err(Error::Usage {
-                            what: format!(
-                                "BTF DATASEC '{sec}': variable '{name}' has no symbol to place it"
-                            ),
+                        return Err(Error::DatasecVariable {
+                            datasec: sec.to_owned(),
+                            variable: name.to_owned(),
                         })
                     }
                 }
@@ -168,7 +166,8 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
 /// module docs. Returns how many types changed.
 ///
 /// # Errors
-/// [`Error::Usage`] for BTF that does not parse, or ENUM64 on a kernel without it.
+/// [`Error::ObjectBtf`] for BTF that does not parse, [`Error::Enum64Unsupported`] for ENUM64
+/// on a kernel without it.
 pub fn sanitize(bytes: &mut [u8], f: &Features) -> Result<usize> {
     let l = layout(bytes)?;
     let mut changed = 0;
@@ -221,12 +220,7 @@ pub fn sanitize(bytes: &mut [u8], f: &Features) -> Result<usize> {
                 wr(bytes, rec, 0);
                 Some(enc(10, 0, 0))
             }
-            Kind::Enum64 if !f.enum64 => {
-                return Err(Error::Usage {
-                    what: "object BTF has ENUM64, which this kernel does not know (Linux 6.0)"
-                        .into(),
-                })
-            }
+            Kind::Enum64 if !f.enum64 => return Err(Error::Enum64Unsupported),
             _ => None,
         };
         if let Some(n) = new_info {
@@ -240,7 +234,7 @@ pub fn sanitize(bytes: &mut [u8], f: &Features) -> Result<usize> {
 /// Loads a BTF blob (`BPF_BTF_LOAD`); on refusal, again with a log for the error.
 ///
 /// # Errors
-/// [`Error::Usage`] with the kernel's BTF log; [`Error::Permission`] / [`Error::Unsupported`].
+/// [`Error::BtfRefused`] with the kernel's BTF log; [`Error::Permission`] / [`Error::Unsupported`].
 pub fn load(bytes: &[u8]) -> Result<OwnedFd> {
     let (r, _) = sys::btf_load(bytes, None);
     match r {
@@ -262,8 +256,9 @@ pub fn load(bytes: &[u8]) -> Result<OwnedFd> {
                 errno,
                 Some(("BPF_BTF_LOAD".into(), "4.18")),
             ) {
-                Error::Syscall { errno, .. } => Err(Error::Usage {
-                    what: format!("the kernel refused the object's BTF ({errno}):\n{log}"),
+                Error::Syscall { errno, .. } => Err(Error::BtfRefused {
+                    errno,
+                    log: log.into_owned(),
                 }),
                 e => Err(e),
             }
@@ -341,7 +336,7 @@ pub struct Poisoned {
 /// Returns the poisoned instructions.
 ///
 /// # Errors
-/// [`Error::Usage`] naming the relocation for one that cannot be applied at all (an
+/// [`Error::CoreRelocation`] naming the relocation for one that cannot be applied at all (an
 /// instruction that is not what the compiler should have written).
 pub fn apply_core(
     obj: &Object<'_, '_>,
@@ -368,13 +363,18 @@ pub fn apply_core(
             }
             let at = prologue_len + part.start + ((off - lo) / 8) as usize;
             let name = p.name.unwrap_or(p.section_name);
-            let res = resolver
-                .resolve(i as u32, &relo)
-                .map_err(|e| Error::Usage {
-                    what: format!("program '{name}': CO-RE relocation #{i}: {e}"),
-                })?;
-            let outcome = patch_insn(insns, at, &res).map_err(|e| Error::Usage {
-                what: format!("program '{name}': CO-RE relocation #{i}: {e}"),
+            let res =
+                resolver
+                    .resolve(i as u32, &relo)
+                    .map_err(|source| Error::CoreRelocation {
+                        program: name.to_owned(),
+                        index: i,
+                        source,
+                    })?;
+            let outcome = patch_insn(insns, at, &res).map_err(|source| Error::CoreRelocation {
+                program: name.to_owned(),
+                index: i,
+                source,
             })?;
             if matches!(outcome, PatchOutcome::Poisoned { .. }) || res.poison.is_some() {
                 let why = res.poison.map(|e| e.to_string()).unwrap_or_default();

@@ -1,6 +1,6 @@
 //! The `.kconfig` map's value: each extern of the object from the kernel configuration.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, KconfigProblem, Result};
 use crate::kernel::version::running_kernel_version;
 use sluice_core::object::{KconfigExtern, KconfigKind};
 
@@ -8,13 +8,14 @@ use sluice_core::object::{KconfigExtern, KconfigKind};
 /// or, for `LINUX_KERNEL_VERSION`, the running kernel's version; `size` bytes.
 ///
 /// # Errors
-/// [`Error::Usage`] naming the extern when a non-weak one is missing, has a value its
+/// [`Error::Kconfig`] naming the extern when a non-weak one is missing, has a value its
 /// type cannot hold, or is no Kconfig name libbpf knows.
 pub fn kconfig_value(externs: &[KconfigExtern<'_>], size: u32, config: &str) -> Result<Vec<u8>> {
     let mut out = vec![0u8; size as usize];
     for e in externs {
-        let bad = |why: &str| Error::Usage {
-            what: format!("extern '{}' (.kconfig): {why}", e.name),
+        let bad = |problem| Error::Kconfig {
+            name: e.name.to_owned(),
+            problem,
         };
         let value: Option<String> = if e.name == "LINUX_KERNEL_VERSION" {
             running_kernel_version().map(|v| v.to_string())
@@ -28,22 +29,24 @@ pub fn kconfig_value(externs: &[KconfigExtern<'_>], size: u32, config: &str) -> 
                     .map(str::to_owned)
             })
         } else {
-            return Err(bad("not a CONFIG_ name nor one libbpf provides"));
+            return Err(bad(KconfigProblem::Unknown));
         };
         let Some(value) = value else {
             if e.weak {
                 continue;
             }
-            return Err(bad(
-                "not set in the kernel configuration (declare it __weak to default to 0)",
-            ));
+            return Err(bad(KconfigProblem::NotSet));
         };
         let at = e.offset as usize;
         let slot = out
             .get_mut(at..at + e.size as usize)
-            .ok_or_else(|| bad("outside the .kconfig map"))?;
-        write_kconfig(slot, e.kind, &value)
-            .map_err(|why| bad(&format!("value '{value}': {why}")))?;
+            .ok_or_else(|| bad(KconfigProblem::OutsideMap))?;
+        write_kconfig(slot, e.kind, &value).map_err(|why| {
+            bad(KconfigProblem::BadValue {
+                value: value.clone(),
+                why,
+            })
+        })?;
     }
     Ok(out)
 }

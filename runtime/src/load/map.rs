@@ -279,12 +279,10 @@ impl Map {
 
     fn check_key(&self, len: usize) -> Result<()> {
         if len != self.key_size() as usize {
-            return Err(Error::Usage {
-                what: format!(
-                    "map '{}': key of {len} bytes, the map's keys have {}",
-                    self.name,
-                    self.key_size()
-                ),
+            return Err(Error::KeySize {
+                map: self.name.clone(),
+                expected: self.key_size() as usize,
+                got: len,
             });
         }
         Ok(())
@@ -292,12 +290,10 @@ impl Map {
 
     fn check_value(&self, len: usize) -> Result<()> {
         if len != self.value_bytes() {
-            return Err(Error::Usage {
-                what: format!(
-                    "map '{}': value of {len} bytes, the map's values take {}",
-                    self.name,
-                    self.value_bytes()
-                ),
+            return Err(Error::ValueSize {
+                map: self.name.clone(),
+                expected: self.value_bytes(),
+                got: len,
             });
         }
         Ok(())
@@ -306,7 +302,7 @@ impl Map {
     /// Looks `key` up; `None` if absent. Per-CPU maps return every CPU's slot.
     ///
     /// # Errors
-    /// [`Error::Usage`] for a key of the wrong size; the kernel's refusal.
+    /// [`Error::KeySize`] for a key of the wrong size; the kernel's refusal.
     pub fn get_bytes(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_key(key.len())?;
         let mut v = vec![0u8; self.value_bytes()];
@@ -320,7 +316,7 @@ impl Map {
     /// Sets `key` to `value` (all CPUs' slots for per-CPU maps).
     ///
     /// # Errors
-    /// [`Error::Usage`] for sizes that do not fit; the kernel's refusal (`EEXIST` with
+    /// [`Error::KeySize`] / [`Error::ValueSize`] for sizes that do not fit; the kernel's refusal (`EEXIST` with
     /// [`UpdateMode::NoExist`], `ENOENT` with [`UpdateMode::Exist`], `E2BIG` when full).
     pub fn update_bytes(&self, key: &[u8], value: &[u8], mode: UpdateMode) -> Result<()> {
         self.check_key(key.len())?;
@@ -333,7 +329,7 @@ impl Map {
     /// Deletes `key`; `false` if it was absent.
     ///
     /// # Errors
-    /// [`Error::Usage`] for a key of the wrong size; the kernel's refusal (`EINVAL` on
+    /// [`Error::KeySize`] for a key of the wrong size; the kernel's refusal (`EINVAL` on
     /// arrays, whose elements cannot be deleted).
     pub fn delete_bytes(&self, key: &[u8]) -> Result<bool> {
         self.check_key(key.len())?;
@@ -358,7 +354,7 @@ impl Map {
     /// Typed lookup.
     ///
     /// # Errors
-    /// As [`get_bytes`](Self::get_bytes); [`Error::Usage`] if `V` does not fit the value size.
+    /// As [`get_bytes`](Self::get_bytes); [`Error::ValueSize`] if `V` does not fit the value size.
     pub fn get<K: Plain, V: Plain>(&self, key: &K) -> Result<Option<V>> {
         self.check_value(V::SIZE)?;
         Ok(self
@@ -382,7 +378,7 @@ impl Map {
         self.delete_bytes(&to_bytes(key))
     }
 
-    /// Typed keys; a single [`Error::Usage`] if `K` is not the key size.
+    /// Typed keys; a single [`Error::KeySize`] if `K` is not the key size.
     pub fn keys<K: Plain + 'static>(&self) -> impl Iterator<Item = Result<K>> + '_ {
         let (err, keys) = match self.check_key(K::SIZE) {
             Ok(()) => (None, Some(self.keys_bytes())),
@@ -402,7 +398,7 @@ impl Map {
     /// Per-CPU lookup: one value per possible CPU.
     ///
     /// # Errors
-    /// [`Error::Usage`] on a map that is not per-CPU or a `V` of the wrong size; as
+    /// [`Error::NotPerCpu`] on a map that is not per-CPU or a `V` of the wrong size; as
     /// [`get_bytes`](Self::get_bytes).
     pub fn get_per_cpu<K: Plain, V: Plain>(&self, key: &K) -> Result<Option<Vec<V>>> {
         self.check_per_cpu::<V>()?;
@@ -415,8 +411,9 @@ impl Map {
     /// Per-CPU update: `values` holds one value per possible CPU.
     ///
     /// # Errors
-    /// [`Error::Usage`] on a map that is not per-CPU, a `V` of the wrong size, or a count
-    /// other than the possible CPUs; as [`update_bytes`](Self::update_bytes).
+    /// [`Error::NotPerCpu`] on a map that is not per-CPU or a `V` of the wrong size,
+    /// [`Error::ValueSize`] for a count other than the possible CPUs; as
+    /// [`update_bytes`](Self::update_bytes).
     pub fn update_per_cpu<K: Plain, V: Plain>(
         &self,
         key: &K,
@@ -434,14 +431,11 @@ impl Map {
 
     fn check_per_cpu<V: Plain>(&self) -> Result<()> {
         if !self.is_per_cpu() || V::SIZE != self.value_size() as usize {
-            return Err(Error::Usage {
-                what: format!(
-                    "map '{}' (type {}, value size {}) is no per-CPU map of {}-byte values",
-                    self.name,
-                    self.map_type(),
-                    self.value_size(),
-                    V::SIZE
-                ),
+            return Err(Error::NotPerCpu {
+                map: self.name.clone(),
+                map_type: self.map_type(),
+                value_size: self.value_size(),
+                got: V::SIZE,
             });
         }
         Ok(())
@@ -597,11 +591,9 @@ pub(crate) fn create_maps(
             let inner = match (inner_of(def), btf_inner.as_ref()) {
                 (_, Some(m)) => Some(m),
                 (Some(j), None) => Some(maps.get(j as usize).and_then(Option::as_ref).ok_or_else(
-                    || Error::Usage {
-                        what: format!(
-                            "map '{}': inner map #{j} is missing or itself a map-in-map",
-                            def.name
-                        ),
+                    || Error::InnerMap {
+                        map: def.name.to_owned(),
+                        inner: j,
                     },
                 )?),
                 (None, None) => None,

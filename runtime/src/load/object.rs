@@ -161,11 +161,12 @@ impl LoadedObject {
     /// instruction the verifier walks, in its own disassembly.
     ///
     /// # Errors
-    /// [`Error::Usage`] for an index past the programs; as [`program::program`].
+    /// [`Error::NoLoadedProgram`] for an index past the programs; as [`program::program`].
     pub fn verifier_log(&self, prog: usize, level: u32) -> Result<Vec<u8>> {
-        let p = self.programs.get(prog).ok_or_else(|| Error::Usage {
-            what: format!("no loaded program #{prog}"),
-        })?;
+        let p = self
+            .programs
+            .get(prog)
+            .ok_or(Error::NoLoadedProgram { index: prog })?;
         let req = ProgramLoad {
             name: &p.name,
             prog_type: p.prog_type,
@@ -233,8 +234,9 @@ fn read_target(path: &std::path::Path) -> Result<Target> {
         path: path.display().to_string(),
         source,
     })?;
-    let n = Btf::count_types(&bytes).map_err(|e| Error::Usage {
-        what: format!("target BTF {}: {e}", path.display()),
+    let n = Btf::count_types(&bytes).map_err(|source| Error::TargetBtf {
+        path: Some(path.display().to_string()),
+        source,
     })?;
     Ok(Target {
         bytes,
@@ -330,9 +332,8 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
     let mut scratch: Vec<u32>;
     let target_btf = match target.as_mut() {
         Some(t) => Some(
-            Btf::parse(&t.bytes, &mut t.index).map_err(|e| Error::Usage {
-                what: format!("target BTF: {e}"),
-            })?,
+            Btf::parse(&t.bytes, &mut t.index)
+                .map_err(|source| Error::TargetBtf { path: None, source })?,
         ),
         None => None,
     };
@@ -340,9 +341,8 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         Some(t) => {
             scratch = vec![0u32; CandidateIndex::required_len(&t)];
             Some(
-                CandidateIndex::new(t, &mut scratch).map_err(|e| Error::Usage {
-                    what: format!("target BTF: {e}"),
-                })?,
+                CandidateIndex::new(t, &mut scratch)
+                    .map_err(|source| Error::TargetBtf { path: None, source })?,
             )
         }
         None => None,
@@ -403,9 +403,10 @@ fn load_one(
     sh: &Shared<'_, '_>,
 ) -> Result<LoadedProgram> {
     let (opts, license, kern_version) = (sh.opts, sh.license, sh.kern_version);
-    let p = obj.programs().get(index).ok_or_else(|| Error::Usage {
-        what: format!("no program #{index}"),
-    })?;
+    let p = obj
+        .programs()
+        .get(index)
+        .ok_or(Error::NoProgram { index })?;
     let linked = obj.linked_len(index)?;
     let mut insns = vec![Insn::default(); prologue.len().saturating_add(linked)];
     let n = obj.relocate(index, prologue, sh.map_fds, &mut insns)?;

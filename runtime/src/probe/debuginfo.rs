@@ -24,6 +24,7 @@
 
 use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sluice_core::arch::Arch;
 use sluice_core::dwarf::{
@@ -35,7 +36,7 @@ use sluice_core::probe::{Arg, ArgBase, Args, Place, ProbeKind, ProbeSpec, Target
 use sluice_core::prologue::{self, ArgLoc, ArgLocs, Memory};
 use sluice_core::Insn;
 
-use crate::error::{Error, Result};
+use crate::error::{ArgProblem, Error, Result, SiteProblem};
 use crate::sys::mmap::Mmap;
 use crate::tracefs::ProbeTarget;
 
@@ -96,28 +97,31 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     }
 }
 
-fn usage(what: String) -> Error {
-    Error::Usage { what }
-}
-
 impl DebugInfo {
     /// Opens `target` and finds its DWARF: in `debug` when given, else in `target` itself,
     /// else in the first of its build-id / `.gnu_debuglink` candidates under
     /// [`sluice_core::dwarf::DEBUG_DIR`] and beside it that exists and has `.debug_info`.
     ///
     /// # Errors
-    /// [`Error::Io`] when a file cannot be read; [`Error::Usage`] naming the file when it is
-    /// no ELF file or no debug info was found (with the candidates tried).
+    /// [`Error::Io`] when a file cannot be read; [`Error::NotElf`] naming the file when it is
+    /// no ELF file, [`Error::NoDebugSections`] when a given debug file has no usable DWARF,
+    /// [`Error::NoDebugInfo`] when no debug info was found (with the candidates tried).
     pub fn open(target: &Path, debug: Option<&Path>) -> Result<DebugInfo> {
         let code = Mmap::open(target).map_err(io(target))?;
-        let elf = Elf::parse(code.bytes())
-            .map_err(|e| usage(format!("{}: not an ELF file: {e}", target.display())))?;
+        let elf = Elf::parse(code.bytes()).map_err(|source| Error::NotElf {
+            path: target.display().to_string(),
+            source,
+        })?;
         if let Some(d) = debug {
             let bytes = Mmap::open(d).map_err(io(d))?;
-            let delf = Elf::parse(bytes.bytes())
-                .map_err(|e| usage(format!("{}: not an ELF file: {e}", d.display())))?;
-            DebugSections::load(&delf)
-                .map_err(|e| usage(format!("{}: no usable debug info: {e}", d.display())))?;
+            let delf = Elf::parse(bytes.bytes()).map_err(|source| Error::NotElf {
+                path: d.display().to_string(),
+                source,
+            })?;
+            DebugSections::load(&delf).map_err(|source| Error::NoDebugSections {
+                path: d.display().to_string(),
+                source,
+            })?;
             return Ok(DebugInfo {
                 code_path: target.to_path_buf(),
                 debug_path: d.to_path_buf(),
@@ -152,13 +156,10 @@ impl DebugInfo {
                 });
             }
         }
-        Err(usage(format!(
-            "{}: no debug info in the file nor in any of {} candidate(s){}{}",
-            target.display(),
-            candidates.len(),
-            if candidates.is_empty() { "" } else { ": " },
-            candidates.join(", ")
-        )))
+        Err(Error::NoDebugInfo {
+            path: target.display().to_string(),
+            candidates,
+        })
     }
 
     /// The probed file.
@@ -184,11 +185,12 @@ impl DebugInfo {
     /// fetch-args.
     ///
     /// # Errors
-    /// [`Error::Usage`] naming the file, function and (where it applies) the variable and
-    /// address: the function is not in the debug info, a variable is not visible or not
-    /// available at a site, a member chain does not fit the types, the spec has no function
-    /// or is a tracepoint, an argument cannot be passed in a register (`:string`), or the
-    /// prologue's capacity is exceeded.
+    /// [`Error::Dwarf`] / [`Error::Site`] naming the file, function and (where it applies) the
+    /// variable and address: the function is not in the debug info, a variable is not
+    /// visible or not available at a site, a member chain does not fit the types, an
+    /// argument cannot be passed in a register (`:string`), or the prologue's capacity is
+    /// exceeded; [`Error::NoFunction`] / [`Error::DebugFile`] when the spec has no function
+    /// or is a tracepoint.
     pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
         self.sites_for(spec, Kernel::LinkTime)
     }
@@ -200,9 +202,10 @@ impl DebugInfo {
     /// [`DebugInfo::sites`].
     ///
     /// # Errors
-    /// As [`DebugInfo::sites`]; [`Error::Usage`] when a kprobe reads a global and the offset
-    /// is unknown: `/proc/kallsyms` hides addresses or lacks a symbol, or this file is not
-    /// the running kernel's `vmlinux` (the symbols disagree), or the file is a module.
+    /// As [`DebugInfo::sites`]; [`Error::Site`] ([`SiteProblem::KernelGlobal`]) when a kprobe
+    /// reads a global and the offset is unknown: `/proc/kallsyms` hides addresses or lacks a
+    /// symbol, or this file is not the running kernel's `vmlinux` (the symbols disagree), or
+    /// the file is a module.
     pub fn running_sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
         self.sites_for(spec, Kernel::Running(OnceCell::new()))
     }
@@ -212,7 +215,7 @@ impl DebugInfo {
             let resolved = ctx
                 .resolver
                 .resolve(func, spec.place(), dwarf_args)
-                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+                .map_err(|e| ctx.dwarf(func, e))?;
             resolved.iter().map(|site| ctx.site(spec, site)).collect()
         })
     }
@@ -231,12 +234,12 @@ impl DebugInfo {
             let scan = ctx
                 .resolver
                 .resolve_lines(func, dwarf_args)
-                .map_err(|e| ctx.usage(func, &describe(&e)))?;
+                .map_err(|e| ctx.dwarf(func, e))?;
             Ok(scan
                 .into_iter()
                 .map(|(line, found)| {
                     let sites = found
-                        .map_err(|e| ctx.usage(func, &describe(&e)))
+                        .map_err(|e| ctx.dwarf(func, e))
                         .and_then(|v| v.iter().map(|site| ctx.site(spec, site)).collect());
                     (line, sites)
                 })
@@ -252,27 +255,36 @@ impl DebugInfo {
         kernel: Kernel,
         f: impl FnOnce(&Ctx<'_, '_>, &str, &[Arg<'_>]) -> Result<T>,
     ) -> Result<T> {
-        let file = self.code_path.display();
-        let func = spec.func().ok_or_else(|| {
-            usage(format!(
-                "{file}: the probe names no function to look up in the debug info"
-            ))
-        })?;
-        let ctx = |e: &dyn std::fmt::Display| usage(format!("{file}: {func}: {e}"));
-        let memory = Memory::of(spec.kind()).map_err(|e| ctx(&e))?;
-        let code = Elf::parse(self.code.bytes()).map_err(|e| ctx(&e))?;
+        let file = self.code_path.display().to_string();
+        let func = spec
+            .func()
+            .ok_or_else(|| Error::NoFunction { path: file.clone() })?;
+        let ctx = |source| Error::DebugFile {
+            path: file.clone(),
+            func: func.to_owned(),
+            source,
+        };
+        let memory = Memory::of(spec.kind()).map_err(ctx)?;
+        let code = Elf::parse(self.code.bytes()).map_err(ctx)?;
         let debug_elf = match &self.debug {
-            Some(b) => Elf::parse(b.bytes()).map_err(|e| ctx(&e))?,
+            Some(b) => Elf::parse(b.bytes()).map_err(ctx)?,
             None => code,
         };
-        let sections = DebugSections::load(&debug_elf)
-            .map_err(|e| usage(format!("{}: {func}: {e}", self.debug_path.display())))?;
+        let sections = DebugSections::load(&debug_elf).map_err(|source| Error::Dwarf {
+            path: self.debug_path.display().to_string(),
+            func: func.to_owned(),
+            source,
+        })?;
         let map = self.debug.as_ref().unwrap_or(&self.code);
         let release = |part: &[u8]| {
             map.release(part);
         };
         let resolver = Resolver::new(&code, &sections)
-            .map_err(|e| ctx(&e))?
+            .map_err(|source| Error::Dwarf {
+                path: file.clone(),
+                func: func.to_owned(),
+                source,
+            })?
             .with_release(&release);
         let dwarf_args: Vec<Arg<'_>> = spec
             .args()
@@ -314,12 +326,16 @@ enum Kernel {
     /// At their link-time addresses (the `vmlinux` as built: `sluice prologue`).
     LinkTime,
     /// Moved by the running kernel's KASLR offset, computed on first use.
-    Running(OnceCell<std::result::Result<i64, String>>),
+    Running(OnceCell<std::result::Result<i64, Arc<Error>>>),
 }
 
 impl Ctx<'_, '_> {
-    fn usage(&self, func: &str, e: &dyn std::fmt::Display) -> Error {
-        usage(format!("{}: {func}: {e}", self.file.display()))
+    fn dwarf(&self, func: &str, source: DwarfError) -> Error {
+        Error::Dwarf {
+            path: self.file.display().to_string(),
+            func: func.to_owned(),
+            source,
+        }
     }
 
     /// The kernel function symbol holding `address` and the offset into it.
@@ -341,21 +357,20 @@ impl Ctx<'_, '_> {
     }
 
     /// How far the running kernel moved this `vmlinux` (0 at link time).
-    fn kaslr_offset(&self) -> std::result::Result<i64, String> {
+    fn kaslr_offset(&self) -> std::result::Result<i64, Arc<Error>> {
         let Kernel::Running(cell) = &self.kernel else {
             return Ok(0);
         };
         cell.get_or_init(|| {
             let names = crate::kernel::kallsyms::KERNEL_SYMBOLS;
-            let running = crate::kernel::kallsyms::lookup(&names).map_err(|e| e.to_string())?;
+            let running = crate::kernel::kallsyms::lookup(&names).map_err(Arc::new)?;
             let pairs: Vec<(&str, Option<u64>, Option<u64>)> = names
                 .iter()
                 .zip(running)
                 .map(|(&n, r)| (n, symbol_value(&self.code, n), r))
                 .collect();
             let file = self.file.display().to_string();
-            let offset =
-                crate::kernel::kallsyms::kaslr_offset(&file, &pairs).map_err(|e| e.to_string())?;
+            let offset = crate::kernel::kallsyms::kaslr_offset(&file, &pairs).map_err(Arc::new)?;
             log::info!("{file}: the running kernel's KASLR offset is {offset:#x}");
             Ok(offset)
         })
@@ -364,29 +379,30 @@ impl Ctx<'_, '_> {
 
     /// One site's target, prologue and fetch-args.
     fn site(&self, spec: &ProbeSpec<'_>, site: &ProbeSite) -> Result<Site> {
-        let file = self.file.display();
-        let func = spec.func().unwrap_or("?");
-        let at = |e: &dyn std::fmt::Display| {
-            usage(format!("{file}: {func} at {:#x}: {e}", site.address))
+        let at = |problem| Error::Site {
+            path: self.file.display().to_string(),
+            func: spec.func().unwrap_or("?").to_owned(),
+            address: site.address,
+            problem,
         };
         let target = match spec.target() {
             Target::User { path, .. } => ProbeTarget::User {
                 path: PathBuf::from(path),
                 offset: site
                     .file_offset
-                    .ok_or_else(|| at(&"the address lies in no section with file contents"))?,
+                    .ok_or_else(|| at(SiteProblem::NoFileOffset))?,
                 func: site.function.clone(),
             },
             Target::Kernel { .. } => {
                 let (sym, off) = self
                     .kernel_symbol(site.address)
-                    .ok_or_else(|| at(&"no function symbol holds the address"))?;
+                    .ok_or_else(|| at(SiteProblem::NoSymbol))?;
                 ProbeTarget::Kernel {
                     func: sym,
                     offset: off,
                 }
             }
-            _ => return Err(at(&"not a kprobe or uprobe")),
+            _ => return Err(at(SiteProblem::NotProbe)),
         };
         let syntax = match spec.kind() {
             ProbeKind::Uprobe | ProbeKind::Uretprobe => FetchSyntax::Uprobe {
@@ -406,8 +422,8 @@ impl Ctx<'_, '_> {
             module: self.memory == Memory::Kernel && self.code.header().e_type == ET_REL,
             offset: &|| self.kaslr_offset(),
         };
-        let built = build_site(arch, self.memory, spec, exprs, site, syntax, pic, &kernel)
-            .map_err(|e| at(&e))?;
+        let built =
+            build_site(arch, self.memory, spec, exprs, site, syntax, pic, &kernel).map_err(at)?;
         Ok(Site {
             function: site.function.clone(),
             address: site.address,
@@ -430,8 +446,8 @@ impl Ctx<'_, '_> {
 /// only.
 ///
 /// # Errors
-/// [`Error::Usage`] when a fetch-arg has no spelling the spec grammar reads (a uprobe's
-/// `@+OFFSET` global), or the result does not parse.
+/// [`Error::Unspellable`] when a fetch-arg has no spelling the spec grammar reads (a uprobe's
+/// `@+OFFSET` global), or the result does not parse; [`Error::FewerFetchArgs`].
 pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
     let names = crate::probe::unique_arg_names(&site.fetch_args);
     let mut fetched = names.iter();
@@ -440,11 +456,9 @@ pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
         if a.is_err() {
             args.push("$err".to_owned());
         } else {
-            let f = fetched.next().ok_or_else(|| {
-                usage(format!(
-                    "'{spec}': site {:#x} has fewer fetch-args than the spec",
-                    site.address
-                ))
+            let f = fetched.next().ok_or_else(|| Error::FewerFetchArgs {
+                spec: spec.to_string(),
+                address: site.address,
             })?;
             args.push(f.clone());
         }
@@ -478,17 +492,19 @@ pub fn resolved_spec(spec: &ProbeSpec<'_>, site: &Site) -> Result<String> {
             with_list(format!("{kind}/{}:{offset:#x}", path.display()), &args)
         }
     };
-    let problem = match sluice_core::probe::parse(&text) {
-        Ok(sluice_core::probe::Section::Probe(_)) => None,
-        Ok(_) => Some("no probe spec".to_owned()),
-        Err(e) => Some(format!("the spec grammar cannot take it: {e}")),
+    let parsed = match sluice_core::probe::parse(&text) {
+        Ok(sluice_core::probe::Section::Probe(_)) => Ok(()),
+        Ok(_) => Err(None),
+        Err(e) => Err(Some(e)),
     };
-    match problem {
-        None => Ok(text),
-        Some(why) => Err(usage(format!(
-            "'{spec}': at {:#x} it reads as '{text}': {why}",
-            site.address
-        ))),
+    match parsed {
+        Ok(()) => Ok(text),
+        Err(source) => Err(Error::Unspellable {
+            spec: spec.to_string(),
+            address: site.address,
+            text,
+            source,
+        }),
     }
 }
 
@@ -500,16 +516,6 @@ fn with_list(head: String, args: &[String]) -> String {
     }
 }
 
-/// The core's message, plus what to do about the common cases.
-fn describe(e: &DwarfError) -> String {
-    match e {
-        DwarfError::NotAvailable { .. } => {
-            format!("{e} (optimized code: try another place, e.g. FUNC+0 or a line)")
-        }
-        other => other.to_string(),
-    }
-}
-
 type Built = (Vec<Insn>, Vec<String>, Vec<String>);
 
 /// What a kprobe's prologue needs to read a kernel global where the kernel runs it.
@@ -518,7 +524,7 @@ struct Globals<'f> {
     /// is loaded.
     module: bool,
     /// The running kernel's KASLR offset (0 for link-time addresses).
-    offset: &'f dyn Fn() -> std::result::Result<i64, String>,
+    offset: &'f dyn Fn() -> std::result::Result<i64, Arc<Error>>,
 }
 
 /// One site's prologue and fetch-args: DWARF locations for the variables, the calling
@@ -537,7 +543,7 @@ fn build_site(
     syntax: FetchSyntax,
     pic: bool,
     kernel: &Globals<'_>,
-) -> std::result::Result<Built, String> {
+) -> std::result::Result<Built, SiteProblem> {
     let mut locs = ArgLocs::new(arch, memory);
     let mut fetch_args = Vec::new();
     let mut perf_fetch_args = Vec::new();
@@ -545,71 +551,65 @@ fn build_site(
     let mut fetched = 0usize;
     for (i, arg) in exprs.iter().enumerate() {
         let position = i + 1;
+        let bad = |problem| SiteProblem::Arg {
+            position,
+            arg: arg.to_string(),
+            problem,
+        };
         if arg.is_err() {
-            locs.push_err().map_err(|e| e.to_string())?;
+            locs.push_err().map_err(SiteProblem::Prologue)?;
             continue;
         }
         fetched += 1;
         let loc = if needs_debug_info(arg) {
-            let r = resolved
-                .next()
-                .ok_or_else(|| format!("argument {position} '{arg}' was not resolved"))?;
+            let r = resolved.next().ok_or_else(|| SiteProblem::NotResolved {
+                position,
+                arg: arg.to_string(),
+            })?;
             if r.string {
-                return Err(format!(
-                    "argument {position} '{arg}': a string cannot be passed in a register \
-                     (drop :string to get the pointer)"
-                ));
+                return Err(bad(ArgProblem::String));
             }
-            fetch_args.push(r.fetch_arg(arch, syntax).map_err(|e| e.to_string())?);
+            fetch_args.push(r.fetch_arg(arch, syntax).map_err(SiteProblem::FetchArg)?);
             perf_fetch_args.push(
                 r.fetch_arg(arch, FetchSyntax::Perf)
-                    .map_err(|e| e.to_string())?,
+                    .map_err(SiteProblem::FetchArg)?,
             );
             let global = matches!(r.location.base, LocBase::Address(_));
             if pic && global && spec.kind() == ProbeKind::Uretprobe {
-                return Err(format!(
-                    "argument {position} '{arg}': a global of a position-independent file \
-                     (PIE or shared library) at a return probe: the program finds where the \
-                     file is loaded from the probed address, which a return probe's registers \
-                     no longer hold (they hold the return address); fetch it at the \
-                     function's entry or a line of it, or link the program -no-pie"
-                ));
+                return Err(bad(ArgProblem::PicGlobalAtReturn));
             }
             let loc = r
                 .location
                 .to_arg_loc_at(arch, &r.name, (pic && global).then_some(site.address))
-                .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+                .map_err(|e| bad(ArgProblem::Location(e)))?;
             if global && memory == Memory::Kernel {
                 if kernel.module {
-                    return Err(format!(
-                        "argument {position} '{arg}': a global of a kernel module: its \
-                         address is known only once the module is loaded (not supported; \
-                         fetch it through a pointer argument, or probe vmlinux code)"
-                    ));
+                    return Err(bad(ArgProblem::ModuleGlobal));
                 }
-                let offset = (kernel.offset)()
-                    .map_err(|e| format!("argument {position} '{arg}' is a kernel global: {e}"))?;
+                let offset = (kernel.offset)().map_err(|source| SiteProblem::KernelGlobal {
+                    position,
+                    arg: arg.to_string(),
+                    source,
+                })?;
                 loc.relocated(offset)
             } else {
                 loc
             }
         } else {
-            let loc = convention_loc(arch, spec, i)
-                .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+            let loc = convention_loc(arch, spec, i).map_err(bad)?;
             let text = loc.fetch_arg(fetched).to_string();
             perf_fetch_args.push(text.clone());
             fetch_args.push(text);
             loc
         };
-        locs.push(loc)
-            .map_err(|e| format!("argument {position} '{arg}': {e}"))?;
+        locs.push(loc).map_err(|e| bad(ArgProblem::Prologue(e)))?;
     }
     if exprs.is_empty() {
         // A `:LINE` place without arguments: the program runs as written.
         return Ok((Vec::new(), fetch_args, perf_fetch_args));
     }
     let mut buf = vec![Insn::default(); prologue::MAX_INSNS];
-    let n = prologue::write(&locs, &mut buf).map_err(|e| e.to_string())?;
+    let n = prologue::write(&locs, &mut buf).map_err(SiteProblem::Prologue)?;
     buf.truncate(n);
     Ok((buf, fetch_args, perf_fetch_args))
 }
@@ -619,7 +619,7 @@ fn convention_loc<'a>(
     arch: Arch,
     spec: &ProbeSpec<'a>,
     index: usize,
-) -> sluice_core::Result<ArgLoc<'a>> {
+) -> std::result::Result<ArgLoc<'a>, ArgProblem> {
     let mut one = spec.args().clone();
     if let Args::Fetch(list) = &mut one {
         let mut k = 0usize;
@@ -628,11 +628,10 @@ fn convention_loc<'a>(
             k == index + 1
         });
     }
-    let locs = prologue::from_typed_args(arch, spec.kind(), &one)?;
+    let locs = prologue::from_typed_args(arch, spec.kind(), &one).map_err(ArgProblem::Prologue)?;
     let first = locs.fetched().next().cloned();
-    first.ok_or(sluice_core::Error::Usage {
-        what: "no location by the calling convention",
-        value: index as u64 + 1,
+    first.ok_or(ArgProblem::NoConvention {
+        position: index + 1,
     })
 }
 
@@ -681,27 +680,26 @@ fn containing_symbol<'a>(
 /// `debuginfo` (a `vmlinux` with DWARF for kprobes).
 ///
 /// # Errors
-/// [`Error::Usage`] for a kprobe without `debuginfo`, or a probe with no file to look in.
+/// [`Error::NeedsVmlinux`] for a kprobe without `debuginfo`; [`Error::RawOffset`] /
+/// [`Error::TracepointVariables`] for a probe with no file to look in.
 pub fn target_file(spec: &ProbeSpec<'_>, debuginfo: Option<&Path>) -> Result<PathBuf> {
     match spec.target() {
         Target::User { path, .. } => Ok(PathBuf::from(path)),
-        Target::Kernel { func } => debuginfo.map(Path::to_path_buf).ok_or_else(|| {
-            let why = if matches!(spec.place(), Place::Line(_)) {
-                "a :LINE place is found in the line table"
-            } else {
-                "the arguments name variables"
-            };
-            usage(format!(
-                "{func}: {why}: a kernel probe needs a vmlinux with debug info \
-                 (LoadOptions::debuginfo, --debuginfo FILE)"
-            ))
+        Target::Kernel { func } => {
+            debuginfo
+                .map(Path::to_path_buf)
+                .ok_or_else(|| Error::NeedsVmlinux {
+                    func: func.to_owned(),
+                    line: matches!(spec.place(), Place::Line(_)),
+                })
+        }
+        Target::UserOffset { path, .. } => Err(Error::RawOffset {
+            path: path.to_owned(),
         }),
-        Target::UserOffset { path, .. } => Err(usage(format!(
-            "{path}: a probe at a raw file offset has no function to look up in the debug info"
-        ))),
-        Target::Tracepoint { category, name } => Err(usage(format!(
-            "tracepoint {category}/{name}: its arguments are record fields, not variables"
-        ))),
+        Target::Tracepoint { category, name } => Err(Error::TracepointVariables {
+            category: category.to_owned(),
+            name: name.to_owned(),
+        }),
     }
 }
 

@@ -1,6 +1,7 @@
 //! What tracefs is given for a probe without debug info: where it goes ([`probe_target`])
 //! and the fetch-args of its arguments ([`fetch_args`]).
 
+use crate::error::SpecProblem;
 use crate::tracefs::{self, ProbeTarget};
 use sluice_core::probe::{ArgBase, ProbeSpec, Target};
 use std::path::PathBuf;
@@ -83,7 +84,7 @@ pub fn fetch_args(spec: &ProbeSpec<'_>) -> String {
 pub(crate) fn probe_target(
     target: Target<'_>,
     offset: u64,
-) -> Result<ProbeTarget, Result<tracefs::Error, String>> {
+) -> Result<ProbeTarget, Result<tracefs::Error, SpecProblem>> {
     match target {
         Target::Kernel { func } => Ok(ProbeTarget::Kernel {
             func: func.to_owned(),
@@ -107,7 +108,7 @@ pub(crate) fn probe_target(
                 func,
             })
         }
-        Target::Tracepoint { .. } => Err(Err("tracepoint target in a probe".into())),
+        Target::Tracepoint { .. } => Err(Err(SpecProblem::TracepointTarget)),
     }
 }
 

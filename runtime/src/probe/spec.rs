@@ -29,8 +29,10 @@ fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s
     match sluice_core::probe::parse(spec) {
         Ok(Section::Probe(s)) => Ok(Some(s)),
         Ok(Section::Title(_)) => Ok(None),
-        Err(e) => Err(Error::Usage {
-            what: format!("program '{}': spec '{spec}': {e}", p.name.unwrap_or("?")),
+        Err(source) => Err(Error::BadSpec {
+            program: p.name.unwrap_or("?").to_owned(),
+            spec: spec.to_owned(),
+            source,
         }),
     }
 }
@@ -47,9 +49,9 @@ fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s
 ///   all, and [`crate::load::load`] loads one program per site.
 ///
 /// # Errors
-/// [`Error::Usage`] naming the program, spec and argument for arguments that cannot be
-/// fetched, more than four values, an architecture sluice has no tables for, or a debug-info
-/// failure (file, function, variable and address).
+/// [`Error::Prologue`] naming the program and spec around the reason: arguments that cannot
+/// be fetched, more than four values, or a debug-info failure (file, function, variable and
+/// address); [`Error::NoArchTables`] for an architecture sluice has no tables for.
 pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Vec<Insn>> {
     let spec_text = program_spec(p, index, opts);
     let Some(spec) = parse_probe(p, spec_text)? else {
@@ -66,21 +68,14 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
             sites.swap_remove(0).prologue
         });
     }
-    let usage = |e: sluice_core::Error| Error::Usage {
-        what: format!(
-            "program '{}' (spec '{spec_text}'): {e}",
-            p.name.unwrap_or("?"),
-        ),
+    let prologue_err = |source: Error| Error::Prologue {
+        program: p.name.unwrap_or("?").to_owned(),
+        spec: spec_text.to_owned(),
+        source: Box::new(source),
     };
-    let arch = sluice_core::arch::Arch::native().ok_or_else(|| Error::Usage {
-        what: "no argument-passing tables for this architecture".into(),
-    })?;
-    let symbols = kernel_symbols(&spec).map_err(|e| Error::Usage {
-        what: format!(
-            "program '{}' (spec '{spec_text}'): {e}",
-            p.name.unwrap_or("?")
-        ),
-    })?;
+    let usage = |e: sluice_core::Error| prologue_err(Error::Core(e));
+    let arch = sluice_core::arch::Arch::native().ok_or(Error::NoArchTables)?;
+    let symbols = kernel_symbols(&spec).map_err(prologue_err)?;
     let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
     let locs =
         sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
@@ -96,8 +91,8 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
 /// there is none.
 ///
 /// # Errors
-/// As [`crate::kernel::kallsyms::lookup`]; [`Error::Usage`] naming a symbol the kernel does
-/// not list.
+/// As [`crate::kernel::kallsyms::lookup`]; [`Error::SymbolNotListed`] naming a symbol the
+/// kernel does not list.
 fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
     let mut names: Vec<&'s str> = Vec::new();
     for a in spec.args().exprs() {
@@ -116,13 +111,8 @@ fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
         .iter()
         .zip(found)
         .map(|(&name, at)| {
-            at.map(|a| (name, a)).ok_or_else(|| Error::Usage {
-                what: format!(
-                    "@{name}: {} does not list it in the core kernel (a module's symbol, or a \
-                     data symbol of a kernel without CONFIG_KALLSYMS_ALL: sluice prologue \
-                     --emit spells globals from _stext, which every kernel lists)",
-                    crate::kernel::kallsyms::KALLSYMS
-                ),
+            at.map(|a| (name, a)).ok_or_else(|| Error::SymbolNotListed {
+                name: name.to_owned(),
             })
         })
         .collect()
@@ -135,7 +125,8 @@ fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
 /// its target.
 ///
 /// # Errors
-/// [`Error::Usage`] for a program without a probe spec, and as [`prologue_for`].
+/// [`Error::NotProbeSpec`] for a program without a probe spec, [`Error::Prologue`] around a
+/// debug-info failure, and as [`prologue_for`].
 pub fn site_prologues(
     p: &Program<'_>,
     index: usize,
@@ -143,12 +134,15 @@ pub fn site_prologues(
 ) -> Result<Vec<crate::probe::debuginfo::Site>> {
     let spec_text = program_spec(p, index, opts);
     let name = p.name.unwrap_or("?");
-    let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::Usage {
-        what: format!("program '{name}': '{spec_text}' is no probe spec"),
+    let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::NotProbeSpec {
+        program: name.to_owned(),
+        spec: spec_text.to_owned(),
     })?;
     crate::probe::debuginfo::resolve_running(&spec, opts.debuginfo.as_deref()).map_err(|e| {
-        Error::Usage {
-            what: format!("program '{name}' (spec '{spec_text}'): {e}"),
+        Error::Prologue {
+            program: name.to_owned(),
+            spec: spec_text.to_owned(),
+            source: Box::new(e),
         }
     })
 }
@@ -172,11 +166,9 @@ pub(crate) fn variants(
     }
     let sites = site_prologues(p, index, opts)?;
     if sites.is_empty() {
-        return Err(Error::Usage {
-            what: format!(
-                "program '{}' (spec '{spec_text}'): no probe site in the debug info",
-                p.name.unwrap_or("?")
-            ),
+        return Err(Error::NoSite {
+            program: p.name.unwrap_or("?").to_owned(),
+            spec: spec_text.to_owned(),
         });
     }
     if sites.len() > 1 {

@@ -51,7 +51,7 @@ pub enum Error {
         /// The function.
         func: String,
         /// What is wrong.
-        what: String,
+        problem: SymbolProblem,
     },
     /// A probe request that cannot be written (bad target syntax, characters the kernel
     /// would reject).
@@ -103,8 +103,12 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Parse { path, line, what } => write!(f, "{}:{line}: {what}", path.display()),
-            Error::Symbol { path, func, what } => {
-                write!(f, "{}: cannot probe {func:?}: {what}", path.display())
+            Error::Symbol {
+                path,
+                func,
+                problem,
+            } => {
+                write!(f, "{}: cannot probe {func:?}: {problem}", path.display())
             }
             Error::Request { text, what } => write!(f, "probe {text:?}: {what}"),
         }
@@ -116,6 +120,65 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::NotFound { mount: Some(e), .. } => Some(e),
+            Error::Symbol { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+}
+
+/// Why a uprobe target cannot be resolved to a file offset.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SymbolProblem {
+    /// The file cannot be read.
+    Read(std::io::Error),
+    /// The file is no ELF file.
+    NotElf(sluice_core::Error),
+    /// No defined symbol of that name in `.symtab` or `.dynsym`.
+    NoSuchSymbol,
+    /// The offset is beyond the function's size.
+    BeyondSize {
+        /// The offset asked for.
+        offset: u64,
+        /// The function's size.
+        size: u64,
+    },
+    /// The symbol's address plus the offset overflows.
+    Overflow,
+    /// The address is in no loaded section with file bytes.
+    NoSection {
+        /// The address.
+        vaddr: u64,
+    },
+}
+
+impl fmt::Display for SymbolProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SymbolProblem::Read(e) => write!(f, "cannot read it: {e}"),
+            SymbolProblem::NotElf(e) => write!(f, "not an ELF file: {e}"),
+            SymbolProblem::NoSuchSymbol => {
+                f.write_str("no such defined symbol in .symtab or .dynsym")
+            }
+            SymbolProblem::BeyondSize { offset, size } => {
+                write!(f, "offset {offset} is beyond the function's {size} bytes")
+            }
+            SymbolProblem::Overflow => f.write_str("address overflows"),
+            SymbolProblem::NoSection { vaddr } => {
+                write!(
+                    f,
+                    "address {vaddr:#x} is in no loaded section with file bytes"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for SymbolProblem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SymbolProblem::Read(e) => Some(e),
+            SymbolProblem::NotElf(e) => Some(e),
             _ => None,
         }
     }

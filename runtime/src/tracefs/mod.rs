@@ -21,7 +21,7 @@ mod places;
 mod probe;
 mod uprobe;
 
-pub use error::Error;
+pub use error::{Error, SymbolProblem};
 pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;

@@ -1,6 +1,6 @@
 //! `PATH:FUNC[+OFF]` uprobe targets and the file offset `uprobe_events` wants.
 
-use super::error::Error;
+use super::error::{Error, SymbolProblem};
 use super::probe::ProbeTarget;
 use sluice_core::elf::{
     Elf, Symbol, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE,
@@ -80,24 +80,22 @@ fn parse_num(s: &str) -> Option<u64> {
 /// [`Error::Symbol`] when the file cannot be read or parsed, the symbol is missing or
 /// undefined, `offset` is beyond the symbol's size, or no loaded section holds it.
 pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error> {
-    let err = |what: String| Error::Symbol {
+    let err = |problem| Error::Symbol {
         path: path.to_path_buf(),
         func: func.to_owned(),
-        what,
+        problem,
     };
-    let data = std::fs::read(path).map_err(|e| err(format!("cannot read it: {e}")))?;
-    let elf = Elf::parse(&data).map_err(|e| err(format!("not an ELF file: {e}")))?;
+    let data = std::fs::read(path).map_err(|e| err(SymbolProblem::Read(e)))?;
+    let elf = Elf::parse(&data).map_err(|e| err(SymbolProblem::NotElf(e)))?;
     let (addr, size) = defined_symbol(&elf, SHT_SYMTAB, func)
         .or_else(|| defined_symbol(&elf, SHT_DYNSYM, func))
-        .ok_or_else(|| err("no such defined symbol in .symtab or .dynsym".into()))?;
+        .ok_or_else(|| err(SymbolProblem::NoSuchSymbol))?;
     if size != 0 && offset >= size {
-        return Err(err(format!(
-            "offset {offset} is beyond the function's {size} bytes"
-        )));
+        return Err(err(SymbolProblem::BeyondSize { offset, size }));
     }
     let vaddr = addr
         .checked_add(offset)
-        .ok_or_else(|| err("address overflows".into()))?;
+        .ok_or_else(|| err(SymbolProblem::Overflow))?;
     let found = elf
         .sections()
         .map(|(_, sh)| sh)
@@ -108,11 +106,7 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
                 && vaddr - sh.addr < sh.size
         })
         .map(|sh| vaddr - sh.addr + sh.offset);
-    found.ok_or_else(|| {
-        err(format!(
-            "address {vaddr:#x} is in no loaded section with file bytes"
-        ))
-    })
+    found.ok_or_else(|| err(SymbolProblem::NoSection { vaddr }))
 }
 
 /// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
