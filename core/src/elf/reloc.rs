@@ -97,12 +97,6 @@ impl<'a> RelTable<'a> {
         }
     }
 
-    /// The raw entries.
-    #[inline]
-    pub(crate) fn data(&self) -> &'a [u8] {
-        self.entries.data
-    }
-
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> u32 {

@@ -7,6 +7,8 @@ use crate::error::{Error, Result, SectionRef};
 pub const STB_LOCAL: u8 = 0;
 /// Global binding.
 pub const STB_GLOBAL: u8 = 1;
+/// Weak binding (`__weak`).
+pub const STB_WEAK: u8 = 2;
 /// Symbol type not specified.
 pub const STT_NOTYPE: u8 = 0;
 /// Data object.
@@ -127,34 +129,6 @@ impl<'a> SymbolTable<'a> {
             });
         }
         Ok(table)
-    }
-
-    /// A table whose checks the caller made ([`SymbolTable::new`]'s, names unchecked):
-    /// `data` holds `count` whole entries of the ELF class and byte order of `elf`.
-    #[inline]
-    pub(crate) fn from_checked(
-        elf: &Elf<'a>,
-        index: u32,
-        data: &'a [u8],
-        count: u32,
-        strtab: StrTab<'a>,
-    ) -> Self {
-        SymbolTable {
-            strtab,
-            entries: Entries {
-                data,
-                class: elf.header().class,
-                endian: elf.endian(),
-                count,
-            },
-            section: index,
-        }
-    }
-
-    /// The raw entries.
-    #[inline]
-    pub(crate) fn data(&self) -> &'a [u8] {
-        self.entries.data
     }
 
     /// The linked string table.
