@@ -18,7 +18,8 @@ pub use section::{
     SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 pub use symbol::{
-    Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
+    Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT,
+    STT_SECTION,
 };
 
 use crate::error::{Error, Result, SectionRef};

@@ -1,5 +1,5 @@
 //! Relocating: a program's instructions copied into the caller's buffer, each relocation
-//! applied by its [`Action`], and the functions it calls appended after it (libbpf's
+//! patched as the relocation table says (see [`super::table`]), and the functions it calls appended after it (libbpf's
 //! `bpf_object__relocate` and `bpf_object__reloc_code`).
 //!
 //! A program's calls (`call` with `src_reg = BPF_PSEUDO_CALL`, `R_BPF_64_32`) and function
@@ -16,9 +16,10 @@
 use super::externs;
 use super::open::Object;
 use super::programs::Program;
-use super::reloc::{Action, Reloc, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
+use super::reloc::{Reloc, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
+use super::table::EntryKind;
 use crate::error::{Error, Result, SectionRef};
-use crate::insn::{opcode, Insn, INSN_SIZE};
+use crate::insn::{opcode, Insn};
 
 /// Most functions (the program included) one linked program may hold.
 pub const MAX_LINKED: usize = 256;
@@ -54,14 +55,6 @@ struct Walk {
     late: Option<Error>,
 }
 
-/// A code reference found at an instruction: the program it lands in and the instruction
-/// index inside that program.
-#[derive(Clone, Copy)]
-struct Target {
-    program: usize,
-    offset: usize,
-}
-
 fn no_fd(map: u32) -> Error {
     Error::Usage {
         what: "no fd given for map",
@@ -81,17 +74,6 @@ fn output_full(out: &[Insn]) -> Error {
         what: "instructions in the output buffer",
         limit: out.len() as u32,
     }
-}
-
-/// The function holding byte `byte` of section `section`: the last program (they are in
-/// `(section, offset)` order) starting at or before it, if it extends over it.
-fn find_function(programs: &[Program<'_>], section: u32, byte: u64) -> Option<usize> {
-    let lo = programs.partition_point(|q| (q.section_index, u64::from(q.offset)) <= (section, byte));
-    lo.checked_sub(1).filter(|&t| {
-        programs.get(t).is_some_and(|q| {
-            q.section_index == section && byte < u64::from(q.offset) + q.code.len() as u64
-        })
-    })
 }
 
 /// Patches the `ld_imm64` at `at`: `src_reg`, `imm = fd`, and the second slot's `imm`:
@@ -270,18 +252,33 @@ impl<'a, 's> Object<'a, 's> {
             let Some(cp) = self.programs.get(cur) else {
                 break;
             };
+            let first = (cp.patch_first + cp.patch_len) as usize;
+            let refs = self
+                .table
+                .get(first..first + cp.ref_len as usize)
+                .unwrap_or_default();
             let mut descend = None;
-            while let Some((next, at, t, ld)) = self.next_ref(cp, j)? {
-                j = next;
-                let start = match placed.iter().find(|x| x.program == t.program) {
+            while let Some(e) = refs.get(j) {
+                j += 1;
+                let (program, offset, ld) = match e.kind {
+                    EntryKind::Ref {
+                        program,
+                        offset,
+                        ld,
+                    } => (program as usize, offset as usize, ld),
+                    EntryKind::Bad { what } => return Err(what.error(self.parts, cp, e.at)),
+                    _ => continue,
+                };
+                let at = e.at as usize;
+                let start = match placed.iter().find(|x| x.program == program) {
                     Some(x) => x.start,
                     None => {
-                        let Some(tp) = self.programs.get(t.program) else {
+                        let Some(tp) = self.programs.get(program) else {
                             continue;
                         };
                         placed
                             .push(LinkedPart {
-                                program: t.program,
+                                program,
                                 start: total,
                             })
                             .map_err(|_| full("functions linked into one program"))?;
@@ -295,7 +292,7 @@ impl<'a, 's> Object<'a, 's> {
                     }
                 };
                 if let Some(s) = sink.as_mut().filter(|s| s.fits) {
-                    let rel = (start + t.offset) as i64 - (cur_start + at + 1) as i64;
+                    let rel = (start + offset) as i64 - (cur_start + at + 1) as i64;
                     if let Some(slot) = s.body.get_mut(cur_start + at) {
                         slot.set_imm(rel as i32);
                         if ld {
@@ -327,89 +324,6 @@ impl<'a, 's> Object<'a, 's> {
         })
     }
 
-    /// The next code reference of function `cp` from instruction `j` on (second slots of
-    /// `ld_imm64` skipped): `(next j, instruction, target, whether an ld_imm64)`.
-    fn next_ref(
-        &self,
-        cp: &Program<'_>,
-        mut j: usize,
-    ) -> Result<Option<(usize, usize, Target, bool)>> {
-        while let Some(insn) = cp.insn(j) {
-            let at = j;
-            let ld = insn.code() == opcode::LD_IMM64;
-            j += if ld { 2 } else { 1 };
-            if let Some(t) = self.code_target(cp, at, insn)? {
-                return Ok(Some((j, at, t, ld)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// The function instruction `at` of `p` (`insn`) refers to, if it is a call of a BPF
-    /// function or loads a function's address.
-    fn code_target(&self, p: &Program<'_>, at: usize, insn: Insn) -> Result<Option<Target>> {
-        let is_call = insn.code() == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL;
-        let is_ld = insn.code() == opcode::LD_IMM64;
-        if !is_call && !is_ld {
-            return Ok(None);
-        }
-        let bad = |what| Error::BadReloc {
-            section: self.parts.elf.section_ref(p.section_index),
-            index: 0,
-            insn: (u64::from(p.offset) / 8) + at as u64,
-            what,
-        };
-        let imm = i64::from(insn.imm());
-        // Only relocations that are not map loads can name code: without any, a map or
-        // data load is no code reference and a call is relative inside the section.
-        let others = p.reloc_count != p.map_reloc_count;
-        if is_ld && !others && insn.src() != PSEUDO_FUNC {
-            return Ok(None);
-        }
-        let rel = if others { self.reloc_at(p, at) } else { None };
-        let (section, index) = match rel {
-            Some((shndx, value)) => {
-                if !self.parts.elf.section(shndx).is_some_and(|sh| sh.is_exec()) {
-                    if is_call {
-                        return Err(bad("bpf-to-bpf call against a symbol that is not code"));
-                    }
-                    return Ok(None); // a map or global data load
-                }
-                let index = if is_call {
-                    (value / 8) as i64 + imm + 1
-                } else {
-                    (value as i64 + imm) / 8
-                };
-                (shndx, index)
-            }
-            // Inside the program's own section: relative, no relocation.
-            None if is_call || insn.src() == PSEUDO_FUNC => {
-                let own = i64::from(p.offset / 8) + at as i64;
-                (p.section_index, own + imm + 1)
-            }
-            None => return Ok(None),
-        };
-        let index = u64::try_from(index).map_err(|_| bad("call target before its section"))?;
-        let byte = index.wrapping_mul(INSN_SIZE as u64);
-        let t = find_function(self.programs, section, byte)
-            .ok_or_else(|| bad("call target is no function of the object"))?;
-        let q = self.programs.get(t).map_or(0, |q| u64::from(q.offset));
-        Ok(Some(Target {
-            program: t,
-            offset: ((byte - q) / INSN_SIZE as u64) as usize,
-        }))
-    }
-
-    /// `(st_shndx, st_value)` of the symbol of `p`'s first relocation at instruction `at`.
-    fn reloc_at(&self, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
-        let parts = self.parts;
-        let table = crate::elf::RelTable::validated(&parts.elf, p.rel_section?);
-        let offset = u64::from(p.offset) + (at * INSN_SIZE) as u64;
-        let rel = (p.rel_first..p.rel_end).find_map(|i| table.get(i).filter(|r| r.offset == offset))?;
-        let sym = parts.symbols?.get(rel.sym)?;
-        Some((u32::from(sym.shndx), sym.value))
-    }
-
     /// Copies function `p` to `start` of the sink's body and applies its relocations;
     /// keeps the first error in `late`. Once a function does not fit, nothing more is
     /// written.
@@ -427,32 +341,31 @@ impl<'a, 's> Object<'a, 's> {
         }
     }
 
-    /// Applies the relocations of `p`, in table order, to its instructions `slots`, each
-    /// by its [`Action`]; stops at the first that fails.
+    /// Applies the patches of `p` (its relocations in REL table order) to its
+    /// instructions `slots`; stops at the first that fails.
     fn patch(&self, p: &Program<'_>, map_fds: &[i32], slots: &mut [Insn]) -> Result<()> {
-        if p.reloc_count == 0 {
-            return Ok(());
-        }
-        for (r, action) in self.parts.relocs_of(self.maps, p) {
-            let at = r.insn as usize;
-            match action {
-                Action::MapFd(map) => {
+        let first = p.patch_first as usize;
+        let patches = self.table.get(first..first + p.patch_len as usize);
+        for e in patches.unwrap_or_default() {
+            let at = e.at as usize;
+            match e.kind {
+                EntryKind::MapFd { map } => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
                     patch_ld(slots, at, PSEUDO_MAP_FD, fd, None);
                 }
-                Action::MapValue(map) => {
+                EntryKind::MapValue { map, value } => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
-                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(r.sym_value));
+                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value.into()));
                 }
-                Action::Extern => self.link_extern(p, r.sym, r.insn, map_fds, slots)?,
-                Action::Refuse => {
+                EntryKind::Extern { sym } => self.link_extern(p, sym, e.at, map_fds, slots)?,
+                EntryKind::Refuse => {
                     return Err(self.unsupported(
                         "relocation against a section that is neither code, maps nor global data",
                         p,
-                        r.insn,
+                        e.at,
                     ))
                 }
-                Action::Nothing => {}
+                EntryKind::Ref { .. } | EntryKind::Bad { .. } => {}
             }
         }
         Ok(())

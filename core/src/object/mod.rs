@@ -5,9 +5,8 @@
 //! section as a program, the BTF-defined, global data and `.kconfig` maps, and checks
 //! every relocation of every program. Programs are views of the input; each keeps where
 //! its entries lie in its REL table. [`Object::relocate`] copies a program into the
-//! caller's buffer, re-reads its relocations and applies each by what it refers to (one
-//! table: see [`reloc`]'s `Action`), and appends the functions it calls (one walk: see
-//! [`link`]'s docs).
+//! caller's buffer, applies its patches and appends the functions it calls (one walk: see
+//! [`link`]'s docs), following a table written at open (see `table`).
 //!
 //! The program and map tables live in an [`ObjectStorage`] the caller owns (capacities
 //! are its const generics), and the [`Object`] borrows them: opening writes only the
@@ -17,7 +16,7 @@
 //! Files, each using only those listed before it: `programs` and `maps` (the tables'
 //! entries), `externs` (`.kconfig` layout), `parts` (what open found besides the tables),
 //! `sections` (header, sections, symbols), `reloc` (relocation kinds, their checks and
-//! actions), `open` ([`Object`], [`ObjectStorage`], the open phase), `link` (relocating).
+//! actions), `table` (each function's patches and code references, written at open), `open` ([`Object`], [`ObjectStorage`], the open phase), `link` (relocating).
 //!
 //! ```
 //! # fn f(bytes: &[u8]) -> sluice_core::Result<()> {
@@ -38,6 +37,7 @@ mod parts;
 mod programs;
 mod reloc;
 mod sections;
+mod table;
 
 pub use externs::{KconfigExtern, KconfigKind, MAX_EXTERNS};
 pub use link::{LinkedPart, MAX_CALL_DEPTH, MAX_LINKED};
@@ -50,3 +50,4 @@ pub use reloc::{
     Reloc, RelocKind, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE, R_BPF_64_32,
     R_BPF_64_64,
 };
+pub use table::DEFAULT_PATCHES;

@@ -8,6 +8,7 @@ use super::maps::{MapDef, MapKind};
 use super::parts::{ExecSection, Parts};
 use super::programs::Program;
 use super::sections::capacity;
+use super::table::{Entry, DEFAULT_PATCHES};
 use crate::btf::Btf;
 use crate::elf::{self, Elf, SHT_NOBITS, SHT_PROGBITS};
 use crate::error::{Error, Result};
@@ -22,20 +23,21 @@ pub const DEFAULT_MAPS: usize = 128;
 pub const DEFAULT_BTF_TYPES: usize = 16 * 1024;
 
 /// The program and map tables of an [`Object`], owned by the caller: up to `P` programs,
-/// `M` maps and a `.BTF` type index of `T` entries, held inline (about 110 KiB with the
-/// default capacities, a few hundred bytes for `ObjectStorage<4, 4, 0>` on a small
-/// stack). Creating one costs nothing (the entries are not initialised); opening into it
+/// `M` maps, a `.BTF` type index of `T` entries and a relocation table of `L` entries,
+/// held inline (about 140 KiB with the default capacities, a few hundred bytes for
+/// `ObjectStorage<4, 4, 0, 16>` on a small stack). Creating one costs nothing (the entries are not initialised); opening into it
 /// again reuses it.
 ///
 /// The type index is used only by objects that need their BTF to open: those with
 /// BTF-defined maps (`.maps`) or `extern` variables (`.kconfig`). `T = 0` refuses them
-/// with [`Error::Capacity`].
+/// with [`Error::Capacity`], as does a relocation table of more than `L` entries.
 #[doc(alias = "bpf_object")]
 pub struct ObjectStorage<
     'a,
     const P: usize = DEFAULT_PROGRAMS,
     const M: usize = DEFAULT_MAPS,
     const T: usize = DEFAULT_BTF_TYPES,
+    const L: usize = DEFAULT_PATCHES,
 > {
     programs: Vec<Program<'a>, P>,
     maps: Vec<MapDef<'a>, M>,
@@ -43,6 +45,8 @@ pub struct ObjectStorage<
     execs: Vec<ExecSection<'a>, P>,
     /// The `.BTF` type index ([`Btf::parse`]), when the object needs it.
     btf_index: Vec<u32, T>,
+    /// The relocation table (see [`DEFAULT_PATCHES`]).
+    table: Vec<Entry, L>,
     /// What the object knows besides its tables: written in place by the open phase, so
     /// the [`Object`] handed out is a few references (`None` until the first open: a new
     /// storage writes one tag, not the whole record).
@@ -57,7 +61,7 @@ impl ObjectStorage<'_> {
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> {
+impl<const P: usize, const M: usize, const T: usize, const L: usize> ObjectStorage<'_, P, M, T, L> {
     /// Empty storage for up to `P` programs, `M` maps and `T` BTF types:
     /// `ObjectStorage::<4, 4>::with_capacities()`.
     #[must_use]
@@ -67,6 +71,7 @@ impl<const P: usize, const M: usize, const T: usize> ObjectStorage<'_, P, M, T> 
             maps: empty(),
             execs: empty(),
             btf_index: empty(),
+            table: empty(),
             parts: None,
         }
     }
@@ -80,14 +85,16 @@ const fn empty<T, const N: usize>() -> Vec<T, N> {
     Vec::new()
 }
 
-impl<const P: usize, const M: usize, const T: usize> Default for ObjectStorage<'_, P, M, T> {
+impl<const P: usize, const M: usize, const T: usize, const L: usize> Default
+    for ObjectStorage<'_, P, M, T, L>
+{
     fn default() -> Self {
         Self::with_capacities()
     }
 }
 
-impl<const P: usize, const M: usize, const T: usize> core::fmt::Debug
-    for ObjectStorage<'_, P, M, T>
+impl<const P: usize, const M: usize, const T: usize, const L: usize> core::fmt::Debug
+    for ObjectStorage<'_, P, M, T, L>
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectStorage")
@@ -105,6 +112,8 @@ pub struct Object<'a, 's> {
     pub(super) parts: &'s Parts<'a>,
     pub(super) maps: &'s [MapDef<'a>],
     pub(super) programs: &'s [Program<'a>],
+    /// The relocation table (see [`DEFAULT_PATCHES`]).
+    pub(super) table: &'s [Entry],
     /// The `.BTF`, when opening needed it (BTF-defined maps, externs).
     pub(super) btf: Option<Btf<'s>>,
 }
@@ -118,21 +127,23 @@ impl<'a, 's> Object<'a, 's> {
     /// sections, symbols, relocations (section, relocation index and instruction), map
     /// definition layouts, probe specs (column); more programs or maps than `P`/`M` is
     /// [`Error::Capacity`].
-    pub fn open<const P: usize, const M: usize, const T: usize>(
+    pub fn open<const P: usize, const M: usize, const T: usize, const L: usize>(
         bytes: &'a [u8],
-        storage: &'s mut ObjectStorage<'a, P, M, T>,
+        storage: &'s mut ObjectStorage<'a, P, M, T, L>,
     ) -> Result<Self> {
         let ObjectStorage {
             programs,
             maps,
             execs,
             btf_index,
+            table,
             parts,
         } = storage;
         programs.clear();
         maps.clear();
         execs.clear();
         btf_index.clear();
+        table.clear();
         let parts = super::sections::fill(
             bytes,
             parts,
@@ -150,14 +161,22 @@ impl<'a, 's> Object<'a, 's> {
         } else {
             None
         };
-        finish(parts, btf.as_ref(), programs, maps.as_mut_view())?;
+        finish(
+            parts,
+            btf.as_ref(),
+            programs,
+            maps.as_mut_view(),
+            table.as_mut_view(),
+        )?;
         let programs: &'s Vec<Program<'a>, P> = programs;
         let maps: &'s Vec<MapDef<'a>, M> = maps;
         let parts: &'s Parts<'a> = parts;
+        let table: &'s Vec<Entry, L> = table;
         Ok(Object {
             parts,
             maps: maps.as_slice(),
             programs: programs.as_slice(),
+            table: table.as_slice(),
             btf,
         })
     }
@@ -397,13 +416,15 @@ fn finish<'a>(
     btf: Option<&Btf<'_>>,
     programs: &mut [Program<'a>],
     maps: &mut VecView<MapDef<'a>>,
+    table: &mut VecView<Entry>,
 ) -> Result<()> {
     if parts.btf_map_symbols > 0 || parts.data_lo < parts.data_hi || parts.externs > 0 {
         more_maps(parts, btf, maps)?;
     } else {
         parts.first_data_map = maps.len() as u32;
     }
-    super::reloc::check_rels(parts, programs, maps)
+    super::reloc::check_rels(parts, programs, maps)?;
+    super::table::build(parts, programs, maps, table)
 }
 
 /// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,
@@ -491,4 +512,3 @@ fn place_btf_map<'a>(
     *m = MapDef::from_btf(m.name, m.offset, section, def);
     Some(())
 }
-

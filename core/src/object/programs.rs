@@ -25,6 +25,11 @@ pub struct Program<'a> {
     /// One past the index of its last entry (entries of other programs of the same
     /// section may sit in between when the table is not in offset order).
     pub(crate) rel_end: u32,
+    /// Its run in the object's relocation table: `patch_len` patches from `patch_first`,
+    /// then `ref_len` code references.
+    pub(crate) patch_first: u32,
+    pub(crate) patch_len: u32,
+    pub(crate) ref_len: u32,
 }
 
 impl<'a> Program<'a> {

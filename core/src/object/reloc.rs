@@ -262,11 +262,18 @@ pub(super) fn check_rels(
             };
             // The program of the entry before, else the one holding the offset (the first
             // of the section when it holds the table's first entry).
-            let same = cur.filter(|&c| section_programs.get(c).is_some_and(|p| holds(p, rel.offset)));
+            let same = cur.filter(|&c| {
+                section_programs
+                    .get(c)
+                    .is_some_and(|p| holds(p, rel.offset))
+            });
             let c = match same {
                 Some(c) => c,
                 None => {
-                    let first = j == 0 && section_programs.first().is_some_and(|p| holds(p, rel.offset));
+                    let first = j == 0
+                        && section_programs
+                            .first()
+                            .is_some_and(|p| holds(p, rel.offset));
                     let c = if first {
                         0
                     } else {

@@ -260,6 +260,9 @@ pub(super) fn push_program<'a>(
         map_reloc_count: 0,
         rel_first: 0,
         rel_end: 0,
+        patch_first: 0,
+        patch_len: 0,
+        ref_len: 0,
     };
     let cap = programs.capacity();
     programs
@@ -316,7 +319,8 @@ fn collect_symbols<'a>(
             if name.is_empty() {
                 continue;
             }
-            let offset = u32::try_from(sym.value).map_err(|_| bad("map symbol offset too large"))?;
+            let offset =
+                u32::try_from(sym.value).map_err(|_| bad("map symbol offset too large"))?;
             // Fields are read once every symbol is known and the layout can be computed.
             let mut m = MapDef::placeholder(name, offset);
             if is_btf_map {
