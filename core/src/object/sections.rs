@@ -112,19 +112,16 @@ fn scan_sections<'a>(
         match sh.sh_type {
             // A program section when its size is a non-zero multiple of 8; any other
             // executable section is skipped.
-            SHT_PROGBITS if sh.is_exec() => {
-                if sh.size != 0 && sh.size % 8 == 0 {
-                    exec_section(&elf, execs, index, &sh)?;
-                }
+            SHT_PROGBITS if sh.is_exec() && sh.size != 0 && sh.size % 8 == 0 => {
+                exec_section(&elf, execs, index, &sh)?;
             }
+            SHT_PROGBITS if sh.is_exec() => {}
             SHT_PROGBITS => named_section(parts, names.tail(sh.name), index, &sh)?,
-            SHT_REL => {
-                // Only tables of executable sections are ours (the symbol pass finds
-                // whether the section holds a program).
-                if elf.section(sh.info).is_some_and(|t| t.is_exec()) {
-                    parts.rel_lo = parts.rel_lo.min(index);
-                    parts.rel_hi = index + 1;
-                }
+            // Only tables of executable sections are ours (the symbol pass finds whether
+            // the section holds a program).
+            SHT_REL if elf.section(sh.info).is_some_and(|t| t.is_exec()) => {
+                parts.rel_lo = parts.rel_lo.min(index);
+                parts.rel_hi = index + 1;
             }
             SHT_SYMTAB => {
                 if symtab.is_some() {
@@ -412,7 +409,7 @@ fn read_map_defs(parts: &mut Parts<'_>, maps: &mut [MapDef<'_>], section: u32) -
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::{push_program, sort_programs, ExecSection, Program};
     use heapless::Vec;
 
