@@ -254,14 +254,25 @@ pub(crate) struct Entries<'a> {
 }
 
 impl<'a> Entries<'a> {
-    /// Record `index`, `N` bytes long (the record size of `self.class`); `None` past the
-    /// table.
-    #[inline]
-    pub(crate) fn get<const N: usize>(&self, index: u32) -> Option<Fields<'a, N>> {
+    /// Record `index`, `N` bytes long (the record size of `self.class`), read by `f`;
+    /// `None` past the table. `f` is inlined once per byte order, so the usual one (the
+    /// target's) reads each field natively, without a branch.
+    #[inline(always)]
+    pub(crate) fn read<const N: usize, R>(
+        &self,
+        index: u32,
+        f: impl Fn(Fields<'a, N>) -> R,
+    ) -> Option<R> {
         if index >= self.count {
             return None;
         }
-        Fields::at(self.data, index as usize * N, self.endian == Endian::Little)
+        let off = index as usize * N;
+        let native = cfg!(target_endian = "little");
+        if (self.endian == Endian::Little) == native {
+            Fields::at(self.data, off, native).map(f)
+        } else {
+            Fields::at(self.data, off, !native).map(f)
+        }
     }
 }
 

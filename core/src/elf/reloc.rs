@@ -113,26 +113,24 @@ impl<'a> RelTable<'a> {
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Rel> {
-        Some(match self.entries.class {
-            Class::Elf64 => {
-                let f = self.entries.get::<16>(index)?;
+        match self.entries.class {
+            Class::Elf64 => self.entries.read::<16, _>(index, |f| {
                 let info = f.u64(8);
                 Rel {
                     offset: f.u64(0),
                     sym: (info >> 32) as u32,
                     r_type: info as u32,
                 }
-            }
-            Class::Elf32 => {
-                let f = self.entries.get::<8>(index)?;
+            }),
+            Class::Elf32 => self.entries.read::<8, _>(index, |f| {
                 let info = f.u32(4);
                 Rel {
                     offset: f.u32(0).into(),
                     sym: info >> 8,
                     r_type: info & 0xff,
                 }
-            }
-        })
+            }),
+        }
     }
 
     /// Iterates over `(index, entry)`.

@@ -153,30 +153,24 @@ impl<'a> SymbolTable<'a> {
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Symbol> {
-        Some(match self.entries.class {
-            Class::Elf64 => {
-                let f = self.entries.get::<24>(index)?;
-                Symbol {
-                    name: f.u32(0),
-                    info: f.u8(4),
-                    other: f.u8(5),
-                    shndx: f.u16(6),
-                    value: f.u64(8),
-                    size: f.u64(16),
-                }
-            }
-            Class::Elf32 => {
-                let f = self.entries.get::<16>(index)?;
-                Symbol {
-                    name: f.u32(0),
-                    value: f.u32(4).into(),
-                    size: f.u32(8).into(),
-                    info: f.u8(12),
-                    other: f.u8(13),
-                    shndx: f.u16(14),
-                }
-            }
-        })
+        match self.entries.class {
+            Class::Elf64 => self.entries.read::<24, _>(index, |f| Symbol {
+                name: f.u32(0),
+                info: f.u8(4),
+                other: f.u8(5),
+                shndx: f.u16(6),
+                value: f.u64(8),
+                size: f.u64(16),
+            }),
+            Class::Elf32 => self.entries.read::<16, _>(index, |f| Symbol {
+                name: f.u32(0),
+                value: f.u32(4).into(),
+                size: f.u32(8).into(),
+                info: f.u8(12),
+                other: f.u8(13),
+                shndx: f.u16(14),
+            }),
+        }
     }
 
     /// Iterates over `(index, symbol)`.

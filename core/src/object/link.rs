@@ -365,7 +365,7 @@ impl<'a, 's> Object<'a, 's> {
                         e.at,
                     ))
                 }
-                EntryKind::Ref { .. } | EntryKind::Bad { .. } => {}
+                EntryKind::Sym { .. } | EntryKind::Ref { .. } | EntryKind::Bad { .. } => {}
             }
         }
         Ok(())

@@ -1,6 +1,6 @@
 //! The relocation table: what relocating does to each function, worked out once at open
-//! into the caller's storage. Per function, one run of entries: its patches (each
-//! relocation's [`Action`] that changes an instruction, in REL table order), then its
+//! into the caller's storage. Per function, one run of entries: its relocations (each
+//! one's [`Action`], in REL table order), then its
 //! code references (bpf-to-bpf calls and function addresses, in instruction order, with
 //! the function and instruction each lands on), ended by the error the linker meets
 //! there, if any. Relocating copies a function and applies its run; linking follows the
@@ -39,6 +39,9 @@ pub(super) enum EntryKind {
     Extern { sym: u32 },
     /// A relocation against a section that is neither code, maps nor global data.
     Refuse,
+    /// A relocation that patches nothing (code, data without a map, or one that does not
+    /// read as this function's): against symbol `sym`, which a code reference here names.
+    Sym { sym: u32 },
     /// A code reference landing on instruction `offset` of function `program`: a call,
     /// or (`ld`) a function's address.
     Ref { program: u32, offset: u32, ld: bool },
@@ -95,23 +98,13 @@ pub(super) fn build(
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else { break };
         let first = table.len();
-        for (r, action) in parts.relocs_of(maps, p) {
-            let kind = match action {
-                Action::MapFd(map) => EntryKind::MapFd { map },
-                Action::MapValue(map) => EntryKind::MapValue {
-                    map,
-                    value: r.sym_value as u32,
-                },
-                Action::Extern => EntryKind::Extern { sym: r.sym },
-                Action::Refuse => EntryKind::Refuse,
-                Action::Nothing => continue,
-            };
-            let entry = Entry { at: r.insn, kind };
+        for entry in relocations(parts, maps, p) {
             table.push(entry).map_err(|_| full(table))?;
         }
         let patches = table.len() - first;
         let mut j = 0;
-        while let Some((next, entry)) = next_ref(parts, programs, p, j) {
+        let relocs = first..first + patches;
+        while let Some((next, entry)) = next_ref(parts, programs, p, table, relocs.clone(), j) {
             j = next;
             table.push(entry).map_err(|_| full(table))?;
             if let EntryKind::Bad { .. } = entry.kind {
@@ -128,14 +121,57 @@ pub(super) fn build(
     Ok(())
 }
 
+/// The entries of function `p`'s relocations: those of its REL entries that lie on one of
+/// its instructions, in table order, each as its [`Action`] relative to `p` (one that does
+/// not resolve relative to `p`, possible where functions overlap, patches nothing).
+fn relocations<'x>(
+    parts: &'x Parts<'_>,
+    maps: &'x [MapDef<'_>],
+    p: &'x Program<'_>,
+) -> impl Iterator<Item = Entry> + 'x {
+    let table = p
+        .rel_section
+        .map(|rel| crate::elf::RelTable::validated(&parts.elf, rel));
+    let range = if table.is_some() {
+        p.rel_first..p.rel_end
+    } else {
+        0..0
+    };
+    let start = u64::from(p.offset);
+    let end = start + p.code.len() as u64;
+    range.filter_map(move |i| {
+        let rel = table?.get(i)?;
+        if rel.offset < start || rel.offset >= end || rel.offset % 8 != 0 {
+            return None; // another function's, or on no instruction
+        }
+        let sym = parts.symbols?.get(rel.sym)?;
+        let at = ((rel.offset - start) / 8) as u32;
+        let kind = match parts.resolve(maps, p, i, rel, &sym).map(|(_, a)| a) {
+            Ok(Action::MapFd(map)) => EntryKind::MapFd { map },
+            Ok(Action::MapValue(map)) => EntryKind::MapValue {
+                map,
+                value: sym.value as u32,
+            },
+            Ok(Action::Extern) => EntryKind::Extern { sym: rel.sym },
+            Ok(Action::Refuse) => EntryKind::Refuse,
+            Ok(Action::Nothing) | Err(_) => EntryKind::Sym { sym: rel.sym },
+        };
+        Some(Entry { at, kind })
+    })
+}
+
 /// The next code reference of function `p` from instruction `j` on (second slots of
-/// `ld_imm64` skipped): the instruction after it, and its entry.
+/// `ld_imm64` skipped): the instruction after it, and its entry. `p`'s relocations are
+/// the entries `relocs` of `table`.
 fn next_ref(
     parts: &Parts<'_>,
     programs: &[Program<'_>],
     p: &Program<'_>,
+    table: &VecView<Entry>,
+    relocs: core::ops::Range<usize>,
     mut j: usize,
 ) -> Option<(usize, Entry)> {
+    let relocs = table.get(relocs).unwrap_or_default();
     // Only a call or an `ld_imm64` can refer to code: told on the opcode byte.
     while let Some(&op) = p.code.get(j * INSN_SIZE) {
         let at = j;
@@ -145,7 +181,7 @@ fn next_ref(
             continue;
         }
         let insn = p.insn(at)?;
-        let kind = match code_target(parts, programs, p, at, insn) {
+        let kind = match code_target(parts, programs, p, relocs, at, insn) {
             Ok(None) => continue,
             Ok(Some((program, offset))) => EntryKind::Ref {
                 program: program as u32,
@@ -166,11 +202,13 @@ fn next_ref(
 }
 
 /// The function (and the instruction in it) instruction `at` of `p` (`insn`) refers to,
-/// if it is a call of a BPF function or loads a function's address.
+/// if it is a call of a BPF function or loads a function's address; `relocs` are `p`'s
+/// relocations.
 fn code_target(
     parts: &Parts<'_>,
     programs: &[Program<'_>],
     p: &Program<'_>,
+    relocs: &[Entry],
     at: usize,
     insn: Insn,
 ) -> core::result::Result<Option<(usize, usize)>, RefError> {
@@ -186,15 +224,27 @@ fn code_target(
     if is_ld && !others && insn.src() != PSEUDO_FUNC {
         return Ok(None);
     }
-    let rel = if others { reloc_at(parts, p, at) } else { None };
+    // The first relocation at the instruction, against a symbol (`Sym`, `Extern`) whose
+    // section may be code; maps, global data and other sections are no code.
+    let rel = relocs
+        .iter()
+        .find(|e| e.at as usize == at)
+        .filter(|_| others);
+    let rel = match rel.map(|e| e.kind) {
+        None => None,
+        Some(EntryKind::Sym { sym } | EntryKind::Extern { sym }) => {
+            parts.symbols.and_then(|s| s.get(sym)).map(|s| {
+                let shndx = u32::from(s.shndx);
+                let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
+                (shndx, s.value, exec)
+            })
+        }
+        Some(_) => Some((0, 0, false)),
+    };
     let (section, index) = match rel {
-        Some((shndx, value)) => {
-            if !parts.elf.section(shndx).is_some_and(|sh| sh.is_exec()) {
-                if is_call {
-                    return Err(RefError::NotCode);
-                }
-                return Ok(None); // a map or global data load
-            }
+        Some((_, _, false)) if is_call => return Err(RefError::NotCode),
+        Some((_, _, false)) => return Ok(None), // a map or global data load
+        Some((shndx, value, true)) => {
             let index = if is_call {
                 (value / 8) as i64 + imm + 1
             } else {
@@ -214,15 +264,6 @@ fn code_target(
     let t = find_function(programs, section, byte).ok_or(RefError::NoFunction)?;
     let q = programs.get(t).map_or(0, |q| u64::from(q.offset));
     Ok(Some((t, ((byte - q) / INSN_SIZE as u64) as usize)))
-}
-
-/// `(st_shndx, st_value)` of the symbol of `p`'s first relocation at instruction `at`.
-fn reloc_at(parts: &Parts<'_>, p: &Program<'_>, at: usize) -> Option<(u32, u64)> {
-    let table = crate::elf::RelTable::validated(&parts.elf, p.rel_section?);
-    let offset = u64::from(p.offset) + (at * INSN_SIZE) as u64;
-    let rel = (p.rel_first..p.rel_end).find_map(|i| table.get(i).filter(|r| r.offset == offset))?;
-    let sym = parts.symbols?.get(rel.sym)?;
-    Some((u32::from(sym.shndx), sym.value))
 }
 
 /// The function holding byte `byte` of section `section`: the last program (they are in
