@@ -180,24 +180,24 @@ fn exec_section<'a>(
 /// A data section whose name (`t`: the name table from it on) may be one the open phase
 /// reads: `license`, `version`, `maps`, `.maps`, `.BTF`, `.BTF.ext`, `.rodata*`, `.data*`.
 fn named_section(parts: &mut Parts<'_>, t: &[u8], index: u32, sh: &SectionHeader) -> Result<()> {
-    let mut data = || {
-        parts.data_lo = parts.data_lo.min(index);
-        parts.data_hi = index + 1;
-    };
-    if t.starts_with(b".rodata") || t.starts_with(b".data") {
-        data();
-    } else if t.starts_with(b"license\0") {
-        license_section(parts, index, sh)?;
-    } else if t.starts_with(b"version\0") {
-        version_section(parts, index, sh)?;
-    } else if t.starts_with(b"maps\0") {
-        parts.maps_section = Some(index);
-    } else if t.starts_with(b".maps\0") {
-        parts.btf_maps_section = Some(index);
-    } else if t.starts_with(b".BTF\0") {
-        parts.btf_section = Some(index);
-    } else if t.starts_with(b".BTF.ext\0") {
-        parts.btf_ext_section = Some(index);
+    // Told apart on the first bytes: most names (`.debug_*`, `.rel*`, `.llvm_addrsig`) are
+    // none of these.
+    match (t.first(), t.get(1)) {
+        (Some(b'l'), _) if t.starts_with(b"license\0") => license_section(parts, index, sh)?,
+        (Some(b'v'), _) if t.starts_with(b"version\0") => version_section(parts, index, sh)?,
+        (Some(b'm'), _) if t.starts_with(b"maps\0") => parts.maps_section = Some(index),
+        (Some(b'.'), Some(b'm')) if t.starts_with(b".maps\0") => {
+            parts.btf_maps_section = Some(index);
+        }
+        (Some(b'.'), Some(b'B')) if t.starts_with(b".BTF\0") => parts.btf_section = Some(index),
+        (Some(b'.'), Some(b'B')) if t.starts_with(b".BTF.ext\0") => {
+            parts.btf_ext_section = Some(index);
+        }
+        (Some(b'.'), Some(b'r' | b'd')) if t.starts_with(b".rodata") || t.starts_with(b".data") => {
+            parts.data_lo = parts.data_lo.min(index);
+            parts.data_hi = index + 1;
+        }
+        _ => {}
     }
     Ok(())
 }
