@@ -99,9 +99,7 @@ impl<'a, 's> Object<'a, 's> {
     pub fn relocations(&self, prog: usize) -> impl Iterator<Item = Reloc> + use<'a, 's> {
         let (parts, maps) = (self.parts, self.maps);
         let p = self.programs.get(prog);
-        p.into_iter()
-            .flat_map(move |p| parts.relocs_of(maps, p))
-            .map(|(r, _)| r)
+        p.into_iter().flat_map(move |p| parts.relocs_of(maps, p))
     }
 
     /// Writes `prologue`, program `prog`'s instructions and those of every subprogram it
@@ -365,7 +363,11 @@ impl<'a, 's> Object<'a, 's> {
                         e.at,
                     ))
                 }
-                EntryKind::Sym { .. } | EntryKind::Ref { .. } | EntryKind::Bad { .. } => {}
+                EntryKind::Code { .. }
+                | EntryKind::NoCode
+                | EntryKind::Sym { .. }
+                | EntryKind::Ref { .. }
+                | EntryKind::Bad { .. } => {}
             }
         }
         Ok(())

@@ -24,7 +24,7 @@ pub const DEFAULT_BTF_TYPES: usize = 16 * 1024;
 
 /// The program and map tables of an [`Object`], owned by the caller: up to `P` programs,
 /// `M` maps, a `.BTF` type index of `T` entries and a relocation table of `L` entries,
-/// held inline (about 140 KiB with the default capacities, a few hundred bytes for
+/// held inline (about 150 KiB with the default capacities, a few hundred bytes for
 /// `ObjectStorage<4, 4, 0, 16>` on a small stack). Creating one costs nothing (the entries are not initialised); opening into it
 /// again reuses it.
 ///

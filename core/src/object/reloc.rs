@@ -5,7 +5,7 @@
 use super::maps::MapDef;
 use super::parts::{MapTarget, Parts};
 use super::programs::Program;
-use crate::elf::{Rel, Symbol, SHT_NOBITS, SHT_PROGBITS, SHT_REL};
+use crate::elf::{Symbol, SHT_NOBITS, SHT_PROGBITS, SHT_REL};
 use crate::error::{Error, Result};
 use crate::insn::opcode;
 
@@ -99,42 +99,35 @@ pub(super) enum Action {
 }
 
 impl<'a> Parts<'a> {
-    /// Relocation `index` (`rel`, against `sym`) of program `p`, whose instructions hold
-    /// its offset: checked (in this order: alignment, the map it names, the instruction a
-    /// map load patches) and resolved.
-    pub(super) fn resolve(
+    /// A relocation at byte `offset` of its section, against `sym`, of program `p`, whose
+    /// instructions hold the offset: checked (in this order: alignment, the map it names,
+    /// the instruction a map load patches) and classified; `Err` is what is wrong.
+    pub(super) fn classify(
         &self,
         maps: &[MapDef<'_>],
         p: &Program<'_>,
-        index: u32,
-        rel: Rel,
+        offset: u64,
         sym: &Symbol,
-    ) -> Result<(Reloc, Action)> {
-        let bad = |what| Error::BadReloc {
-            section: self.elf.section_ref(p.section_index),
-            index,
-            insn: rel.offset / 8,
-            what,
-        };
-        if rel.offset % 8 != 0 {
-            return Err(bad("offset is not on an instruction boundary"));
+    ) -> core::result::Result<(RelocKind, Action), &'static str> {
+        if offset % 8 != 0 {
+            return Err("offset is not on an instruction boundary");
         }
-        let at = rel.offset.wrapping_sub(u64::from(p.offset)) / 8;
         let shndx = u32::from(sym.shndx);
-        let (kind, action) = match self.map_target(maps, shndx, sym.value) {
+        Ok(match self.map_target(maps, shndx, sym.value) {
             MapTarget::None if shndx == 0 => (RelocKind::Extern, Action::Extern),
             MapTarget::None => match self.non_map_kind(shndx) {
                 k @ RelocKind::Other { .. } => (k, Action::Refuse),
                 k => (k, Action::Nothing),
             },
-            MapTarget::Bad(what) => return Err(bad(what)),
+            MapTarget::Bad(what) => return Err(what),
             MapTarget::Map(map) | MapTarget::Value(map) => {
+                let at = offset.wrapping_sub(u64::from(p.offset)) / 8;
                 let code = p.code.get(at as usize * 8).copied();
                 if code != Some(opcode::LD_IMM64) {
-                    return Err(bad("map relocation on an instruction that is not ld_imm64"));
+                    return Err("map relocation on an instruction that is not ld_imm64");
                 }
                 if at + 1 >= p.insn_count() as u64 {
-                    return Err(bad("ld_imm64 is missing its second slot"));
+                    return Err("ld_imm64 is missing its second slot");
                 }
                 if Some(shndx) == self.maps_section || Some(shndx) == self.btf_maps_section {
                     (RelocKind::Map { map }, Action::MapFd(map))
@@ -142,16 +135,7 @@ impl<'a> Parts<'a> {
                     (RelocKind::Data { section: shndx }, Action::MapValue(map))
                 }
             }
-        };
-        let reloc = Reloc {
-            index,
-            insn: at as u32,
-            r_type: rel.r_type,
-            sym: rel.sym,
-            sym_value: sym.value,
-            kind,
-        };
-        Ok((reloc, action))
+        })
     }
 
     /// The kind of a relocation against a symbol of section `shndx` (not 0, no map).
@@ -180,7 +164,7 @@ impl<'a> Parts<'a> {
         &'x self,
         maps: &'x [MapDef<'a>],
         p: &'x Program<'a>,
-    ) -> impl Iterator<Item = (Reloc, Action)> + use<'x, 'a> {
+    ) -> impl Iterator<Item = Reloc> + use<'x, 'a> {
         let table = p
             .rel_section
             .map(|rel| crate::elf::RelTable::validated(&self.elf, rel));
@@ -197,7 +181,15 @@ impl<'a> Parts<'a> {
                 return None; // another program of the same section
             }
             let sym = self.symbols?.get(rel.sym)?;
-            self.resolve(maps, p, i, rel, &sym).ok()
+            let (kind, _) = self.classify(maps, p, rel.offset, &sym).ok()?;
+            Some(Reloc {
+                index: i,
+                insn: ((rel.offset - start) / 8) as u32,
+                r_type: rel.r_type,
+                sym: rel.sym,
+                sym_value: sym.value,
+                kind,
+            })
         })
     }
 }
@@ -219,7 +211,7 @@ fn holds(p: &Program<'_>, offset: u64) -> bool {
 
 /// The pass over every REL table of code (in `parts.rel_lo..parts.rel_hi`, section
 /// order): checks every relocation (its symbol index, that it lies in a program, that the
-/// program has no second table, then [`Parts::resolve`]'s checks), and records per program
+/// program has no second table, then [`Parts::classify`]'s checks), and records per program
 /// its REL section, the range of its entries in that table and its counts.
 pub(super) fn check_rels(
     parts: &Parts<'_>,
@@ -303,7 +295,7 @@ pub(super) fn check_rels(
             let Some(p) = section_programs.get_mut(c) else {
                 continue;
             };
-            let (_, action) = parts.resolve(maps, p, j, rel, &sym)?;
+            let (_, action) = parts.classify(maps, p, rel.offset, &sym).map_err(bad)?;
             p.reloc_count += 1;
             p.rel_end = j + 1;
             if let Action::MapFd(_) | Action::MapValue(_) = action {

@@ -10,7 +10,7 @@
 use super::maps::MapDef;
 use super::parts::Parts;
 use super::programs::Program;
-use super::reloc::{Action, PSEUDO_CALL, PSEUDO_FUNC};
+use super::reloc::{Action, RelocKind, PSEUDO_CALL, PSEUDO_FUNC};
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 use heapless::vec::VecView;
@@ -39,8 +39,12 @@ pub(super) enum EntryKind {
     Extern { sym: u32 },
     /// A relocation against a section that is neither code, maps nor global data.
     Refuse,
-    /// A relocation that patches nothing (code, data without a map, or one that does not
-    /// read as this function's): against symbol `sym`, which a code reference here names.
+    /// A relocation against code (symbol `sym`), which a code reference here names.
+    Code { sym: u32 },
+    /// A relocation that patches nothing and names no code (data without a map).
+    NoCode,
+    /// A relocation that does not read as this function's (possible where functions
+    /// overlap): against symbol `sym`, which a code reference here may name.
     Sym { sym: u32 },
     /// A code reference landing on instruction `offset` of function `program`: a call,
     /// or (`ld`) a function's address.
@@ -146,15 +150,17 @@ fn relocations<'x>(
         }
         let sym = parts.symbols?.get(rel.sym)?;
         let at = ((rel.offset - start) / 8) as u32;
-        let kind = match parts.resolve(maps, p, i, rel, &sym).map(|(_, a)| a) {
-            Ok(Action::MapFd(map)) => EntryKind::MapFd { map },
-            Ok(Action::MapValue(map)) => EntryKind::MapValue {
+        let kind = match parts.classify(maps, p, rel.offset, &sym) {
+            Ok((_, Action::MapFd(map))) => EntryKind::MapFd { map },
+            Ok((_, Action::MapValue(map))) => EntryKind::MapValue {
                 map,
                 value: sym.value as u32,
             },
-            Ok(Action::Extern) => EntryKind::Extern { sym: rel.sym },
-            Ok(Action::Refuse) => EntryKind::Refuse,
-            Ok(Action::Nothing) | Err(_) => EntryKind::Sym { sym: rel.sym },
+            Ok((_, Action::Extern)) => EntryKind::Extern { sym: rel.sym },
+            Ok((_, Action::Refuse)) => EntryKind::Refuse,
+            Ok((RelocKind::Code { .. }, Action::Nothing)) => EntryKind::Code { sym: rel.sym },
+            Ok((_, Action::Nothing)) => EntryKind::NoCode,
+            Err(_) => EntryKind::Sym { sym: rel.sym },
         };
         Some(Entry { at, kind })
     })
@@ -180,7 +186,8 @@ fn next_ref(
         if !ld && op != opcode::JMP | opcode::CALL {
             continue;
         }
-        let insn = p.insn(at)?;
+        let bytes = p.code.get(at * INSN_SIZE..)?.first_chunk::<INSN_SIZE>()?;
+        let insn = Insn::from_native_bytes(*bytes);
         let kind = match code_target(parts, programs, p, relocs, at, insn) {
             Ok(None) => continue,
             Ok(Some((program, offset))) => EntryKind::Ref {
@@ -232,6 +239,10 @@ fn code_target(
         .filter(|_| others);
     let rel = match rel.map(|e| e.kind) {
         None => None,
+        Some(EntryKind::Code { sym }) => parts
+            .symbols
+            .and_then(|s| s.get(sym))
+            .map(|s| (u32::from(s.shndx), s.value, true)),
         Some(EntryKind::Sym { sym } | EntryKind::Extern { sym }) => {
             parts.symbols.and_then(|s| s.get(sym)).map(|s| {
                 let shndx = u32::from(s.shndx);
