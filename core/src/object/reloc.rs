@@ -176,11 +176,11 @@ impl<'a> Parts<'a> {
         let start = u64::from(p.offset);
         let end = start + p.code.len() as u64;
         range.filter_map(move |i| {
-            let rel = table?.get(i)?;
+            let rel = table.as_ref()?.get(i)?;
             if rel.offset < start || rel.offset >= end {
                 return None; // another program of the same section
             }
-            let sym = self.symbols?.get(rel.sym)?;
+            let sym = self.symbols.as_ref()?.get(rel.sym)?;
             let (kind, _) = self.classify(maps, p, rel.offset, &sym).ok()?;
             Some(Reloc {
                 index: i,

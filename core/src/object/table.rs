@@ -144,11 +144,11 @@ fn relocations<'x>(
     let start = u64::from(p.offset);
     let end = start + p.code.len() as u64;
     range.filter_map(move |i| {
-        let rel = table?.get(i)?;
+        let rel = table.as_ref()?.get(i)?;
         if rel.offset < start || rel.offset >= end || rel.offset % 8 != 0 {
             return None; // another function's, or on no instruction
         }
-        let sym = parts.symbols?.get(rel.sym)?;
+        let sym = parts.symbols.as_ref()?.get(rel.sym)?;
         let at = ((rel.offset - start) / 8) as u32;
         let kind = match parts.classify(maps, p, rel.offset, &sym) {
             Ok((_, Action::MapFd(map))) => EntryKind::MapFd { map },
@@ -241,10 +241,11 @@ fn code_target(
         None => None,
         Some(EntryKind::Code { sym }) => parts
             .symbols
+            .as_ref()
             .and_then(|s| s.get(sym))
             .map(|s| (u32::from(s.shndx), s.value, true)),
         Some(EntryKind::Sym { sym } | EntryKind::Extern { sym }) => {
-            parts.symbols.and_then(|s| s.get(sym)).map(|s| {
+            parts.symbols.as_ref().and_then(|s| s.get(sym)).map(|s| {
                 let shndx = u32::from(s.shndx);
                 let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
                 (shndx, s.value, exec)
