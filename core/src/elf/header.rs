@@ -1,6 +1,6 @@
 //! The ELF file header (`Elf32_Ehdr` / `Elf64_Ehdr`).
 
-use super::Fields;
+use super::record::{Class, Fields};
 use crate::error::{Error, Result};
 use scroll::Endian;
 
@@ -16,16 +16,6 @@ pub const EM_BPF: u16 = 247;
 pub const EM_NONE: u16 = 0;
 
 const SHN_XINDEX: u16 = 0xffff;
-
-/// ELF class: 32- or 64-bit layouts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Class {
-    /// `ELFCLASS32`.
-    Elf32,
-    /// `ELFCLASS64`.
-    Elf64,
-}
 
 /// The fields of the ELF header sluice uses, validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +162,7 @@ impl Header {
         }
         // Extended numbering: section 0 holds the real count / string table index.
         if shnum == 0 || raw_shstrndx == SHN_XINDEX {
-            let sh0 = super::SectionHeader::read(
+            let sh0 = super::section::SectionHeader::read(
                 data,
                 usize::try_from(shoff).unwrap_or(usize::MAX),
                 class,

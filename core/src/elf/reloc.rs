@@ -1,6 +1,9 @@
 //! REL tables (`Elf32_Rel` / `Elf64_Rel`): eBPF objects use relocations without addends.
 
-use super::{Class, Elf, Entries, SymbolTable, SHT_REL};
+use super::file::Elf;
+use super::record::{Class, Entries};
+use super::section::SHT_REL;
+use super::symbol::SymbolTable;
 use crate::error::{Error, Result};
 
 /// One relocation entry.
@@ -143,5 +146,27 @@ fn entry_size(class: Class) -> usize {
     match class {
         Class::Elf32 => 8,
         Class::Elf64 => 16,
+    }
+}
+
+impl<'a> Elf<'a> {
+    /// The REL table in section `index`, validated against `symbols` (entry size, count,
+    /// every symbol index).
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_REL`.
+    pub fn rel_table(&self, index: u32, symbols: &SymbolTable<'a>) -> Result<RelTable<'a>> {
+        RelTable::new(self, index, symbols, true)
+    }
+
+    /// The REL table in section `index` with everything checked but its entries: the
+    /// caller checks each entry's symbol index (the open phase does so in its pass over
+    /// them, in entry order with its other checks).
+    pub(crate) fn rel_table_entries_unchecked(
+        &self,
+        index: u32,
+        symbols: &SymbolTable<'a>,
+    ) -> Result<RelTable<'a>> {
+        RelTable::new(self, index, symbols, false)
     }
 }

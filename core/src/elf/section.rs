@@ -1,6 +1,6 @@
 //! Section headers (`Elf32_Shdr` / `Elf64_Shdr`) and string tables.
 
-use super::{Class, Fields};
+use super::record::{Class, Fields};
 use crate::error::{Error, Result, SectionRef};
 use scroll::Endian;
 

@@ -1,6 +1,8 @@
 //! Symbol tables (`Elf32_Sym` / `Elf64_Sym`).
 
-use super::{Class, Elf, Entries, StrTab, SHT_STRTAB, SHT_SYMTAB};
+use super::file::Elf;
+use super::record::{Class, Entries};
+use super::section::{StrTab, SHT_STRTAB, SHT_SYMTAB};
 use crate::error::{Error, Result, SectionRef};
 
 /// Local binding.
@@ -195,5 +197,22 @@ fn entry_size(class: Class) -> usize {
     match class {
         Class::Elf32 => 16,
         Class::Elf64 => 24,
+    }
+}
+
+impl<'a> Elf<'a> {
+    /// The symbol table in section `index`, validated (entry size, count, string table link,
+    /// every name index).
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] when the section is not a usable `SHT_SYMTAB`.
+    pub fn symbol_table(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, true)
+    }
+
+    /// The symbol table in section `index` with everything checked but its name indices:
+    /// the caller checks each symbol's (the open phase does so in its pass over them).
+    pub(crate) fn symbol_table_names_unchecked(&self, index: u32) -> Result<SymbolTable<'a>> {
+        SymbolTable::new(self, index, false)
     }
 }
