@@ -70,13 +70,13 @@ fn every_attribute_of_the_fixture() {
         let m = by_name(&maps, name);
         assert_eq!(
             (
-                m.map_type,
-                m.key_size,
-                m.value_size,
-                m.max_entries,
-                m.map_flags,
-                m.numa_node,
-                m.pinning
+                m.attrs.map_type,
+                m.attrs.key_size,
+                m.attrs.value_size,
+                m.attrs.max_entries,
+                m.attrs.map_flags,
+                m.attrs.numa_node,
+                m.attrs.pinning
             ),
             (ty, k, v, max, flags, numa, pin),
             "{name}"
@@ -84,9 +84,9 @@ fn every_attribute_of_the_fixture() {
     }
     // Key and value types are kept.
     let flows = by_name(&maps, "flows");
-    assert_eq!(btf.ty(flows.key_type_id).unwrap().name(), "flow");
-    assert_eq!(btf.ty(flows.value_type_id).unwrap().name(), "stats_t");
-    assert_eq!(by_name(&maps, "sized").key_type_id, 0);
+    assert_eq!(btf.ty(flows.attrs.key_type_id).unwrap().name(), "flow");
+    assert_eq!(btf.ty(flows.attrs.value_type_id).unwrap().name(), "stats_t");
+    assert_eq!(by_name(&maps, "sized").attrs.key_type_id, 0);
     // Map-in-map: the inner definition, through `values`' pointee.
     let outer = by_name(&maps, "outer_array");
     let inner = outer.inner.unwrap();
@@ -131,12 +131,22 @@ fn modern_fixture_maps() {
     let maps = maps_of(&btf);
     let c = by_name(&maps, "counts");
     assert_eq!(
-        (c.map_type, c.key_size, c.value_size, c.max_entries),
+        (
+            c.attrs.map_type,
+            c.attrs.key_size,
+            c.attrs.value_size,
+            c.attrs.max_entries
+        ),
         (1, 4, 8, 1024)
     );
     let e = by_name(&maps, "events");
     assert_eq!(
-        (e.map_type, e.key_size, e.value_size, e.max_entries),
+        (
+            e.attrs.map_type,
+            e.attrs.key_size,
+            e.attrs.value_size,
+            e.attrs.max_entries
+        ),
         (4, 4, 4, 0)
     );
 }
@@ -153,7 +163,7 @@ fn peers_maps_decode() {
         for m in btf_maps(&btf, sec.id()).unwrap() {
             let m = m.unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
-                m.map_type != 0 && (m.max_entries != 0 || m.map_type == 4),
+                m.attrs.map_type != 0 && (m.attrs.max_entries != 0 || m.attrs.map_type == 4),
                 "{name}: {m:?}"
             );
             total += 1;
@@ -211,18 +221,7 @@ fn map_ok(bytes: &[u8]) -> sluice_core::btf::MapAttrs {
     let btf = parse(bytes);
     let sec = btf.find(".maps", Kind::Datasec).unwrap();
     let m = btf_maps(&btf, sec.id()).unwrap().next().unwrap().unwrap();
-    sluice_core::btf::MapAttrs {
-        map_type: m.map_type,
-        key_size: m.key_size,
-        value_size: m.value_size,
-        max_entries: m.max_entries,
-        map_flags: m.map_flags,
-        numa_node: m.numa_node,
-        pinning: m.pinning,
-        map_extra: m.map_extra,
-        key_type_id: m.key_type_id,
-        value_type_id: m.value_type_id,
-    }
+    m.attrs
 }
 
 #[test]

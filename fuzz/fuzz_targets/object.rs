@@ -1,15 +1,16 @@
 //! Open + relocate + disassemble any bytes as an eBPF object: no panic, no out-of-bounds
 //! read; what opens relocates into a fixed buffer (the program alone, or linked with the
-//! functions it calls) and prints in the verifier's format. The open phase's one-pass BTF
-//! check and its fast map-definition reader must agree with the reference parser: a `.BTF`
-//! open accepted parses step by step to as many types, and every BTF-defined map reads the
-//! same through `btf_maps`.
+//! functions it calls) and prints in the verifier's format. What relocating answers must be
+//! consistent: the program alone or linked as `linked_len` says, its layout starting with
+//! the program, and every relocation inside the program. The open phase's one-pass BTF check
+//! and its map-definition reader must agree with `Btf::parse` and `btf_maps`: a `.BTF` open
+//! accepted parses step by step to as many types, and every BTF-defined map reads the same.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sluice_core::btf::{btf_maps, Btf, Kind};
 use sluice_core::disasm::{validate, Listing};
-use sluice_core::object::MapKind;
+use sluice_core::object::{LinkedPart, MapKind};
 use sluice_core::{Insn, Object, ObjectStorage};
 use std::fmt::Write;
 
@@ -30,9 +31,16 @@ fuzz_target!(|data: &[u8]| {
     let mut out = [Insn::default(); 512];
     let fds = [5i32; 8];
     let prologue = [Insn::new(0xbf, 6, 1, 0, 0)];
+    let mut layout = [LinkedPart::default(); 64];
     for (i, p) in obj.programs().iter().enumerate() {
         let _ = p.section();
-        let _ = obj.relocations(i).count();
+        for r in obj.relocations(i) {
+            assert!((r.insn as usize) < p.insn_count());
+        }
+        if let Ok(n) = obj.link_layout(i, &mut layout) {
+            assert_eq!(layout[0], LinkedPart { program: i, start: 0 });
+            assert!(layout[..n].windows(2).all(|w| w[0].start < w[1].start));
+        }
         if let Ok(n) = obj.relocate(i, &prologue, &fds, &mut out) {
             // The program alone, or linked with the functions it calls.
             assert!(n == 1 + p.insn_count() || obj.linked_len(i) == Ok(n - 1));
@@ -70,14 +78,9 @@ fuzz_target!(|data: &[u8]| {
                     .iter()
                     .find(|d| d.name == m.name)
                     .expect("a .maps variable named as the map");
+                let a = &d.attrs;
                 assert_eq!(
-                    (
-                        d.map_type,
-                        d.key_size,
-                        d.value_size,
-                        d.max_entries,
-                        d.map_flags
-                    ),
+                    (a.map_type, a.key_size, a.value_size, a.max_entries, a.map_flags),
                     (
                         m.map_type,
                         m.key_size,
@@ -88,9 +91,9 @@ fuzz_target!(|data: &[u8]| {
                     "map {}",
                     m.name
                 );
-                assert_eq!((d.numa_node, d.map_extra), (m.numa_node, m.map_extra));
+                assert_eq!((a.numa_node, a.map_extra), (m.numa_node, m.map_extra));
                 assert_eq!(
-                    (d.pinning, d.key_type_id),
+                    (a.pinning, a.key_type_id),
                     (m.pinning.unwrap_or(0), m.btf_key_type_id)
                 );
             }

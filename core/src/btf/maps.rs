@@ -55,7 +55,7 @@ pub struct InnerMapDef {
 }
 
 /// One BTF-defined map.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct BtfMapDef<'a> {
     /// Map name (the variable's).
     pub name: &'a str,
@@ -65,30 +65,37 @@ pub struct BtfMapDef<'a> {
     pub def_type_id: u32,
     /// Offset of the variable in `.maps` (from the DATASEC; the symbol's value in a `.o`).
     pub offset: u32,
-    /// `type` (`BPF_MAP_TYPE_*`).
-    pub map_type: u32,
-    /// `key_size`, or the size of `key`'s type.
-    pub key_size: u32,
-    /// `value_size`, or the size of `value`'s type; 4 for map-in-map and prog arrays.
-    pub value_size: u32,
-    /// `max_entries`.
-    pub max_entries: u32,
-    /// `map_flags`.
-    pub map_flags: u32,
-    /// `numa_node`.
-    pub numa_node: u32,
-    /// `pinning` (0 none, 1 `LIBBPF_PIN_BY_NAME`).
-    pub pinning: u32,
-    /// `map_extra`.
-    pub map_extra: u64,
-    /// The key's type id, 0 when only a size is given.
-    pub key_type_id: u32,
-    /// The value's type id, 0 when only a size is given.
-    pub value_type_id: u32,
+    /// Its attributes (`type`, sizes, `max_entries`, flags, pinning, key and value types).
+    pub attrs: MapAttrs,
     /// For map-in-map: the inner map's definition.
     pub inner: Option<InnerMapDef>,
     /// For a prog array with `values`: the FUNC_PROTO type id of its programs.
     pub prog_proto_id: Option<u32>,
+}
+
+/// Flat, as a map's fields are printed elsewhere (one list of attributes).
+impl core::fmt::Debug for BtfMapDef<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let a = &self.attrs;
+        f.debug_struct("BtfMapDef")
+            .field("name", &self.name)
+            .field("var_type_id", &self.var_type_id)
+            .field("def_type_id", &self.def_type_id)
+            .field("offset", &self.offset)
+            .field("map_type", &a.map_type)
+            .field("key_size", &a.key_size)
+            .field("value_size", &a.value_size)
+            .field("max_entries", &a.max_entries)
+            .field("map_flags", &a.map_flags)
+            .field("numa_node", &a.numa_node)
+            .field("pinning", &a.pinning)
+            .field("map_extra", &a.map_extra)
+            .field("key_type_id", &a.key_type_id)
+            .field("value_type_id", &a.value_type_id)
+            .field("inner", &self.inner)
+            .field("prog_proto_id", &self.prog_proto_id)
+            .finish()
+    }
 }
 
 /// Iterator over the maps of a `.maps` DATASEC; see [`btf_maps`].
@@ -171,16 +178,7 @@ fn parse_var<'a>(btf: &Btf<'a>, v: VarSecInfo) -> BtfResult<BtfMapDef<'a>> {
         var_type_id: v.type_id,
         def_type_id: d.def_type_id,
         offset: v.offset,
-        map_type: d.attrs.map_type,
-        key_size: d.attrs.key_size,
-        value_size: d.attrs.value_size,
-        max_entries: d.attrs.max_entries,
-        map_flags: d.attrs.map_flags,
-        numa_node: d.attrs.numa_node,
-        pinning: d.attrs.pinning,
-        map_extra: d.attrs.map_extra,
-        key_type_id: d.attrs.key_type_id,
-        value_type_id: d.attrs.value_type_id,
+        attrs: d.attrs,
         inner: d.inner,
         prog_proto_id: d.prog_proto_id,
     })

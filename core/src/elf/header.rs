@@ -1,7 +1,6 @@
 //! The ELF file header (`Elf32_Ehdr` / `Elf64_Ehdr`).
 
 use super::record::{Class, Fields};
-use super::section::SectionHeader;
 use crate::error::{Error, Result};
 use scroll::Endian;
 
@@ -163,7 +162,7 @@ impl Header {
         }
         // Extended numbering: section 0 holds the real count / string table index.
         if shnum == 0 || raw_shstrndx == SHN_XINDEX {
-            let sh0 = SectionHeader::read(
+            let sh0 = super::section::SectionHeader::read(
                 data,
                 usize::try_from(shoff).unwrap_or(usize::MAX),
                 class,

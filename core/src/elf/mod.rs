@@ -5,6 +5,10 @@
 //! and string index of the header and the section header table once; the views it hands
 //! out ([`SymbolTable`], [`RelTable`], [`StrTab`]) check their own tables once when created,
 //! so their accessors cannot fail afterwards.
+//!
+//! Files, each using only those listed before it: `record` (the class and fields of
+//! fixed-size records), `header`, `section` (section headers, string tables), `file`
+//! ([`Elf`]), `symbol`, `reloc` (with the [`Elf`] methods that hand their tables out).
 
 mod file;
 mod header;
@@ -16,12 +20,12 @@ mod symbol;
 pub use file::Elf;
 pub use header::{Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
 pub use record::Class;
-pub(crate) use record::{ne_u16, ne_u32, ne_u64};
 pub use reloc::{Rel, RelTable};
 pub use section::{
     SectionHeader, StrTab, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_WRITE, SHT_DYNSYM,
     SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
 };
 pub use symbol::{
-    Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION,
+    Symbol, SymbolTable, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC, STT_NOTYPE, STT_OBJECT,
+    STT_SECTION,
 };

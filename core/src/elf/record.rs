@@ -1,5 +1,5 @@
-//! Fixed-size records read in place: the ELF class that lays them out ([`Class`]), a table
-//! of them ([`Entries`]) and the fields of one ([`Fields`]).
+//! Fixed-size records (symbols, relocations, headers): the ELF class that lays them out,
+//! and their fields read in either byte order.
 
 use scroll::Endian;
 
@@ -24,14 +24,25 @@ pub(crate) struct Entries<'a> {
 }
 
 impl<'a> Entries<'a> {
-    /// Record `index`, `N` bytes long (the record size of `self.class`); `None` past the
-    /// table.
-    #[inline]
-    pub(crate) fn get<const N: usize>(&self, index: u32) -> Option<Fields<'a, N>> {
+    /// Record `index`, `N` bytes long (the record size of `self.class`), read by `f`;
+    /// `None` past the table. `f` is inlined once per byte order, so the usual one (the
+    /// target's) reads each field natively, without a branch.
+    #[inline(always)]
+    pub(crate) fn read<const N: usize, R>(
+        &self,
+        index: u32,
+        f: impl Fn(Fields<'a, N>) -> R,
+    ) -> Option<R> {
         if index >= self.count {
             return None;
         }
-        Fields::at(self.data, index as usize * N, self.endian == Endian::Little)
+        let off = index as usize * N;
+        let native = cfg!(target_endian = "little");
+        if (self.endian == Endian::Little) == native {
+            Fields::at(self.data, off, native).map(f)
+        } else {
+            Fields::at(self.data, off, !native).map(f)
+        }
     }
 }
 
@@ -90,36 +101,4 @@ impl<'a, const N: usize> Fields<'a, N> {
             u64::from_be_bytes(b)
         }
     }
-}
-
-/// A native-order `u16` at `at` of a record cut to its full size `N` (0 past it): objects
-/// are only accepted in the target's byte order, so the open and relocate passes read
-/// fields without a byte-order branch.
-#[inline(always)]
-pub(crate) fn ne_u16<const N: usize>(b: &[u8; N], at: usize) -> u16 {
-    let mut w = [0u8; 2];
-    if let Some(src) = b.get(at..at + 2) {
-        w.copy_from_slice(src);
-    }
-    u16::from_ne_bytes(w)
-}
-
-/// A native-order `u32`; see [`ne_u16`].
-#[inline(always)]
-pub(crate) fn ne_u32<const N: usize>(b: &[u8; N], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(src) = b.get(at..at + 4) {
-        w.copy_from_slice(src);
-    }
-    u32::from_ne_bytes(w)
-}
-
-/// A native-order `u64`; see [`ne_u16`].
-#[inline(always)]
-pub(crate) fn ne_u64<const N: usize>(b: &[u8; N], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    if let Some(src) = b.get(at..at + 8) {
-        w.copy_from_slice(src);
-    }
-    u64::from_ne_bytes(w)
 }

@@ -100,12 +100,6 @@ impl<'a> RelTable<'a> {
         }
     }
 
-    /// The raw entries.
-    #[inline]
-    pub(crate) fn data(&self) -> &'a [u8] {
-        self.entries.data
-    }
-
     /// Number of entries.
     #[must_use]
     pub fn len(&self) -> u32 {
@@ -122,26 +116,24 @@ impl<'a> RelTable<'a> {
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Rel> {
-        Some(match self.entries.class {
-            Class::Elf64 => {
-                let f = self.entries.get::<16>(index)?;
+        match self.entries.class {
+            Class::Elf64 => self.entries.read::<16, _>(index, |f| {
                 let info = f.u64(8);
                 Rel {
                     offset: f.u64(0),
                     sym: (info >> 32) as u32,
                     r_type: info as u32,
                 }
-            }
-            Class::Elf32 => {
-                let f = self.entries.get::<8>(index)?;
+            }),
+            Class::Elf32 => self.entries.read::<8, _>(index, |f| {
                 let info = f.u32(4);
                 Rel {
                     offset: f.u32(0).into(),
                     sym: info >> 8,
                     r_type: info & 0xff,
                 }
-            }
-        })
+            }),
+        }
     }
 
     /// Iterates over `(index, entry)`.
@@ -165,5 +157,16 @@ impl<'a> Elf<'a> {
     /// [`Error::BadSection`] when the section is not a usable `SHT_REL`.
     pub fn rel_table(&self, index: u32, symbols: &SymbolTable<'a>) -> Result<RelTable<'a>> {
         RelTable::new(self, index, symbols, true)
+    }
+
+    /// The REL table in section `index` with everything checked but its entries: the
+    /// caller checks each entry's symbol index (the open phase does so in its pass over
+    /// them, in entry order with its other checks).
+    pub(crate) fn rel_table_entries_unchecked(
+        &self,
+        index: u32,
+        symbols: &SymbolTable<'a>,
+    ) -> Result<RelTable<'a>> {
+        RelTable::new(self, index, symbols, false)
     }
 }

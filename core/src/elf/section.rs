@@ -146,31 +146,6 @@ impl<'a> StrTab<'a> {
         }
     }
 
-    /// [`StrTab::new`] without checking the whole table as UTF-8 up front: names are
-    /// then checked one by one as they are read (see `object`'s name cache, which checks
-    /// the whole table once only when many names are read).
-    pub(crate) fn new_lazy(data: &'a [u8], section: SectionRef) -> Result<Self> {
-        let mut tab = Self::new_unchecked_text(data);
-        tab.text = None;
-        match data.last() {
-            None | Some(0) => Ok(tab),
-            Some(_) => Err(Error::BadSection {
-                section,
-                what: "string table does not end with NUL",
-            }),
-        }
-    }
-
-    pub(crate) const fn new_unchecked_text(data: &'a [u8]) -> Self {
-        StrTab { data, text: None }
-    }
-
-    /// The raw table.
-    #[inline]
-    pub(crate) fn data(&self) -> &'a [u8] {
-        self.data
-    }
-
     /// The string at `index` cut out of `text`, the whole table known to be UTF-8.
     #[inline]
     pub(crate) fn get_in(&self, text: &'a str, index: u32) -> Option<&'a str> {

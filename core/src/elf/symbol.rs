@@ -9,6 +9,8 @@ use crate::error::{Error, Result, SectionRef};
 pub const STB_LOCAL: u8 = 0;
 /// Global binding.
 pub const STB_GLOBAL: u8 = 1;
+/// Weak binding (`__weak`).
+pub const STB_WEAK: u8 = 2;
 /// Symbol type not specified.
 pub const STT_NOTYPE: u8 = 0;
 /// Data object.
@@ -133,34 +135,6 @@ impl<'a> SymbolTable<'a> {
         Ok(table)
     }
 
-    /// A table whose checks the caller made ([`SymbolTable::new`]'s, names unchecked):
-    /// `data` holds `count` whole entries of the ELF class and byte order of `elf`.
-    #[inline]
-    pub(crate) fn from_checked(
-        elf: &Elf<'a>,
-        index: u32,
-        data: &'a [u8],
-        count: u32,
-        strtab: StrTab<'a>,
-    ) -> Self {
-        SymbolTable {
-            strtab,
-            entries: Entries {
-                data,
-                class: elf.header().class,
-                endian: elf.endian(),
-                count,
-            },
-            section: index,
-        }
-    }
-
-    /// The raw entries.
-    #[inline]
-    pub(crate) fn data(&self) -> &'a [u8] {
-        self.entries.data
-    }
-
     /// The linked string table.
     #[inline]
     pub(crate) fn strtab(&self) -> &StrTab<'a> {
@@ -183,30 +157,24 @@ impl<'a> SymbolTable<'a> {
     #[must_use]
     #[inline]
     pub fn get(&self, index: u32) -> Option<Symbol> {
-        Some(match self.entries.class {
-            Class::Elf64 => {
-                let f = self.entries.get::<24>(index)?;
-                Symbol {
-                    name: f.u32(0),
-                    info: f.u8(4),
-                    other: f.u8(5),
-                    shndx: f.u16(6),
-                    value: f.u64(8),
-                    size: f.u64(16),
-                }
-            }
-            Class::Elf32 => {
-                let f = self.entries.get::<16>(index)?;
-                Symbol {
-                    name: f.u32(0),
-                    value: f.u32(4).into(),
-                    size: f.u32(8).into(),
-                    info: f.u8(12),
-                    other: f.u8(13),
-                    shndx: f.u16(14),
-                }
-            }
-        })
+        match self.entries.class {
+            Class::Elf64 => self.entries.read::<24, _>(index, |f| Symbol {
+                name: f.u32(0),
+                info: f.u8(4),
+                other: f.u8(5),
+                shndx: f.u16(6),
+                value: f.u64(8),
+                size: f.u64(16),
+            }),
+            Class::Elf32 => self.entries.read::<16, _>(index, |f| Symbol {
+                name: f.u32(0),
+                value: f.u32(4).into(),
+                size: f.u32(8).into(),
+                info: f.u8(12),
+                other: f.u8(13),
+                shndx: f.u16(14),
+            }),
+        }
     }
 
     /// Iterates over `(index, symbol)`.

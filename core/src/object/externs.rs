@@ -6,15 +6,11 @@
 //! Offsets are computed on demand from the DATASEC (no storage): each lookup walks the
 //! variables, at most [`MAX_EXTERNS`] of them, so a layout costs O(n²) with small n.
 
-use super::Object;
 use crate::btf::{Btf, Kind, INT_BOOL, INT_SIGNED};
 use crate::error::{Error, Result};
 
 /// Most `.kconfig` externs an object may declare.
 pub const MAX_EXTERNS: usize = 256;
-
-/// `STB_WEAK`.
-const STB_WEAK: u8 = 2;
 
 /// The C type of a Kconfig extern, as libbpf classifies it (`enum kcfg_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,42 +197,33 @@ pub(crate) fn kconfig_size(btf: &Btf<'_>) -> Result<Option<u32>> {
     Ok(end)
 }
 
-impl<'a, 's> Object<'a, 's> {
-    /// The object's Kconfig externs with their slots in the `.kconfig` map (the map
-    /// [`super::MapKind::Kconfig`] of [`Object::maps`]), in DATASEC order. Empty when the
-    /// object declares none.
-    ///
-    /// # Errors
-    /// [`Error::Btf`] for malformed types; [`Error::Capacity`] past [`MAX_EXTERNS`].
-    pub fn kconfig_externs(&self, out: &mut [Option<KconfigExtern<'s>>]) -> Result<usize> {
-        let Some(btf) = self.btf.as_ref() else {
-            return Ok(0);
-        };
-        let Some(all) = vars(btf)? else {
-            return Ok(0);
-        };
-        let limit = out.len() as u32;
-        let mut n = 0;
-        for v in all {
-            let v = v?;
-            let weak = self.parts.symbols.is_some_and(|s| {
-                s.iter().any(|(_, sym)| {
-                    sym.shndx == 0 && sym.bind() == STB_WEAK && s.name(&sym) == Some(v.name)
-                })
-            });
-            let slot = out.get_mut(n).ok_or(Error::Capacity {
-                what: ".kconfig externs in the output buffer",
-                limit,
-            })?;
-            *slot = Some(KconfigExtern {
-                name: v.name,
-                offset: offset_of(btf, &v)?,
-                size: v.size,
-                kind: v.kind,
-                weak,
-            });
-            n += 1;
-        }
-        Ok(n)
+/// The Kconfig externs of `btf` with their slots in the `.kconfig` map, in DATASEC
+/// order, written into `out`; `weak` tells whether a name is declared `__weak` (see
+/// [`Object::kconfig_externs`](super::Object::kconfig_externs)).
+pub(crate) fn kconfig_externs<'s>(
+    btf: &Btf<'s>,
+    weak: impl Fn(&str) -> bool,
+    out: &mut [Option<KconfigExtern<'s>>],
+) -> Result<usize> {
+    let Some(all) = vars(btf)? else {
+        return Ok(0);
+    };
+    let limit = out.len() as u32;
+    let mut n = 0;
+    for v in all {
+        let v = v?;
+        let slot = out.get_mut(n).ok_or(Error::Capacity {
+            what: ".kconfig externs in the output buffer",
+            limit,
+        })?;
+        *slot = Some(KconfigExtern {
+            name: v.name,
+            offset: offset_of(btf, &v)?,
+            size: v.size,
+            kind: v.kind,
+            weak: weak(v.name),
+        });
+        n += 1;
     }
+    Ok(n)
 }

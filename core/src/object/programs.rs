@@ -25,30 +25,14 @@ pub struct Program<'a> {
     /// One past the index of its last entry (entries of other programs of the same
     /// section may sit in between when the table is not in offset order).
     pub(crate) rel_end: u32,
-    /// One more than the highest map index its map relocations load (0: none).
-    pub(crate) maps_needed: u32,
-    /// Where its relocations' patches start in the object's patch table (`reloc_count` of
-    /// them), when the table is ready.
+    /// Its run in the object's relocation table: `patch_len` patches from `patch_first`,
+    /// then `ref_len` code references.
     pub(crate) patch_first: u32,
-    /// Its code references in the patch table: `call_first..call_first + call_len`.
-    pub(crate) call_first: u32,
-    pub(crate) call_len: u32,
-    /// It holds a bpf-to-bpf call (`call` with `src_reg = BPF_PSEUDO_CALL`) in any slot.
-    pub(crate) pseudo_call: bool,
-    /// Where its decoded instructions start in the object's instruction cache
-    /// (`u32::MAX`: not there).
-    pub(crate) cached: u32,
+    pub(crate) patch_len: u32,
+    pub(crate) ref_len: u32,
 }
 
 impl<'a> Program<'a> {
-    /// Whether relocating it links its code references (through the linker, which sets
-    /// every one), or it has none: otherwise (function addresses without relocations in
-    /// a function without calls) it is copied as it is.
-    #[inline]
-    pub(crate) fn links(&self) -> bool {
-        self.call_len == 0 || self.pseudo_call || self.reloc_count != self.map_reloc_count
-    }
-
     /// Number of instruction slots (`ld_imm64` counts two, as the kernel counts).
     #[must_use]
     pub fn insn_count(&self) -> usize {
