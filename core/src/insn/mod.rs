@@ -7,6 +7,8 @@
 pub mod encode;
 pub mod opcode;
 
+use opcode::{ALU, ALU64, B, CALL, H, JMP, JMP32, LD_IMM64, PSEUDO_CALL, PSEUDO_KFUNC_CALL, W};
+
 /// Register numbers, for the constructors in [`encode`].
 ///
 /// `r0` return value and helper result, `r1`..`r5` arguments (clobbered by calls),
@@ -261,4 +263,92 @@ pub(crate) fn decode_native_calls(slots: &mut [Insn], code: &[u8]) -> bool {
         calls |= u64::from_ne_bytes(s.0) & mask == want;
     }
     calls
+}
+
+impl Insn {
+    /// The class: [`LD`](opcode::LD), [`LDX`](opcode::LDX), [`ST`](opcode::ST), [`STX`](opcode::STX), [`ALU`](opcode::ALU), [`JMP`](opcode::JMP), [`JMP32`](opcode::JMP32) or [`ALU64`](opcode::ALU64).
+    #[doc(alias = "BPF_CLASS")]
+    #[must_use]
+    pub const fn class(&self) -> u8 {
+        self.code() & 0x07
+    }
+
+    /// The size of a load/store: [`W`](opcode::W), [`H`](opcode::H), [`B`](opcode::B) or [`DW`](opcode::DW).
+    #[doc(alias = "BPF_SIZE")]
+    #[must_use]
+    pub const fn size(&self) -> u8 {
+        self.code() & 0x18
+    }
+
+    /// The size of a load/store in bytes (4, 2, 1, 8).
+    #[must_use]
+    pub const fn size_bytes(&self) -> u8 {
+        match self.size() {
+            W => 4,
+            H => 2,
+            B => 1,
+            _ => 8,
+        }
+    }
+
+    /// The mode of a load/store: [`IMM`](opcode::IMM), [`ABS`](opcode::ABS), [`IND`](opcode::IND), [`MEM`](opcode::MEM), [`MEMSX`](opcode::MEMSX) or [`ATOMIC`](opcode::ATOMIC).
+    #[doc(alias = "BPF_MODE")]
+    #[must_use]
+    pub const fn mode(&self) -> u8 {
+        self.code() & 0xe0
+    }
+
+    /// The operation of an ALU or JMP instruction ([`ADD`](opcode::ADD) ... [`END`](opcode::END), [`JA`](opcode::JA) ... [`JCOND`](opcode::JCOND)).
+    #[doc(alias = "BPF_OP")]
+    #[must_use]
+    pub const fn op(&self) -> u8 {
+        self.code() & 0xf0
+    }
+
+    /// The source of an ALU or JMP instruction: [`K`](opcode::K) (immediate) or [`X`](opcode::X) (register).
+    #[doc(alias = "BPF_SRC")]
+    #[must_use]
+    pub const fn source(&self) -> u8 {
+        self.code() & 0x08
+    }
+
+    /// Whether the class is [`ALU`](opcode::ALU) or [`ALU64`](opcode::ALU64).
+    #[must_use]
+    pub const fn is_alu(&self) -> bool {
+        matches!(self.class(), ALU | ALU64)
+    }
+
+    /// Whether the class is [`JMP`](opcode::JMP) or [`JMP32`](opcode::JMP32).
+    #[must_use]
+    pub const fn is_jmp(&self) -> bool {
+        matches!(self.class(), JMP | JMP32)
+    }
+
+    /// Whether this is a helper call (`call` with `src` 0).
+    #[must_use]
+    pub const fn is_helper_call(&self) -> bool {
+        self.code() == JMP | CALL && self.src() == 0
+    }
+
+    /// Whether this is a bpf-to-bpf call (`call pc+imm`).
+    #[must_use]
+    pub const fn is_pseudo_call(&self) -> bool {
+        self.code() == JMP | CALL && self.src() == PSEUDO_CALL
+    }
+
+    /// Whether this is a kernel function call.
+    #[must_use]
+    pub const fn is_kfunc_call(&self) -> bool {
+        self.code() == JMP | CALL && self.src() == PSEUDO_KFUNC_CALL
+    }
+
+    /// How many 8-byte slots the instruction takes: 2 for `ld_imm64`, else 1.
+    #[must_use]
+    pub const fn slots(&self) -> usize {
+        if self.code() == LD_IMM64 {
+            2
+        } else {
+            1
+        }
+    }
 }

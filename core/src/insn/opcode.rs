@@ -12,8 +12,6 @@
 //! Names are the C names without the `BPF_` prefix; each keeps its C name as a doc alias.
 //! [`is_known`] says which opcode bytes the kernel accepts at all.
 
-use super::Insn;
-
 // ---- classes -------------------------------------------------------------------------
 
 /// Class: non-standard loads (`ld_imm64`, legacy packet access).
@@ -329,98 +327,11 @@ pub const fn is_known(code: u8) -> bool {
     }
 }
 
-impl Insn {
-    /// The class: [`LD`], [`LDX`], [`ST`], [`STX`], [`ALU`], [`JMP`], [`JMP32`] or [`ALU64`].
-    #[doc(alias = "BPF_CLASS")]
-    #[must_use]
-    pub const fn class(&self) -> u8 {
-        self.code() & 0x07
-    }
-
-    /// The size of a load/store: [`W`], [`H`], [`B`] or [`DW`].
-    #[doc(alias = "BPF_SIZE")]
-    #[must_use]
-    pub const fn size(&self) -> u8 {
-        self.code() & 0x18
-    }
-
-    /// The size of a load/store in bytes (4, 2, 1, 8).
-    #[must_use]
-    pub const fn size_bytes(&self) -> u8 {
-        match self.size() {
-            W => 4,
-            H => 2,
-            B => 1,
-            _ => 8,
-        }
-    }
-
-    /// The mode of a load/store: [`IMM`], [`ABS`], [`IND`], [`MEM`], [`MEMSX`] or [`ATOMIC`].
-    #[doc(alias = "BPF_MODE")]
-    #[must_use]
-    pub const fn mode(&self) -> u8 {
-        self.code() & 0xe0
-    }
-
-    /// The operation of an ALU or JMP instruction ([`ADD`] ... [`END`], [`JA`] ... [`JCOND`]).
-    #[doc(alias = "BPF_OP")]
-    #[must_use]
-    pub const fn op(&self) -> u8 {
-        self.code() & 0xf0
-    }
-
-    /// The source of an ALU or JMP instruction: [`K`] (immediate) or [`X`] (register).
-    #[doc(alias = "BPF_SRC")]
-    #[must_use]
-    pub const fn source(&self) -> u8 {
-        self.code() & 0x08
-    }
-
-    /// Whether the class is [`ALU`] or [`ALU64`].
-    #[must_use]
-    pub const fn is_alu(&self) -> bool {
-        matches!(self.class(), ALU | ALU64)
-    }
-
-    /// Whether the class is [`JMP`] or [`JMP32`].
-    #[must_use]
-    pub const fn is_jmp(&self) -> bool {
-        matches!(self.class(), JMP | JMP32)
-    }
-
-    /// Whether this is a helper call (`call` with `src` 0).
-    #[must_use]
-    pub const fn is_helper_call(&self) -> bool {
-        self.code() == JMP | CALL && self.src() == 0
-    }
-
-    /// Whether this is a bpf-to-bpf call (`call pc+imm`).
-    #[must_use]
-    pub const fn is_pseudo_call(&self) -> bool {
-        self.code() == JMP | CALL && self.src() == PSEUDO_CALL
-    }
-
-    /// Whether this is a kernel function call.
-    #[must_use]
-    pub const fn is_kfunc_call(&self) -> bool {
-        self.code() == JMP | CALL && self.src() == PSEUDO_KFUNC_CALL
-    }
-
-    /// How many 8-byte slots the instruction takes: 2 for `ld_imm64`, else 1.
-    #[must_use]
-    pub const fn slots(&self) -> usize {
-        if self.code() == LD_IMM64 {
-            2
-        } else {
-            1
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use crate::insn::Insn;
 
     #[test]
     fn fields_split_the_opcode_byte() {

@@ -12,8 +12,8 @@ mod problem;
 
 pub use problem::{ArgProblem, KconfigProblem, SpecProblem};
 
-/// `/proc/kallsyms`, as [`crate::kernel::kallsyms::KALLSYMS`] (which this module, data only,
-/// does not reach).
+/// `/proc/kallsyms`, the same path as the kernel module's `KALLSYMS` (this module, data only,
+/// reaches nothing else of the crate).
 const KALLSYMS: &str = "/proc/kallsyms";
 
 /// Result alias of the runtime.

@@ -637,7 +637,7 @@ pub(super) unsafe fn intercept(nr: u32, a: [usize; 5]) -> Option<Result<usize, E
         return None;
     }
     let [a0, a1, a2, a3, a4] = a;
-    Some(if nr == super::NR.bpf {
+    Some(if nr == sluice_core::arch::native::SYS_BPF {
         let raw = a0 as u32;
         let attr: &mut [u8] = if a1 == 0 || a2 == 0 {
             &mut []
@@ -658,7 +658,7 @@ pub(super) unsafe fn intercept(nr: u32, a: [usize; 5]) -> Option<Result<usize, E
             Seen::Bpf(cmd),
             cmd.returns_fd(),
         )
-    } else if nr == super::NR.perf_event_open {
+    } else if nr == sluice_core::arch::native::SYS_PERF_EVENT_OPEN {
         let ptr = core::ptr::with_exposed_provenance_mut::<PerfEventAttr>(a0);
         // SAFETY: the funnel's contract: a perf_event_open attr is a whole, live,
         // exclusively borrowed PerfEventAttr (sys/perf_event.rs perf_event_open passes
