@@ -8,8 +8,8 @@
 //! `__ulong(map_extra, N)` also an anonymous enum holding N.
 
 use super::error::{BtfError, BtfResult, ErrName};
+use super::section::Btf;
 use super::types::{Entries, Kind, Type, VarSecInfo, TYPE_HEADER_LEN};
-use super::Btf;
 
 /// Map type numbers needed to check `values` (`BPF_MAP_TYPE_*`).
 const MAP_TYPE_PROG_ARRAY: u32 = 3;
@@ -297,7 +297,7 @@ type InnerOut<'o> = (&'o mut Option<InnerMapDef>, &'o mut Option<u32>);
 
 fn parse_def(
     btf: &Btf<'_>,
-    def: &super::Raw,
+    def: &super::section::Raw,
     cx: &Ctx<'_, '_>,
     mut outer: Option<InnerOut<'_>>,
 ) -> BtfResult<MapAttrs> {
@@ -459,7 +459,7 @@ fn parse_def(
 /// the reference reader then reads, so results and errors stay exactly its own.
 pub(crate) mod fast {
     use super::{Field, MapAttrs, RawMapDef, PIN_BY_NAME};
-    use crate::btf::{Btf, MAX_RESOLVE_DEPTH};
+    use crate::btf::section::{Btf, MAX_RESOLVE_DEPTH};
 
     const INT: u32 = 1;
     const PTR: u32 = 2;

@@ -51,7 +51,6 @@ pub use ext::{
 };
 pub use header::{Header, BTF_MAGIC, BTF_VERSION, HEADER_LEN};
 pub use maps::{btf_maps, BtfMapDef, BtfMaps, InnerMapDef, MapAttrs};
-pub(crate) use section::Raw;
 pub use section::{Btf, MAX_RESOLVE_DEPTH};
 pub use types::{
     ArrayInfo, Entries, Entry, EnumValue, IntInfo, Kind, Member, Param, Type, VarSecInfo, INT_BOOL,

@@ -352,3 +352,25 @@ impl Insn {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::opcode::*;
+    use super::Insn;
+
+    #[test]
+    fn fields_split_the_opcode_byte() {
+        let i = Insn::new(0x79, 0, 0, 0, 0); // LDX | MEM | DW
+        assert_eq!(
+            (i.class(), i.mode(), i.size(), i.size_bytes()),
+            (LDX, MEM, DW, 8)
+        );
+        let i = Insn::new(0x5d, 0, 0, 0, 0); // JMP | JNE | X
+        assert_eq!((i.class(), i.op(), i.source()), (JMP, JNE, X));
+        let i = Insn::new(0xd4, 0, 0, 0, 0);
+        assert_eq!((i.class(), i.op(), i.source()), (ALU, END, TO_LE));
+        assert_eq!(Insn::new(LD_IMM64, 0, 0, 0, 0).slots(), 2);
+        assert_eq!(Insn::new(0x95, 0, 0, 0, 0).slots(), 1);
+    }
+}

@@ -331,22 +331,6 @@ pub const fn is_known(code: u8) -> bool {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use crate::insn::Insn;
-
-    #[test]
-    fn fields_split_the_opcode_byte() {
-        let i = Insn::new(0x79, 0, 0, 0, 0); // LDX | MEM | DW
-        assert_eq!(
-            (i.class(), i.mode(), i.size(), i.size_bytes()),
-            (LDX, MEM, DW, 8)
-        );
-        let i = Insn::new(0x5d, 0, 0, 0, 0); // JMP | JNE | X
-        assert_eq!((i.class(), i.op(), i.source()), (JMP, JNE, X));
-        let i = Insn::new(0xd4, 0, 0, 0, 0);
-        assert_eq!((i.class(), i.op(), i.source()), (ALU, END, TO_LE));
-        assert_eq!(Insn::new(LD_IMM64, 0, 0, 0, 0).slots(), 2);
-        assert_eq!(Insn::new(0x95, 0, 0, 0, 0).slots(), 1);
-    }
 
     #[test]
     fn known_opcodes_count_and_samples() {
