@@ -38,8 +38,14 @@ step_guest_record() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kern
 # compared with perf probe -D, recorded in the x86_64 and arm64 guests.
 step_guest_seed() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh --dbg && aarch64-ci/guest/seed.sh; }
 step_lockfile() { git diff --exit-code Cargo.lock; }
+# No module cycle in any crate (ARCHITECTURE.md): files as nodes, imports and inherent-method
+# calls across files as edges, re-exports followed to the defining file.
+step_cycles() {
+	local c
+	for c in core runtime cli; do python3 .ci/module-cycles.py "$c/src" --methods || return 1; done
+}
 
-all=(fmt clippy test nostd i686 nostd_example static cross guest guest_record guest_seed lockfile)
+all=(fmt clippy cycles test nostd i686 nostd_example static cross guest guest_record guest_seed lockfile)
 steps=("${@:-${all[@]}}")
 failed=()
 for s in "${steps[@]}"; do
