@@ -43,6 +43,10 @@ step_lockfile() { git diff --exit-code Cargo.lock; }
 step_cycles() {
 	local c
 	for c in core runtime cli; do python3 .ci/module-cycles.py "$c/src" --methods || return 1; done
+	# ... and no source file over 900 lines outside tests.
+	local big
+	big=$(find core/src runtime/src cli/src -name '*.rs' ! -name '*tests.rs' -exec awk 'END { if (NR > 900) print FILENAME ": " NR " lines" }' {} \;)
+	[ -z "$big" ] || { echo "$big"; return 1; }
 }
 
 all=(fmt clippy cycles test nostd i686 nostd_example static cross guest guest_record guest_seed lockfile)
