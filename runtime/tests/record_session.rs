@@ -141,8 +141,8 @@ fn tracepoint_filter_passes_exactly_the_accepted_events() {
     assert_eq!(lost, 0);
     assert_eq!(samples.len(), N);
     for smp in &samples {
-        assert_eq!(smp.tid, Some(tid));
-        assert_eq!(smp.period, Some(1));
+        assert_eq!(smp.fields.tid, Some(tid));
+        assert_eq!(smp.fields.period, Some(1));
         assert_eq!(id.read_i64(&smp.raw), Some(nr_getppid()), "RAW id field");
     }
     drop(s);
@@ -214,7 +214,9 @@ fn uprobe_filter_reads_the_argument_and_raw_matches_fetch_args() {
     );
     assert_eq!(lost, 0);
     assert_eq!(values, (MIN..CALLS).collect::<Vec<_>>());
-    assert!(samples.iter().all(|x| x.tid == Some(tid) && x.ip.is_some()));
+    assert!(samples
+        .iter()
+        .all(|x| x.fields.tid == Some(tid) && x.fields.ip.is_some()));
     drop(s);
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
 }
@@ -259,7 +261,7 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
         assert_eq!(u32_at(4), tid);
         assert_eq!(i64_at(8), nr_getppid());
         assert_eq!(i64_at(16), ppid, "the syscall's return value");
-        assert_eq!(o.tid, Some(tid));
+        assert_eq!(o.fields.tid, Some(tid));
         seqs.push(i64_at(24));
     }
     seqs.sort_unstable();
