@@ -122,10 +122,8 @@ impl Link {
 
     /// Disables and closes the events, closes the BPF link, then removes the probe.
     fn release(&mut self) -> Option<Result<(), tracefs::Error>> {
-        if let Some(events) = self.events.take() {
-            events.disable();
-            drop(events);
-        }
+        // `PerCpuEvents`' own drop disables every event before it closes any.
+        drop(self.events.take());
         drop(self.bpf_link.take());
         self.probe.take().map(ProbeGuard::remove)
     }
