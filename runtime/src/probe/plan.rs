@@ -294,3 +294,77 @@ fn variants(
         })
         .collect())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn attach(text: &str) -> Attach {
+        match sluice_core::probe::parse(text).unwrap() {
+            Section::Probe(spec) => attach_of(&spec),
+            Section::Title(t) => panic!("{t}"),
+        }
+    }
+
+    fn probe(text: &str) -> ProbePlan {
+        match attach(text) {
+            Attach::Probe(p) => p,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn attach_kinds() {
+        assert_eq!(
+            attach("tracepoint/syscalls/sys_enter_openat"),
+            Attach::Tracepoint {
+                category: "syscalls".into(),
+                name: "sys_enter_openat".into()
+            }
+        );
+        let k = probe("kprobe/vfs_read+8(%di)");
+        assert_eq!(k.kind, tracefs::ProbeKind::Kprobe);
+        assert_eq!(k.group, "sluice");
+        assert_eq!(
+            k.place,
+            ProbePlace::Resolved(ProbeTarget::Kernel {
+                func: "vfs_read".into(),
+                offset: 8
+            })
+        );
+        assert_eq!(k.fetch_args, "arg1=%di");
+        assert_eq!(
+            probe("kretprobe/vfs_read").kind,
+            tracefs::ProbeKind::Kretprobe
+        );
+        let u = probe("uprobe//bin/true:main+4");
+        assert_eq!(
+            u.place,
+            ProbePlace::Symbol(UprobeSpec {
+                path: "/bin/true".into(),
+                func: "main".into(),
+                offset: 4
+            })
+        );
+        let raw = probe("uprobe//bin/true:0x1040");
+        assert_eq!(
+            raw.place,
+            ProbePlace::Resolved(ProbeTarget::User {
+                path: "/bin/true".into(),
+                offset: 0x1040,
+                func: "true".into()
+            })
+        );
+        // Variables and lines need the DWARF site a variant carries.
+        let d = probe("uprobe//bin/true:main(argc)");
+        assert_eq!(
+            (d.place, d.fetch_args.as_str()),
+            (ProbePlace::NeedsSite, "")
+        );
+        assert_eq!(
+            probe("uprobe//bin/true:main:3").place,
+            ProbePlace::NeedsSite
+        );
+    }
+}
