@@ -27,16 +27,15 @@
 mod error;
 mod options;
 mod report;
-mod workload;
+mod watch;
 
 use std::fmt;
-use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use sluice_core::perf::abi::map_type;
 use sluice_core::Object;
 
-use crate::attach::{Link, LinkError, Linker, Scope};
+use crate::attach::{Link, Linker, Scope};
 use crate::load::{load_planned, set_target_tgid, LoadedObject};
 use crate::probe::{plans, set_specs, Attach};
 use crate::ring::{PerfRing, RingEvent, RingSet};
@@ -47,7 +46,7 @@ pub use crate::load::TARGET_TGID_MAP;
 pub use error::Error;
 pub use options::{ObjectSource, RunControl, SessionOptions};
 pub use report::{Closed, Event, Skipped, Source, SourceKind, Stop, Summary};
-pub use workload::WORKLOAD_GRACE;
+pub use watch::WORKLOAD_GRACE;
 
 /// How long [`Session::run`] sleeps at most between two drains.
 pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -188,22 +187,9 @@ impl Session {
                 });
                 continue;
             }
-            let (link, format) = linker.attach(plan, prog).map_err(|e| match e {
-                LinkError::Spec(what) => Error::Spec {
-                    object: object(),
-                    program: prog.name().to_owned(),
-                    spec: plan.spec().to_owned(),
-                    what,
-                },
-                LinkError::Tracefs(source) => Error::Tracefs {
-                    program: Some(prog.name().to_owned()),
-                    source,
-                },
-                LinkError::Events(source) => Error::Attach {
-                    object: object(),
-                    source,
-                },
-            })?;
+            let (link, format) = linker
+                .attach(plan, prog)
+                .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;
             self.sources.push(Source {
                 name: link.name().to_owned(),
                 object: object(),
@@ -371,7 +357,7 @@ impl Session {
             signals,
             process,
         } = ctl;
-        let pidfd = match process.map(workload::watch_process).transpose()? {
+        let pidfd = match process.map(watch::watch_process).transpose()? {
             Some(None) => {
                 // Already gone: nothing more can come from it.
                 self.disable();
@@ -387,7 +373,7 @@ impl Session {
                 .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
             {
                 if let Some(c) = child.as_deref_mut() {
-                    workload::end_workload(c, sig);
+                    watch::end_workload(c, sig);
                 }
                 break Stop::Signal(sig);
             }
@@ -402,67 +388,23 @@ impl Session {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 if let Some(c) = child.as_deref_mut() {
-                    workload::end_workload(c, libc::SIGTERM);
+                    watch::end_workload(c, libc::SIGTERM);
                 }
                 break Stop::Duration;
             }
             if let Some(fd) = &pidfd {
-                if workload::process_exited(fd) {
+                if watch::process_exited(fd) {
                     break Stop::ProcessExited;
                 }
             }
             let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
-            self.wait(signals, pidfd.as_ref(), wait)?;
+            let rings = self.links.iter().filter_map(Link::events);
+            watch::wait(rings, signals, pidfd.as_ref(), wait)?;
             self.drain(sink);
         };
         self.disable();
         self.drain(sink);
         Ok(stop)
-    }
-
-    /// Sleeps until a ring or the signal pipe is readable, or `timeout`.
-    fn wait(
-        &self,
-        signals: Option<&SignalPipe>,
-        process: Option<&OwnedFd>,
-        timeout: Duration,
-    ) -> Result<(), Error> {
-        use rustix::event::{poll, PollFd, PollFlags, Timespec};
-        let mut fds: Vec<PollFd<'_>> = self
-            .links
-            .iter()
-            .filter_map(Link::events)
-            .flat_map(|g| g.events().iter())
-            .map(|e| PollFd::new(&e.fd, PollFlags::IN))
-            .collect();
-        let sig = signals.map(SignalPipe::fd);
-        if let Some(fd) = &sig {
-            fds.push(PollFd::new(fd, PollFlags::IN));
-        }
-        if let Some(fd) = process {
-            fds.push(PollFd::new(fd, PollFlags::IN));
-        }
-        let ts = Timespec {
-            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
-            tv_nsec: i64::from(timeout.subsec_nanos()),
-        };
-        match poll(&mut fds, Some(&ts)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => {
-                return Err(Error::Io {
-                    what: "poll(2) on the perf rings",
-                    source: e.into(),
-                })
-            }
-        }
-        // A per-task event of an exited task polls POLLHUP for ever: do not spin on it.
-        if fds
-            .iter()
-            .any(|f| f.revents().contains(PollFlags::HUP) && !f.revents().contains(PollFlags::IN))
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Ok(())
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use crate::{attach, tracefs};
+use crate::attach::{self, LinkError};
+use crate::tracefs;
 
 /// Errors of a session, each naming the object and program concerned.
 #[derive(Debug)]
@@ -105,6 +106,29 @@ impl std::error::Error for Error {
             Error::Ring(e) => Some(e),
             Error::Io { source, .. } => Some(source),
             Error::Spec { .. } | Error::Cpu { .. } => None,
+        }
+    }
+}
+
+impl Error {
+    /// The error of making the link of `program` (spec `spec`) of `object`: the same
+    /// variants as before links existed, so messages name what they always named.
+    pub(super) fn link(e: LinkError, object: &str, program: &str, spec: &str) -> Error {
+        match e {
+            LinkError::Spec(what) => Error::Spec {
+                object: object.to_owned(),
+                program: program.to_owned(),
+                spec: spec.to_owned(),
+                what,
+            },
+            LinkError::Tracefs(source) => Error::Tracefs {
+                program: Some(program.to_owned()),
+                source,
+            },
+            LinkError::Events(source) => Error::Attach {
+                object: object.to_owned(),
+                source,
+            },
         }
     }
 }

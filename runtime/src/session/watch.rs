@@ -1,11 +1,14 @@
-//! The processes a run follows: the workload (our child, ended with a grace period) and a
-//! process that is not ours (`record -p`, watched through a pidfd).
+//! What a run waits on between two drains: the rings, the signals, the workload (our
+//! child, ended with a grace period) and a process that is not ours (`record -p`, watched
+//! through a pidfd).
 
 use std::os::fd::OwnedFd;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::error::Error;
+use crate::attach::PerCpuEvents;
+use crate::sys::signal::SignalPipe;
 
 /// How long a workload gets to exit after the signal forwarded to it, before `SIGKILL`.
 pub const WORKLOAD_GRACE: Duration = Duration::from_secs(2);
@@ -58,4 +61,47 @@ pub(super) fn end_workload(child: &mut Child, sig: i32) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Sleeps until a ring of `rings`, the signal pipe or the `process` pidfd is readable, or
+/// `timeout`.
+pub(super) fn wait<'a>(
+    rings: impl Iterator<Item = &'a PerCpuEvents>,
+    signals: Option<&SignalPipe>,
+    process: Option<&OwnedFd>,
+    timeout: Duration,
+) -> Result<(), Error> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds: Vec<PollFd<'_>> = rings
+        .flat_map(|g| g.events().iter())
+        .map(|e| PollFd::new(&e.fd, PollFlags::IN))
+        .collect();
+    let sig = signals.map(SignalPipe::fd);
+    if let Some(fd) = &sig {
+        fds.push(PollFd::new(fd, PollFlags::IN));
+    }
+    if let Some(fd) = process {
+        fds.push(PollFd::new(fd, PollFlags::IN));
+    }
+    let ts = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    match poll(&mut fds, Some(&ts)) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(e) => {
+            return Err(Error::Io {
+                what: "poll(2) on the perf rings",
+                source: e.into(),
+            })
+        }
+    }
+    // A per-task event of an exited task polls POLLHUP for ever: do not spin on it.
+    if fds
+        .iter()
+        .any(|f| f.revents().contains(PollFlags::HUP) && !f.revents().contains(PollFlags::IN))
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
 }
