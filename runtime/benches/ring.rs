@@ -64,7 +64,7 @@ fn drain_all(ring: &mut PerfRing) -> u64 {
     let mut sum = 0u64;
     ring.drain(|r| {
         if let Record::Sample(s) = r {
-            sum = sum.wrapping_add(u64::from(s.tid.unwrap_or(0)));
+            sum = sum.wrapping_add(u64::from(s.fields.tid.unwrap_or(0)));
             sum = sum.wrapping_add(u64::from(*s.raw.and_then(|r| r.last()).unwrap_or(&0)));
         }
     })

@@ -2,8 +2,8 @@
 //!
 //! By concern, each folder reaching only those below it: [`sys`] (the syscall funnel and
 //! typed wrappers), [`kernel`] (version, config, kallsyms, CPUs, features, errnos),
-//! [`tracefs`], [`probe`] (per-program planning: spec, prologue, DWARF sites, fetch-args),
-//! [`load`](mod@load) (maps, BTF, programs), [`attach`] (perf events), [`ring`], and
+//! [`tracefs`], [`probe`] (a plan per program: its spec parsed once, prologues, DWARF sites),
+//! [`load`](mod@load) (maps, BTF, programs), [`attach`] (a link per program), [`ring`], and
 //! [`session`], which puts them together. [`error`] is data only.
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]

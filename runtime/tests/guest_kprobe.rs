@@ -320,7 +320,7 @@ fn open_filter_keeps_exactly_the_target_opens_on_every_cpu() {
     let opens = by.get("open_filter").cloned().unwrap_or_default();
     let mut per_cpu: BTreeMap<u32, usize> = BTreeMap::new();
     for smp in &opens {
-        *per_cpu.entry(smp.cpu.unwrap()).or_default() += 1;
+        *per_cpu.entry(smp.fields.cpu.unwrap()).or_default() += 1;
     }
     eprintln!(
         "guest-figures {}: kprobe do_filp_open: {} opens on cpus {cpus:?} -> {} samples \
@@ -334,17 +334,20 @@ fn open_filter_keeps_exactly_the_target_opens_on_every_cpu() {
     assert_eq!(opens.len(), files.paths.len());
     assert!(rej > 0, "the noise process's opens must reach the filter");
     for d in &done {
-        let mine: Vec<_> = opens.iter().filter(|x| x.tid == Some(d.tid)).collect();
+        let mine: Vec<_> = opens
+            .iter()
+            .filter(|x| x.fields.tid == Some(d.tid))
+            .collect();
         assert_eq!(mine.len(), d.reads.len(), "samples of thread {}", d.tid);
         for smp in mine {
-            assert_eq!(smp.pid, Some(me));
+            assert_eq!(smp.fields.pid, Some(me));
             assert_eq!(
-                smp.cpu,
+                smp.fields.cpu,
                 Some(d.cpu),
                 "sample from the ring of the thread's CPU"
             );
-            assert_eq!(smp.period, Some(1));
-            assert!(smp.ip.is_some_and(|ip| ip != 0));
+            assert_eq!(smp.fields.period, Some(1));
+            assert!(smp.fields.ip.is_some_and(|ip| ip != 0));
         }
     }
     assert_eq!(per_cpu.len(), cpus.len(), "every CPU's ring delivered");
@@ -462,7 +465,7 @@ fn vfs_read_return_values_and_typed_args_match_the_workload_and_the_kernel() {
         .iter()
         .map(|x| {
             let v: Vec<u64> = fields.iter().map(|f| f.read_u64(&x.raw).unwrap()).collect();
-            [u64::from(x.tid.unwrap()), v[0], v[1], v[2], v[3]]
+            [u64::from(x.fields.tid.unwrap()), v[0], v[1], v[2], v[3]]
         })
         .collect();
     let mut ours = args.clone();

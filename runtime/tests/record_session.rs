@@ -141,8 +141,8 @@ fn tracepoint_filter_passes_exactly_the_accepted_events() {
     assert_eq!(lost, 0);
     assert_eq!(samples.len(), N);
     for smp in &samples {
-        assert_eq!(smp.tid, Some(tid));
-        assert_eq!(smp.period, Some(1));
+        assert_eq!(smp.fields.tid, Some(tid));
+        assert_eq!(smp.fields.period, Some(1));
         assert_eq!(id.read_i64(&smp.raw), Some(nr_getppid()), "RAW id field");
     }
     drop(s);
@@ -214,7 +214,9 @@ fn uprobe_filter_reads_the_argument_and_raw_matches_fetch_args() {
     );
     assert_eq!(lost, 0);
     assert_eq!(values, (MIN..CALLS).collect::<Vec<_>>());
-    assert!(samples.iter().all(|x| x.tid == Some(tid) && x.ip.is_some()));
+    assert!(samples
+        .iter()
+        .all(|x| x.fields.tid == Some(tid) && x.fields.ip.is_some()));
     drop(s);
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
 }
@@ -259,7 +261,7 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
         assert_eq!(u32_at(4), tid);
         assert_eq!(i64_at(8), nr_getppid());
         assert_eq!(i64_at(16), ppid, "the syscall's return value");
-        assert_eq!(o.tid, Some(tid));
+        assert_eq!(o.fields.tid, Some(tid));
         seqs.push(i64_at(24));
     }
     seqs.sort_unstable();
@@ -323,5 +325,94 @@ fn everything_is_released_after_success_and_after_an_error_mid_way() {
     .expect_err("unknown symbol");
     eprintln!("probe error: {e}");
     assert_eq!(common::fd_count(), before);
+    assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
+}
+
+/// `uprobes.o` with `true_main` mapped to a uprobe on this test's
+/// `sluice_record_uprobe_target`, and `true_main_ret` mapped to `second` when given.
+fn uprobe_options(second: Option<&str>) -> SessionOptions {
+    // Called once so that the linker keeps it where the uprobe test is compiled out.
+    std::hint::black_box(sluice_record_uprobe_target(std::hint::black_box(1)));
+    let exe = std::env::current_exe().unwrap();
+    let mut opts = SessionOptions::default();
+    opts.events.insert(
+        "true_main".into(),
+        format!("uprobe/{}:sluice_record_uprobe_target", exe.display()),
+    );
+    let ret = second.map_or_else(
+        || format!("uretprobe/{}:sluice_record_uprobe_target", exe.display()),
+        |func| format!("uretprobe/{}:{func}", exe.display()),
+    );
+    opts.events.insert("true_main_ret".into(), ret);
+    opts
+}
+
+#[test]
+fn dropping_a_link_closes_its_events_then_removes_its_probe() {
+    use sluice_runtime::attach::{Linker, Scope};
+    use sluice_runtime::load::load_planned;
+    use sluice_runtime::probe::{plans, set_specs};
+    if !common::kernel("dropping_a_link_closes_its_events_then_removes_its_probe") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let bytes = common::fixture("uprobes.o");
+    let mut storage = sluice_core::object::ObjectStorage::new();
+    let obj = sluice_core::Object::open(&bytes, &mut storage).unwrap();
+    let mut load_opts = sluice_runtime::LoadOptions::default();
+    set_specs(&obj, &uprobe_options(None).events, &mut load_opts);
+    let plans = plans(&obj, &load_opts).unwrap();
+    let loaded = load_planned(&obj, &plans, &load_opts).unwrap();
+    let tracefs = Tracefs::find().unwrap();
+    let cpus = sluice_runtime::kernel::cpus::online().unwrap();
+    let linker = Linker {
+        tracefs: &tracefs,
+        cpus: &cpus,
+        scope: Scope::System,
+        ring: Default::default(),
+    };
+    let prog = loaded.program("true_main").unwrap();
+    let plan = plans.iter().find(|p| p.index() == prog.index()).unwrap();
+    let before = common::fd_count();
+    let (link, format) = linker.attach(plan, prog).unwrap();
+    let probe = link.probe_name().expect("a uprobe link has a probe");
+    assert_eq!(link.name(), probe.replace('/', ":"));
+    assert!(format.id > 0);
+    assert_eq!(link.events().unwrap().events().len(), cpus.len());
+    assert_eq!(common::fd_count(), before + cpus.len(), "one event per CPU");
+    let (group, event) = probe.split_once('/').unwrap();
+    let listed = |p: &sluice_runtime::tracefs::ListedProbe| p.group == group && p.event == event;
+    assert!(tracefs.list_ours().unwrap().iter().any(listed), "{probe}");
+    drop(link);
+    assert_eq!(common::fd_count(), before, "the events are closed");
+    assert!(!tracefs.list_ours().unwrap().iter().any(listed), "{probe}");
+    assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
+}
+
+#[test]
+fn a_failure_at_the_second_link_releases_the_first() {
+    if !common::kernel("a_failure_at_the_second_link_releases_the_first") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Warm up lazily created process-wide fds (tracefs lookups, logging).
+    let s = Session::start(&[object("uprobes.o")], &uprobe_options(None)).expect("session");
+    assert_eq!(s.probe_names().len(), 2, "{:?}", s.probe_names());
+    drop(s);
+    assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
+    let before = common::fd_count();
+    // true_main gets its probe and events, then true_main_ret's symbol is not found.
+    let e = Session::start(
+        &[object("uprobes.o")],
+        &uprobe_options(Some("sluice_no_such_function")),
+    )
+    .expect_err("no such function");
+    eprintln!("second link: {e}");
+    assert!(e.to_string().contains("true_main_ret"), "{e}");
+    assert_eq!(
+        common::fd_count(),
+        before,
+        "fds after the failed second link"
+    );
     assert!(our_leftovers().is_empty(), "{:?}", our_leftovers());
 }

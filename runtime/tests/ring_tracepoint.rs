@@ -133,7 +133,7 @@ fn every_getppid_is_one_sample_on_some_cpu() {
         let mut last_time = 0;
         ring.drain(|rec| match rec {
             Record::Sample(s) => {
-                if s.tid != Some(tid as u32) {
+                if s.fields.tid != Some(tid as u32) {
                     others += 1;
                     return;
                 }
@@ -141,9 +141,13 @@ fn every_getppid_is_one_sample_on_some_cpu() {
                     return;
                 }
                 ours += 1;
-                assert_eq!(s.cpu, Some(ring_cpu), "sample lands in its CPU's ring");
-                assert_eq!(s.period, Some(1));
-                let t = s.time.unwrap();
+                assert_eq!(
+                    s.fields.cpu,
+                    Some(ring_cpu),
+                    "sample lands in its CPU's ring"
+                );
+                assert_eq!(s.fields.period, Some(1));
+                let t = s.fields.time.unwrap();
                 assert!(t >= last_time, "time goes forward within a ring");
                 last_time = t;
                 let raw = s.raw.unwrap();
@@ -231,12 +235,14 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
                 None
             });
             match next.await {
-                Some(RingEvent::Sample(s)) if s.tid == Some(tid as u32) && ev.counts(&s.raw) => {
+                Some(RingEvent::Sample(s))
+                    if s.fields.tid == Some(tid as u32) && ev.counts(&s.raw) =>
+                {
                     ours += 1;
                     if !ev.is_getppid(&s.raw) {
                         bad_nr += 1;
                     }
-                    let t = s.time.unwrap();
+                    let t = s.fields.time.unwrap();
                     // Order is promised within a batch only; count inversions to report.
                     inversions += usize::from(t < last_time);
                     last_time = t;
@@ -258,7 +264,9 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
     assert!(errors.is_empty(), "{errors:?}");
     for e in rest {
         match e {
-            RingEvent::Sample(s) if s.tid == Some(tid as u32) && ev.counts(&s.raw) => ours += 1,
+            RingEvent::Sample(s) if s.fields.tid == Some(tid as u32) && ev.counts(&s.raw) => {
+                ours += 1
+            }
             RingEvent::Lost { lost: l, .. } => lost += l,
             _ => {}
         }
@@ -305,7 +313,7 @@ fn one_page_ring_wraps_many_times_intact() {
     for _ in 0..rounds {
         getppid_calls(per_round);
         ring.drain(|rec| match rec {
-            Record::Sample(s) if s.tid == Some(tid as u32) && ev.counts(s.raw.unwrap()) => {
+            Record::Sample(s) if s.fields.tid == Some(tid as u32) && ev.counts(s.raw.unwrap()) => {
                 seen += 1;
                 let raw = s.raw.unwrap();
                 if ev.is_getppid(raw) && ev.pid.read_i64(raw) == Some(i64::from(tid)) {

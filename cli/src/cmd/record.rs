@@ -407,14 +407,18 @@ impl Lines {
                 let Some(src) = sources.get(source) else {
                     return;
                 };
-                let h = head(self.comms.get(sample.pid, sample.tid), sample, &src.name);
+                let h = head(
+                    self.comms.get(sample.fields.pid, sample.fields.tid),
+                    sample,
+                    &src.name,
+                );
                 match (&src.kind, self.json) {
                     (SourceKind::Trace { format, .. }, json_mode) => {
                         let fields = output::decode(format, &sample.raw);
                         if json_mode {
-                            json::trace_line(buf, &h, sample.ip, &fields);
+                            json::trace_line(buf, &h, sample.fields.ip, &fields);
                         } else {
-                            text::trace_line(buf, &h, sample.ip, &fields);
+                            text::trace_line(buf, &h, sample.fields.ip, &fields);
                         }
                     }
                     (SourceKind::Output { map }, true) => {
@@ -437,14 +441,14 @@ impl Lines {
                 };
                 let fields = output::decode(format, &trace.1.raw);
                 let t = trace.1;
-                let comm = self.comms.get(t.pid, t.tid);
+                let comm = self.comms.get(t.fields.pid, t.fields.tid);
                 let th = head(comm, t, &t_src.name);
                 let raw = &output.1.raw;
                 if self.json {
                     let oh = head(comm, output.1, &o_src.name);
-                    json::pair_line(buf, (&th, t.ip), &fields, (&oh, map), raw);
+                    json::pair_line(buf, (&th, t.fields.ip), &fields, (&oh, map), raw);
                 } else {
-                    text::pair_line(buf, (&th, t.ip), &fields, map, raw);
+                    text::pair_line(buf, (&th, t.fields.ip), &fields, map, raw);
                 }
             }
         }
@@ -459,10 +463,10 @@ fn head<'a>(
 ) -> output::Head<'a> {
     output::Head {
         comm,
-        pid: s.pid,
-        tid: s.tid,
-        cpu: s.cpu,
-        time: s.time,
+        pid: s.fields.pid,
+        tid: s.fields.tid,
+        cpu: s.fields.cpu,
+        time: s.fields.time,
         event,
     }
 }

@@ -116,26 +116,26 @@ impl Pairer {
     }
 
     fn take_held(&mut self, tid: Option<u32>) -> Option<Sourced> {
-        let at = self.held.iter().position(|(_, s)| s.tid == tid)?;
+        let at = self.held.iter().position(|(_, s)| s.fields.tid == tid)?;
         Some(self.held.remove(at))
     }
 
     /// Takes the next sample of source `source`; hands what can be printed now to `emit`.
     pub fn push(&mut self, source: usize, sample: &SampleEvent, emit: &mut dyn FnMut(Item<'_>)) {
         // Outputs too old to pair with anything still to come print first, in order.
-        if let Some(now) = sample.time {
-            while let Some(at) = self
-                .held
-                .iter()
-                .position(|(_, s)| s.time.is_none_or(|t| t.saturating_add(WINDOW_NS) < now))
-            {
+        if let Some(now) = sample.fields.time {
+            while let Some(at) = self.held.iter().position(|(_, s)| {
+                s.fields
+                    .time
+                    .is_none_or(|t| t.saturating_add(WINDOW_NS) < now)
+            }) {
                 emit(Item::one(&self.held.remove(at)));
             }
         }
-        let earlier = self.take_held(sample.tid);
+        let earlier = self.take_held(sample.fields.tid);
         match (self.role(source), earlier) {
             (Role::Trace(g), Some(out)) if self.role(out.0) == Role::Output(g) => {
-                let close = match (out.1.time, sample.time) {
+                let close = match (out.1.fields.time, sample.fields.time) {
                     (Some(o), Some(t)) => t.checked_sub(o).is_some_and(|d| d <= WINDOW_NS),
                     _ => false,
                 };
@@ -153,7 +153,9 @@ impl Pairer {
                 if let Some(out) = earlier {
                     emit(Item::one(&out));
                 }
-                if matches!(role, Role::Output(_)) && sample.tid.is_some() && pairable(&sample.raw)
+                if matches!(role, Role::Output(_))
+                    && sample.fields.tid.is_some()
+                    && pairable(&sample.raw)
                 {
                     if self.held.len() >= MAX_HELD && !self.held.is_empty() {
                         emit(Item::one(&self.held.remove(0)));
@@ -210,6 +212,7 @@ pub fn words(raw: &[u8], fields: &[(&str, Value)]) -> Option<Vec<Value>> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+    use sluice_core::perf::record::SampleFields;
     use sluice_runtime::tracefs::EventFormat;
 
     fn sources() -> Vec<Source> {
@@ -241,8 +244,11 @@ mod tests {
 
     fn s(tid: u32, time: u64) -> SampleEvent {
         SampleEvent {
-            tid: Some(tid),
-            time: Some(time),
+            fields: SampleFields {
+                tid: Some(tid),
+                time: Some(time),
+                ..SampleFields::default()
+            },
             raw: vec![1; 8],
             ..SampleEvent::default()
         }
@@ -254,13 +260,13 @@ mod tests {
         let mut got = Vec::new();
         let mut emit = |i: Item<'_>| {
             got.push(match i {
-                Item::One(src, s) => format!("{src}@{}", s.time.unwrap()),
+                Item::One(src, s) => format!("{src}@{}", s.fields.time.unwrap()),
                 Item::Pair { output, trace } => format!(
                     "{}@{}+{}@{}",
                     output.0,
-                    output.1.time.unwrap(),
+                    output.1.fields.time.unwrap(),
                     trace.0,
-                    trace.1.time.unwrap()
+                    trace.1.fields.time.unwrap()
                 ),
             });
         };

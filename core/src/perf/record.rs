@@ -179,10 +179,11 @@ impl<'a> Callchain<'a> {
     }
 }
 
-/// A decoded `PERF_RECORD_SAMPLE`: each field is `Some` exactly when its `sample_type` bit
-/// was set.
+/// The fixed-size fields of a `PERF_RECORD_SAMPLE`: each is `Some` exactly when its
+/// `sample_type` bit was set. [`Sample`] embeds them beside the borrowed variable-size
+/// fields; an owner of a copied-out sample can embed them the same way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Sample<'a> {
+pub struct SampleFields {
     /// `misc` of the header.
     pub misc: u16,
     /// `PERF_SAMPLE_IDENTIFIER`.
@@ -205,6 +206,14 @@ pub struct Sample<'a> {
     pub cpu: Option<u32>,
     /// `PERF_SAMPLE_PERIOD`.
     pub period: Option<u64>,
+}
+
+/// A decoded `PERF_RECORD_SAMPLE`: each field is `Some` exactly when its `sample_type` bit
+/// was set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// The fixed-size fields.
+    pub fields: SampleFields,
     /// `PERF_SAMPLE_READ`, undecoded (its layout follows `read_format`).
     pub read: Option<&'a [u8]>,
     /// `PERF_SAMPLE_CALLCHAIN`.
@@ -318,40 +327,39 @@ impl<'a> Record<'a> {
 
 fn parse_sample<'a>(r: &mut Reader<'a>, misc: u16, format: &SampleFormat) -> Result<Sample<'a>> {
     let t = format.sample_type;
-    let mut s = Sample {
-        misc,
-        ..Sample::default()
-    };
+    let mut s = Sample::default();
+    let f = &mut s.fields;
+    f.misc = misc;
     // The kernel's order (perf_output_sample): IDENTIFIER, IP, TID, TIME, ADDR, ID,
     // STREAM_ID, CPU, PERIOD, READ, CALLCHAIN, RAW, then fields we do not decode.
     if t.contains(SampleType::IDENTIFIER) {
-        s.identifier = Some(r.u64("sample identifier")?);
+        f.identifier = Some(r.u64("sample identifier")?);
     }
     if t.contains(SampleType::IP) {
-        s.ip = Some(r.u64("sample ip")?);
+        f.ip = Some(r.u64("sample ip")?);
     }
     if t.contains(SampleType::TID) {
-        s.pid = Some(r.u32("sample pid")?);
-        s.tid = Some(r.u32("sample tid")?);
+        f.pid = Some(r.u32("sample pid")?);
+        f.tid = Some(r.u32("sample tid")?);
     }
     if t.contains(SampleType::TIME) {
-        s.time = Some(r.u64("sample time")?);
+        f.time = Some(r.u64("sample time")?);
     }
     if t.contains(SampleType::ADDR) {
-        s.addr = Some(r.u64("sample addr")?);
+        f.addr = Some(r.u64("sample addr")?);
     }
     if t.contains(SampleType::ID) {
-        s.id = Some(r.u64("sample id")?);
+        f.id = Some(r.u64("sample id")?);
     }
     if t.contains(SampleType::STREAM_ID) {
-        s.stream_id = Some(r.u64("sample stream_id")?);
+        f.stream_id = Some(r.u64("sample stream_id")?);
     }
     if t.contains(SampleType::CPU) {
-        s.cpu = Some(r.u32("sample cpu")?);
+        f.cpu = Some(r.u32("sample cpu")?);
         r.u32("sample cpu")?;
     }
     if t.contains(SampleType::PERIOD) {
-        s.period = Some(r.u64("sample period")?);
+        f.period = Some(r.u64("sample period")?);
     }
     if t.contains(SampleType::READ) {
         let len = read_size(r, format.read_format)?;
@@ -568,16 +576,16 @@ mod tests {
         let Record::Sample(s) = r else {
             panic!("{r:?}")
         };
-        assert_eq!(s.misc, 2);
-        assert_eq!(s.identifier, Some(0x1d));
-        assert_eq!(s.ip, Some(0x1234));
-        assert_eq!((s.pid, s.tid), (Some(7), Some(8)));
-        assert_eq!(s.time, Some(99));
-        assert_eq!(s.addr, Some(0xadd));
-        assert_eq!(s.id, Some(0x1d));
-        assert_eq!(s.stream_id, Some(0x5d));
-        assert_eq!(s.cpu, Some(3));
-        assert_eq!(s.period, Some(1));
+        assert_eq!(s.fields.misc, 2);
+        assert_eq!(s.fields.identifier, Some(0x1d));
+        assert_eq!(s.fields.ip, Some(0x1234));
+        assert_eq!((s.fields.pid, s.fields.tid), (Some(7), Some(8)));
+        assert_eq!(s.fields.time, Some(99));
+        assert_eq!(s.fields.addr, Some(0xadd));
+        assert_eq!(s.fields.id, Some(0x1d));
+        assert_eq!(s.fields.stream_id, Some(0x5d));
+        assert_eq!(s.fields.cpu, Some(3));
+        assert_eq!(s.fields.period, Some(1));
         assert_eq!(s.raw, Some(&b"hello"[..]));
         assert_eq!(s.read, None);
         assert!(s.callchain.is_none());
@@ -598,7 +606,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            (s.pid, s.tid, s.cpu, s.time),
+            (s.fields.pid, s.fields.tid, s.fields.cpu, s.fields.time),
             (Some(10), Some(11), Some(1), None)
         );
         assert_eq!(s.raw.unwrap().len(), 12);
@@ -702,7 +710,7 @@ mod tests {
             panic!()
         };
         if cfg!(target_endian = "little") {
-            assert_eq!((s.pid, s.tid), (Some(1), Some(2)));
+            assert_eq!((s.fields.pid, s.fields.tid), (Some(1), Some(2)));
         }
     }
 

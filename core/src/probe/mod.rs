@@ -59,7 +59,7 @@ pub use arg::{Arg, ArgBase, FetchType, Step, MAX_STEPS};
 pub use ctype::{CType, IntWidth, Signedness, TypedArg};
 pub use error::ProbeError;
 pub use grammar::{parse, validate};
-pub use prog_type::{prog_types, program_type};
+pub use prog_type::{prog_types, program_type, program_type_parsed};
 pub use spec::{
     Args, Place, ProbeKind, ProbeSpec, Section, Target, DEFAULT_GROUP, MAX_ARGS, MAX_FETCHED_ARGS,
     PERF_GROUP,

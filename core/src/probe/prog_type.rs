@@ -246,6 +246,17 @@ const TABLE: &[(&str, Match, u32)] = {
 /// identifier) is `None`; so is a perf-form name that does not parse.
 #[must_use]
 pub fn program_type(section: &str) -> Option<u32> {
+    program_type_parsed(section, || match parse(section) {
+        Ok(Section::Probe(p)) => Some(p.kind()),
+        _ => None,
+    })
+}
+
+/// [`program_type`] for a caller that has parsed `section` already: `kind` gives the kind
+/// of the probe it parses to (`None`: it is no probe spec), asked only when libbpf's table
+/// has no entry.
+#[must_use]
+pub fn program_type_parsed(section: &str, kind: impl FnOnce() -> Option<ProbeKind>) -> Option<u32> {
     for &(name, how, ty) in TABLE {
         let hit = match how {
             Match::Exact => section == name,
@@ -257,9 +268,9 @@ pub fn program_type(section: &str) -> Option<u32> {
             return Some(ty);
         }
     }
-    match parse(section) {
-        Ok(Section::Probe(p)) if p.kind() == ProbeKind::Tracepoint => Some(t::TRACEPOINT),
-        Ok(Section::Probe(_)) => Some(t::KPROBE),
-        _ => None,
+    match kind() {
+        Some(ProbeKind::Tracepoint) => Some(t::TRACEPOINT),
+        Some(_) => Some(t::KPROBE),
+        None => None,
     }
 }

@@ -1,5 +1,7 @@
-//! Attaching programs to perf events: one event per online CPU, `PERF_EVENT_IOC_SET_BPF`,
-//! enable; and the `PERF_COUNT_SW_BPF_OUTPUT` events behind `BPF_MAP_TYPE_PERF_EVENT_ARRAY`.
+//! Attaching programs: a [`Link`] per program (its tracefs probe, one perf event per CPU,
+//! `PERF_EVENT_IOC_SET_BPF`, enable), made by [`Linker::attach`] from the program's
+//! [`Plan`](crate::probe::Plan); and the `PERF_COUNT_SW_BPF_OUTPUT` events behind
+//! `BPF_MAP_TYPE_PERF_EVENT_ARRAY` ([`Linker::output`]).
 //!
 //! A tracepoint (kprobe and uprobe events are tracepoints too, once tracefs made them) has
 //! one program list for all its perf events: the first `SET_BPF` adds the program, the
@@ -24,11 +26,13 @@
 //! Order matters on the way out: the program leaves the tracepoint when the event that
 //! attached it is freed, so every event is disabled before any is closed
 //! ([`PerCpuEvents`]'s `Drop`), and all are closed before their tracefs probe is removed
-//! (`EBUSY` otherwise).
+//! (`EBUSY` otherwise): [`Link`]'s one `Drop` does the three in that order.
 
 mod events;
+mod link;
 
 pub use events::{
     bpf_output_sample_type, open_bpf_output, open_tracepoint, threads_of, tracepoint_sample_type,
     CpuEvent, Error, EventOptions, PerCpuEvents, Scope, THREAD_LIST_PASSES,
 };
+pub use link::{Link, LinkError, Linker};

@@ -106,12 +106,11 @@ pub enum SpecProblem {
     Parse(sluice_core::probe::ProbeError),
     /// A tracepoint spec without a target.
     TracepointWithoutTarget,
-    /// A tracepoint target where a kprobe or uprobe was asked for.
-    TracepointTarget,
-    /// Arguments that need debug info, and the program was loaded without its DWARF site.
+    /// Arguments or a `:LINE` place that need debug info, and the program was loaded
+    /// without its DWARF site.
     NoSite,
-    /// A `:LINE` place, and the program was loaded without its DWARF site.
-    NoLineSite,
+    /// The section is an opaque title that names no probe (map it with `--event`).
+    Title,
 }
 
 impl fmt::Display for SpecProblem {
@@ -119,11 +118,8 @@ impl fmt::Display for SpecProblem {
         match self {
             SpecProblem::Parse(e) => write!(f, "{e}"),
             SpecProblem::TracepointWithoutTarget => f.write_str("tracepoint without a target"),
-            SpecProblem::TracepointTarget => f.write_str("tracepoint target in a probe"),
             SpecProblem::NoSite => f.write_str("the program was loaded without its DWARF site"),
-            SpecProblem::NoLineSite => {
-                f.write_str("the program was loaded without the DWARF site of its :LINE place")
-            }
+            SpecProblem::Title => f.write_str("the section names no probe; map it with --event"),
         }
     }
 }

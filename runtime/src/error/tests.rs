@@ -616,18 +616,13 @@ fn argument_and_spec_problems() {
             false,
         ),
         (
-            SpecProblem::TracepointTarget,
-            "tracepoint target in a probe".into(),
-            false,
-        ),
-        (
             SpecProblem::NoSite,
             "the program was loaded without its DWARF site".into(),
             false,
         ),
         (
-            SpecProblem::NoLineSite,
-            "the program was loaded without the DWARF site of its :LINE place".into(),
+            SpecProblem::Title,
+            "the section names no probe; map it with --event".into(),
             false,
         ),
     ];

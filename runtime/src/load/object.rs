@@ -16,7 +16,7 @@ use crate::kernel::config::read_kernel_config;
 use crate::kernel::features::Features;
 use crate::kernel::version::running_kernel_version;
 use crate::probe::debuginfo::Site;
-use crate::probe::{program_spec, section_prog_type, variants};
+use crate::probe::{plans, Plan};
 use crate::sys::bpf::ProgBtf;
 use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver};
 use sluice_core::object::{KconfigExtern, LinkedPart, MapKind, Object, Program};
@@ -42,7 +42,6 @@ impl LoadedProgram {
     /// the probe for this copy of the program goes to [`Site::target`] with
     /// [`Site::fetch_args`]. A spec with several sites (inlined instances) gives one
     /// [`LoadedProgram`] per site, in the order of [`crate::probe::site_prologues`].
-    ///
     #[must_use]
     pub fn site(&self) -> Option<&Site> {
         self.site.as_ref()
@@ -255,8 +254,22 @@ fn read_target(path: &std::path::Path) -> Result<Target> {
 /// [`Error::Verifier`] (program name, errno, whole log, plus a note for each instruction a
 /// CO-RE relocation poisoned), [`Error::Permission`], [`Error::Unsupported`],
 /// [`Error::Core`] for relocation problems, [`Error::Syscall`], [`Error::Io`] for a
-/// missing kernel configuration or target BTF.
+/// missing kernel configuration or target BTF; as [`Plan::new`].
 pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
+    load_planned(obj, &plans(obj, opts)?, opts)
+}
+
+/// [`load`] with the programs' plans made already ([`crate::probe::plans`]): one program
+/// per [`Variant`](crate::probe::Variant) of each plan, behind its prologue, as the type
+/// the plan gives.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_planned(
+    obj: &Object<'_, '_>,
+    plans: &[Plan],
+    opts: &LoadOptions,
+) -> Result<LoadedObject> {
     let kern_version = opts
         .kern_version
         .or_else(|| obj.version())
@@ -357,15 +370,15 @@ pub fn load(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<LoadedObject> {
         local: local.as_ref(),
         cands: cands.as_ref(),
     };
-    let mut programs = Vec::with_capacity(obj.programs().len());
-    for (index, p) in obj.programs().iter().enumerate() {
-        if p.is_subprogram() {
-            continue;
-        }
+    let mut programs = Vec::with_capacity(plans.len());
+    for plan in plans {
         // One program per DWARF site (inlined instances), each with its own prologue.
-        for (prologue, site) in variants(p, index, opts)? {
-            let loaded = load_one(obj, index, &prologue, &shared)?;
-            programs.push(LoadedProgram { site, ..loaded });
+        for v in plan.variants() {
+            let loaded = load_one(obj, plan, &v.prologue, &shared)?;
+            programs.push(LoadedProgram {
+                site: v.site.clone(),
+                ..loaded
+            });
         }
     }
     log::info!(
@@ -395,14 +408,15 @@ struct Shared<'a, 'o> {
     cands: Option<&'a CandidateIndex<'o>>,
 }
 
-/// Relocates program `index` of `obj` behind `prologue` and loads it (`site`: none yet).
+/// Relocates the program of `plan` behind `prologue` and loads it (`site`: none yet).
 fn load_one(
     obj: &Object<'_, '_>,
-    index: usize,
+    plan: &Plan,
     prologue: &[Insn],
     sh: &Shared<'_, '_>,
 ) -> Result<LoadedProgram> {
     let (opts, license, kern_version) = (sh.opts, sh.license, sh.kern_version);
+    let index = plan.index();
     let p = obj
         .programs()
         .get(index)
@@ -429,7 +443,7 @@ fn load_one(
     };
     let prog_type = opts
         .prog_type
-        .or_else(|| section_prog_type(program_spec(p, index, opts)))
+        .or_else(|| plan.prog_type())
         .unwrap_or(opts.default_prog_type);
     let req = ProgramLoad {
         name,
@@ -479,7 +493,7 @@ fn load_one(
         index,
         name: name.into(),
         section_name: p.section_name.into(),
-        spec: program_spec(p, index, opts).into(),
+        spec: plan.spec().into(),
         prog_type,
         insns,
         ext: info,

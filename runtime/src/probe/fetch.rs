@@ -1,10 +1,7 @@
-//! What tracefs is given for a probe without debug info: where it goes ([`probe_target`])
-//! and the fetch-args of its arguments ([`fetch_args`]).
+//! What tracefs is given for a probe's arguments: the fetch-args of a spec without debug
+//! info ([`fetch_args`]), and distinct names for a site's ([`unique_arg_names`]).
 
-use crate::error::SpecProblem;
-use crate::tracefs::{self, ProbeTarget};
-use sluice_core::probe::{ArgBase, ProbeSpec, Target};
-use std::path::PathBuf;
+use sluice_core::probe::{ArgBase, ProbeSpec};
 
 /// `NAME=FETCHARG` strings with repeated names made distinct (`v`, `v_2`, ...): tracefs
 /// refuses an event whose arguments share a name, and a spec may fetch one variable twice.
@@ -76,40 +73,6 @@ pub fn fetch_args(spec: &ProbeSpec<'_>) -> String {
         out.push(format!("{name}={reads}{base}{close}{ty}"));
     }
     out.join(" ")
-}
-
-/// Where tracefs puts a probe of `target` at `offset` without debug info: a kernel symbol,
-/// a user binary's symbol (looked up in its ELF), or a raw file offset. `Err(Ok(_))`: the
-/// symbol lookup failed; `Err(Err(_))`: the target is no kprobe/uprobe target.
-pub(crate) fn probe_target(
-    target: Target<'_>,
-    offset: u64,
-) -> Result<ProbeTarget, Result<tracefs::Error, SpecProblem>> {
-    match target {
-        Target::Kernel { func } => Ok(ProbeTarget::Kernel {
-            func: func.to_owned(),
-            offset,
-        }),
-        Target::User { path, func } => tracefs::UprobeSpec {
-            path: path.into(),
-            func: func.to_owned(),
-            offset,
-        }
-        .resolve()
-        .map_err(Ok),
-        Target::UserOffset { path, offset: at } => {
-            let p = PathBuf::from(path);
-            let func = p
-                .file_name()
-                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-            Ok(ProbeTarget::User {
-                path: p,
-                offset: at.saturating_add(offset),
-                func,
-            })
-        }
-        Target::Tracepoint { .. } => Err(Err(SpecProblem::TracepointTarget)),
-    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
-//! Per-program planning: a program's probe spec, what it implies (program type, prologue),
-//! its DWARF sites ([`debuginfo`]) and the tracefs fetch-args of its arguments.
+//! Per-program planning: a program's probe spec parsed once into a [`Plan`] (attach kind,
+//! program type, prologues), its DWARF sites ([`debuginfo`]) and the tracefs fetch-args of
+//! its arguments.
 
 pub mod debuginfo;
 mod fetch;
+mod plan;
 mod spec;
 
-pub(crate) use fetch::probe_target;
 pub use fetch::{fetch_args, unique_arg_names};
-pub(crate) use spec::variants;
+pub use plan::{plans, set_specs, Attach, Plan, ProbePlace, ProbePlan, Variant};
 pub use spec::{program_spec, prologue_for, section_prog_type, site_prologues};

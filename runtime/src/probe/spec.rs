@@ -29,11 +29,16 @@ fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s
     match sluice_core::probe::parse(spec) {
         Ok(Section::Probe(s)) => Ok(Some(s)),
         Ok(Section::Title(_)) => Ok(None),
-        Err(source) => Err(Error::BadSpec {
-            program: p.name.unwrap_or("?").to_owned(),
-            spec: spec.to_owned(),
-            source,
-        }),
+        Err(e) => Err(parse_error(p.name.unwrap_or("?"), spec, &e)),
+    }
+}
+
+/// The error of a spec that does not parse, naming the program (`name`) and the spec.
+pub(super) fn parse_error(name: &str, spec: &str, e: &sluice_core::probe::ProbeError) -> Error {
+    Error::BadSpec {
+        program: name.to_owned(),
+        spec: spec.to_owned(),
+        source: *e,
     }
 }
 
@@ -54,6 +59,7 @@ fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s
 /// address); [`Error::NoArchTables`] for an architecture sluice has no tables for.
 pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Vec<Insn>> {
     let spec_text = program_spec(p, index, opts);
+    let name = p.name.unwrap_or("?");
     let Some(spec) = parse_probe(p, spec_text)? else {
         return Ok(Vec::new());
     };
@@ -61,21 +67,38 @@ pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result
         return Ok(Vec::new());
     }
     if crate::probe::debuginfo::spec_needs_debug_info(&spec) {
-        let mut sites = site_prologues(p, index, opts)?;
+        let mut sites = spec_sites(name, spec_text, &spec, opts)?;
         return Ok(if sites.is_empty() {
             Vec::new()
         } else {
             sites.swap_remove(0).prologue
         });
     }
+    convention_prologue(name, spec_text, &spec)
+}
+
+/// The prologue of `spec` (of program `name`, written `spec_text`), whose arguments need
+/// no debug info, by the running architecture's calling convention (and `/proc/kallsyms`
+/// for `@SYM`); none without arguments.
+///
+/// # Errors
+/// As [`prologue_for`].
+pub(super) fn convention_prologue(
+    name: &str,
+    spec_text: &str,
+    spec: &ProbeSpec<'_>,
+) -> Result<Vec<Insn>> {
+    if spec.args().is_empty() {
+        return Ok(Vec::new());
+    }
     let prologue_err = |source: Error| Error::Prologue {
-        program: p.name.unwrap_or("?").to_owned(),
+        program: name.to_owned(),
         spec: spec_text.to_owned(),
         source: Box::new(source),
     };
     let usage = |e: sluice_core::Error| prologue_err(Error::Core(e));
     let arch = sluice_core::arch::Arch::native().ok_or(Error::NoArchTables)?;
-    let symbols = kernel_symbols(&spec).map_err(prologue_err)?;
+    let symbols = kernel_symbols(spec).map_err(prologue_err)?;
     let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
     let locs =
         sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
@@ -138,50 +161,27 @@ pub fn site_prologues(
         program: name.to_owned(),
         spec: spec_text.to_owned(),
     })?;
-    crate::probe::debuginfo::resolve_running(&spec, opts.debuginfo.as_deref()).map_err(|e| {
+    spec_sites(name, spec_text, &spec, opts)
+}
+
+/// The DWARF sites of `spec` (of program `name`, written `spec_text`) in the running kernel
+/// or the uprobe's binary.
+///
+/// # Errors
+/// As [`prologue_for`].
+pub(super) fn spec_sites(
+    name: &str,
+    spec_text: &str,
+    spec: &ProbeSpec<'_>,
+    opts: &LoadOptions,
+) -> Result<Vec<crate::probe::debuginfo::Site>> {
+    crate::probe::debuginfo::resolve_running(spec, opts.debuginfo.as_deref()).map_err(|e| {
         Error::Prologue {
             program: name.to_owned(),
             spec: spec_text.to_owned(),
             source: Box::new(e),
         }
     })
-}
-
-/// The prologues program `index` (`p`) is loaded with, each with the DWARF site it was
-/// built for: the one given in [`LoadOptions::prologues`], else one per site of a spec whose
-/// arguments name variables (an inlined function has several), else [`prologue_for`]'s.
-pub(crate) fn variants(
-    p: &Program<'_>,
-    index: usize,
-    opts: &LoadOptions,
-) -> Result<Vec<(Vec<Insn>, Option<crate::probe::debuginfo::Site>)>> {
-    if let Some(given) = opts.prologues.get(index).filter(|g| !g.is_empty()) {
-        return Ok(vec![(given.clone(), None)]);
-    }
-    let spec_text = program_spec(p, index, opts);
-    let dwarf = parse_probe(p, spec_text)?
-        .is_some_and(|spec| crate::probe::debuginfo::spec_needs_debug_info(&spec));
-    if !dwarf {
-        return Ok(vec![(prologue_for(p, index, opts)?, None)]);
-    }
-    let sites = site_prologues(p, index, opts)?;
-    if sites.is_empty() {
-        return Err(Error::NoSite {
-            program: p.name.unwrap_or("?").to_owned(),
-            spec: spec_text.to_owned(),
-        });
-    }
-    if sites.len() > 1 {
-        log::info!(
-            "program '{}' ({spec_text}): {} sites (inlined instances): one program each",
-            p.name.unwrap_or("?"),
-            sites.len()
-        );
-    }
-    Ok(sites
-        .into_iter()
-        .map(|s| (s.prologue.clone(), Some(s)))
-        .collect())
 }
 
 #[cfg(test)]

@@ -457,7 +457,7 @@ mod tests {
                 let Record::Sample(s) = r else {
                     panic!("{r:?}")
                 };
-                assert_eq!(s.tid, Some(got));
+                assert_eq!(s.fields.tid, Some(got));
                 let raw: Vec<u8> = (0..13).map(|i| (got as u8).wrapping_add(i)).collect();
                 assert_eq!(s.raw.unwrap(), &raw[..]);
                 got += 1;

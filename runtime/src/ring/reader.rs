@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_io::{Async, Timer};
 use futures_core::Stream;
-use sluice_core::perf::record::{Record, Sample};
+use sluice_core::perf::record::{Record, Sample, SampleFields};
 
 use super::perf_ring::{Error, PerfRing, RingStats};
 
@@ -30,27 +30,13 @@ pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// drains that ring from then on.
 const IDLE_READY_LIMIT: u32 = 3;
 
-/// A sample copied out of its ring.
+/// A sample copied out of its ring: its fixed fields as parsed, its RAW bytes owned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SampleEvent {
     /// Index of the ring in its [`RingSet`] (order of [`RingSet::push`]).
     pub ring: usize,
-    /// `PERF_SAMPLE_IP`.
-    pub ip: Option<u64>,
-    /// `PERF_SAMPLE_TID`: process id.
-    pub pid: Option<u32>,
-    /// `PERF_SAMPLE_TID`: thread id.
-    pub tid: Option<u32>,
-    /// `PERF_SAMPLE_TIME`.
-    pub time: Option<u64>,
-    /// `PERF_SAMPLE_ADDR`.
-    pub addr: Option<u64>,
-    /// `PERF_SAMPLE_ID` (or `IDENTIFIER`).
-    pub id: Option<u64>,
-    /// `PERF_SAMPLE_CPU`.
-    pub cpu: Option<u32>,
-    /// `PERF_SAMPLE_PERIOD`.
-    pub period: Option<u64>,
+    /// The fixed fields; `id` is `PERF_SAMPLE_ID`, else `PERF_SAMPLE_IDENTIFIER`.
+    pub fields: SampleFields,
     /// `PERF_SAMPLE_RAW` bytes (empty when absent).
     pub raw: Vec<u8>,
 }
@@ -61,18 +47,9 @@ impl SampleEvent {
     fn from_sample(ring: usize, s: &Sample<'_>, mut raw: Vec<u8>) -> Self {
         raw.clear();
         raw.extend_from_slice(s.raw.unwrap_or_default());
-        SampleEvent {
-            ring,
-            ip: s.ip,
-            pid: s.pid,
-            tid: s.tid,
-            time: s.time,
-            addr: s.addr,
-            id: s.id.or(s.identifier),
-            cpu: s.cpu,
-            period: s.period,
-            raw,
-        }
+        let mut fields = s.fields;
+        fields.id = fields.id.or(fields.identifier);
+        SampleEvent { ring, fields, raw }
     }
 }
 
@@ -271,7 +248,7 @@ impl RingSet {
             let mut last_time = 0u64;
             let result = entry.ring.drain(|rec| match rec {
                 Record::Sample(s) => {
-                    last_time = s.time.unwrap_or(last_time);
+                    last_time = s.fields.time.unwrap_or(last_time);
                     batch.push((
                         last_time,
                         RingEvent::Sample(SampleEvent::from_sample(
@@ -424,7 +401,7 @@ mod tests {
         let times: Vec<_> = got
             .iter()
             .map(|e| match e {
-                RingEvent::Sample(s) => s.time.unwrap(),
+                RingEvent::Sample(s) => s.fields.time.unwrap(),
                 RingEvent::Lost { lost, .. } => 100 + lost,
             })
             .collect();

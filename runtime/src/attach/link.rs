@@ -1,0 +1,252 @@
+//! A [`Link`]: everything one attached program needs, released by one `Drop` in the order
+//! the kernel requires (see the [module docs](super)).
+//!
+//! [`Linker::attach`] makes one from a program's [`Plan`]: the tracefs probe (from the
+//! variant's DWARF site, else from the spec), the event's id and format, one perf event per
+//! CPU, and `PERF_EVENT_IOC_SET_BPF`. A failure at any step releases what the steps before
+//! made. [`Linker::output`] wraps the `PERF_COUNT_SW_BPF_OUTPUT` events of a perf event
+//! array the same way: a link without a program or probe.
+
+use crate::error::SpecProblem;
+use std::fmt;
+use std::os::fd::{AsFd, OwnedFd};
+
+use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents, Scope};
+use crate::load::{LoadedProgram, Map};
+use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace};
+use crate::ring::RingConfig;
+use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
+
+/// Why a link could not be made.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The plan cannot be attached (an opaque title, a spec that does not parse, a spec
+    /// that needs a DWARF site the program was loaded without); says why.
+    Spec(SpecProblem),
+    /// tracefs refused: probe creation, the event's id or format, a uprobe's symbol.
+    Tracefs(tracefs::Error),
+    /// Opening, attaching or enabling the perf events failed.
+    Events(super::Error),
+}
+
+impl fmt::Display for LinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkError::Spec(what) => write!(f, "{what}"),
+            LinkError::Tracefs(e) => write!(f, "{e}"),
+            LinkError::Events(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LinkError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LinkError::Spec(e) => Some(e),
+            LinkError::Tracefs(e) => Some(e),
+            LinkError::Events(e) => Some(e),
+        }
+    }
+}
+
+/// One attached program (or one perf event array's output events): its per-CPU perf
+/// events, its BPF link, its tracefs probe.
+///
+/// Dropping it (or [`Link::close`]) disables the events, closes them and the BPF link, then
+/// removes the probe: a probe with an open event cannot be removed (`EBUSY`), and a
+/// program leaves its tracepoint only when the event that attached it is freed.
+#[derive(Debug)]
+pub struct Link {
+    /// `GROUP:EVENT`, or `bpf-output:MAP`.
+    name: String,
+    /// The program attached; `None` for output events.
+    program: Option<String>,
+    /// `None` only once released.
+    events: Option<PerCpuEvents>,
+    /// A BPF link (`BPF_LINK_CREATE`: tp_btf, fentry, raw_tp ...); none of the attach
+    /// types made today has one.
+    bpf_link: Option<OwnedFd>,
+    /// The tracefs probe made for it; `None` for tracepoints and output events.
+    probe: Option<ProbeGuard>,
+}
+
+impl Link {
+    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for output events.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The program attached (`None`: the output events of a perf event array).
+    #[must_use]
+    pub fn program(&self) -> Option<&str> {
+        self.program.as_deref()
+    }
+
+    /// The per-CPU events (`None` only while the link is being released).
+    #[must_use]
+    pub fn events(&self) -> Option<&PerCpuEvents> {
+        self.events.as_ref()
+    }
+
+    /// The tracefs probe made for it, as `group/event`.
+    #[must_use]
+    pub fn probe_name(&self) -> Option<String> {
+        self.probe
+            .as_ref()
+            .map(|p| format!("{}/{}", p.group(), p.event()))
+    }
+
+    /// Starts every event.
+    ///
+    /// # Errors
+    /// As [`PerCpuEvents::enable`].
+    pub fn enable(&self) -> Result<(), super::Error> {
+        self.events.as_ref().map_or(Ok(()), PerCpuEvents::enable)
+    }
+
+    /// Stops every event (the rings stay readable).
+    pub fn disable(&self) {
+        if let Some(e) = &self.events {
+            e.disable();
+        }
+    }
+
+    /// Releases the link now, as dropping it does, and says how its probe's removal went:
+    /// `None` without a probe, else its name and the outcome.
+    pub fn close(mut self) -> Option<(String, Result<(), tracefs::Error>)> {
+        let name = self.probe_name();
+        let removed = self.release();
+        name.zip(removed)
+    }
+
+    /// Disables and closes the events, closes the BPF link, then removes the probe.
+    fn release(&mut self) -> Option<Result<(), tracefs::Error>> {
+        // `PerCpuEvents`' own drop disables every event before it closes any.
+        drop(self.events.take());
+        drop(self.bpf_link.take());
+        self.probe.take().map(ProbeGuard::remove)
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        let name = self.probe_name();
+        if let (Some(name), Some(Err(e))) = (name, self.release()) {
+            log::warn!("leaving probe {name} behind: {e}");
+        }
+    }
+}
+
+/// What every link of a session is made with.
+#[derive(Clone, Copy, Debug)]
+pub struct Linker<'a> {
+    /// Where probes are made and events described.
+    pub tracefs: &'a Tracefs,
+    /// The CPUs to open events on.
+    pub cpus: &'a [u32],
+    /// Whose events.
+    pub scope: Scope,
+    /// Ring size and wake-up policy of every event.
+    pub ring: RingConfig,
+}
+
+impl Linker<'_> {
+    /// Attaches `prog`, loaded for `plan` (with its variant's site, if any): makes the
+    /// probe, opens the event on every CPU and attaches the program. Returns the link and
+    /// the event's format (the layout of its samples' RAW data).
+    ///
+    /// # Errors
+    /// [`LinkError::Spec`] when the plan is not attachable; [`LinkError::Tracefs`],
+    /// [`LinkError::Events`]. What was made before the failure is released.
+    pub fn attach(
+        &self,
+        plan: &Plan,
+        prog: &LoadedProgram,
+    ) -> Result<(Link, EventFormat), LinkError> {
+        let (probe, group, event) = match plan.attach() {
+            Attach::Skip(_) => return Err(LinkError::Spec(SpecProblem::Title)),
+            Attach::Invalid(problem) => return Err(LinkError::Spec(problem.clone())),
+            Attach::Tracepoint { category, name } => (None, category.clone(), name.clone()),
+            Attach::Probe(p) => {
+                let req = match (prog.site(), &p.place) {
+                    // The loader built this program's prologue for one DWARF site (`FUNC`
+                    // alone is after the function's prologue, as perf places it; an
+                    // inlined function has a program per instance): the probe must sit
+                    // exactly there, with the kernel's own fetch of the same values
+                    // alongside.
+                    (Some(site), _) => ProbeRequest {
+                        kind: p.kind,
+                        target: site.target.clone(),
+                        args: unique_arg_names(&site.fetch_args).join(" "),
+                    },
+                    (None, ProbePlace::NeedsSite) => {
+                        return Err(LinkError::Spec(SpecProblem::NoSite))
+                    }
+                    (None, ProbePlace::Resolved(target)) => ProbeRequest {
+                        kind: p.kind,
+                        target: target.clone(),
+                        args: p.fetch_args.clone(),
+                    },
+                    (None, ProbePlace::Symbol(at)) => ProbeRequest {
+                        kind: p.kind,
+                        target: at.resolve().map_err(LinkError::Tracefs)?,
+                        args: p.fetch_args.clone(),
+                    },
+                };
+                let guard = self
+                    .tracefs
+                    .add_probe_in(&p.group, &req)
+                    .map_err(LinkError::Tracefs)?;
+                let (group, event) = (guard.group().to_owned(), guard.event().to_owned());
+                log::info!("created probe {group}/{event} for '{}'", plan.spec());
+                (Some(guard), group, event)
+            }
+        };
+        let id = self
+            .tracefs
+            .event_id(&group, &event)
+            .map_err(LinkError::Tracefs)?;
+        let format = self
+            .tracefs
+            .event_format(&group, &event)
+            .map_err(LinkError::Tracefs)?;
+        let name = format!("{group}:{event}");
+        let opts = EventOptions {
+            scope: self.scope,
+            ring: self.ring,
+            sample_ip: matches!(plan.attach(), Attach::Probe(_)),
+        };
+        let events = open_tracepoint(&name, id, self.cpus, &opts).map_err(LinkError::Events)?;
+        // The link first, so that a failure to attach releases the events, then the probe.
+        let link = Link {
+            name,
+            program: Some(prog.name().to_owned()),
+            events: Some(events),
+            bpf_link: None,
+            probe,
+        };
+        if let Some(events) = &link.events {
+            events
+                .set_bpf(prog.name(), prog.as_fd())
+                .map_err(LinkError::Events)?;
+        }
+        Ok((link, format))
+    }
+
+    /// The output events of perf event array `map` ([`open_bpf_output`]), as a link
+    /// without a program.
+    ///
+    /// # Errors
+    /// As [`open_bpf_output`].
+    pub fn output(&self, map: &Map) -> Result<Link, super::Error> {
+        Ok(Link {
+            name: format!("bpf-output:{}", map.name()),
+            program: None,
+            events: Some(open_bpf_output(map, self.cpus, &self.ring)?),
+            bpf_link: None,
+            probe: None,
+        })
+    }
+}

@@ -1,0 +1,372 @@
+//! A plan per program: its probe spec parsed once, and everything the load and attach
+//! phases take from it.
+//!
+//! ```text
+//! section name / --event PROG=SPEC ──parse (once)──► attach kind: tracepoint, probe, or skipped
+//!                                                    program type (libbpf's table, else the kind)
+//!                                  ──DWARF / calling convention──► one variant per site:
+//!                                                    prologue (load) + site: target, fetch-args (attach)
+//! ```
+//!
+//! [`crate::load::load_planned`] loads one program per [`Variant`]; [`crate::attach`] makes
+//! one link per loaded program from its plan's [`Attach`] and the variant's [`Site`]. The
+//! plan owns what it keeps (no borrow of the spec text), so it outlives the object's bytes.
+
+use crate::error::SpecProblem;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use sluice_core::object::{Object, Program};
+use sluice_core::probe::{Place, ProbeKind, ProbeSpec, Section, Target};
+use sluice_core::Insn;
+
+use super::debuginfo::{spec_needs_debug_info, Site};
+use super::fetch::fetch_args;
+use super::spec::{convention_prologue, parse_error, program_spec, spec_sites};
+use crate::error::Result;
+use crate::load::LoadOptions;
+use crate::tracefs::{self, ProbeTarget, UprobeSpec};
+
+/// One way program [`Plan::index`] is loaded: the prologue put before it and, when its
+/// spec's arguments name variables, the DWARF site that prologue was built for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Variant {
+    /// Instructions before the program (empty: none).
+    pub prologue: Vec<Insn>,
+    /// The site (an inlined function has one per instance); `None` without debug info.
+    pub site: Option<Site>,
+}
+
+/// Where a probe without a DWARF site goes, as written in its spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbePlace {
+    /// A kernel symbol and offset, or a raw file offset: nothing to look up.
+    Resolved(ProbeTarget),
+    /// A user binary's symbol: its file offset is looked up when the probe is made
+    /// ([`UprobeSpec::resolve`]), the only place it is computed for such a spec.
+    Symbol(UprobeSpec),
+    /// The spec needs debug info (arguments naming variables, or a `:LINE` place): only the
+    /// site a variant carries says where the probe goes.
+    NeedsSite,
+}
+
+/// A kprobe, kretprobe, uprobe or uretprobe made through tracefs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// Entry or return, kernel or user.
+    pub kind: tracefs::ProbeKind,
+    /// The tracefs group (`sluice`, or the spec's `GROUP:`).
+    pub group: String,
+    /// Where it goes without a DWARF site.
+    pub place: ProbePlace,
+    /// The fetch-args of the arguments tracefs can fetch itself (without a site).
+    pub fetch_args: String,
+}
+
+/// How a program is attached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attach {
+    /// An existing tracepoint (`events/CATEGORY/NAME`).
+    Tracepoint {
+        /// Its category (the tracefs group).
+        category: String,
+        /// Its name.
+        name: String,
+    },
+    /// A dynamic probe.
+    Probe(ProbePlan),
+    /// Not attached: the section is an opaque title; says why.
+    Skip(String),
+    /// The spec cannot be attached; says why.
+    Invalid(SpecProblem),
+}
+
+/// Everything one program's spec decides, parsed once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    index: usize,
+    program: String,
+    spec: String,
+    prog_type: Option<u32>,
+    attach: Attach,
+    variants: Vec<Variant>,
+}
+
+impl Plan {
+    /// Plans program `index` (`p`): its spec ([`program_spec`]) parsed once, the program
+    /// type it implies, how it is attached, and its variants: the prologue given in
+    /// [`LoadOptions::prologues`], else one per DWARF site of a spec whose arguments name
+    /// variables (an inlined function has several), else the calling convention's.
+    ///
+    /// # Errors
+    /// [`crate::Error::BadSpec`] when it does not parse (unless a prologue is given),
+    /// [`crate::Error::NoSite`] when the debug info has no site for it, or as
+    /// [`prologue_for`](super::prologue_for).
+    pub fn new(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Plan> {
+        let spec_text = program_spec(p, index, opts);
+        let name = p.name.unwrap_or("?");
+        let program = p.name.unwrap_or(p.section_name);
+        let parsed = sluice_core::probe::parse(spec_text);
+        let prog_type = sluice_core::probe::program_type_parsed(spec_text, || match &parsed {
+            Ok(Section::Probe(s)) => Some(s.kind()),
+            _ => None,
+        });
+        let attach = match &parsed {
+            Ok(Section::Probe(spec)) => attach_of(spec),
+            Ok(Section::Title(t)) => Attach::Skip(format!(
+                "section '{t}' names no probe; map it with --event {program}=SPEC"
+            )),
+            Err(e) => Attach::Invalid(SpecProblem::Parse(*e)),
+        };
+        let given = opts.prologues.get(index).filter(|g| !g.is_empty());
+        let variants = match (given, &parsed) {
+            (Some(given), _) => vec![Variant {
+                prologue: given.clone(),
+                site: None,
+            }],
+            (None, Err(e)) => return Err(parse_error(name, spec_text, e)),
+            (None, Ok(Section::Title(_))) => vec![Variant {
+                prologue: Vec::new(),
+                site: None,
+            }],
+            (None, Ok(Section::Probe(spec))) => variants(name, spec_text, spec, opts)?,
+        };
+        Ok(Plan {
+            index,
+            program: program.to_owned(),
+            spec: spec_text.to_owned(),
+            prog_type,
+            attach,
+            variants,
+        })
+    }
+
+    /// Index in [`Object::programs`].
+    #[must_use]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The program's function name (its section name when the object has no symbol).
+    #[must_use]
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The spec: the [`LoadOptions::specs`] override, else the section name.
+    #[must_use]
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The `BPF_PROG_TYPE_*` the spec implies (`None`: an opaque title).
+    #[must_use]
+    pub fn prog_type(&self) -> Option<u32> {
+        self.prog_type
+    }
+
+    /// How the program is attached.
+    #[must_use]
+    pub fn attach(&self) -> &Attach {
+        &self.attach
+    }
+
+    /// The ways it is loaded, one program each.
+    #[must_use]
+    pub fn variants(&self) -> &[Variant] {
+        &self.variants
+    }
+}
+
+/// The plans of every program of `obj` (subprograms excluded), in the object's order.
+///
+/// # Errors
+/// As [`Plan::new`], for the first program that fails.
+pub fn plans(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<Vec<Plan>> {
+    obj.programs()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_subprogram())
+        .map(|(index, p)| Plan::new(p, index, opts))
+        .collect()
+}
+
+/// Fills [`LoadOptions::specs`] from `events` (probe specs by program name,
+/// `--event PROG=SPEC`), so the prologue and probe site are computed from the spec that is
+/// attached.
+pub fn set_specs(obj: &Object<'_, '_>, events: &BTreeMap<String, String>, opts: &mut LoadOptions) {
+    for (i, p) in obj.programs().iter().enumerate() {
+        if let Some(spec) = p.name.and_then(|n| events.get(n)) {
+            if opts.specs.len() <= i {
+                opts.specs.resize(i + 1, None);
+            }
+            if let Some(slot) = opts.specs.get_mut(i) {
+                *slot = Some(spec.clone());
+            }
+        }
+    }
+}
+
+/// How `spec` is attached.
+fn attach_of(spec: &ProbeSpec<'_>) -> Attach {
+    let kind = match (spec.kind(), spec.target()) {
+        (_, Target::Tracepoint { category, name }) => {
+            return Attach::Tracepoint {
+                category: category.to_owned(),
+                name: name.to_owned(),
+            }
+        }
+        (ProbeKind::Kprobe, _) => tracefs::ProbeKind::Kprobe,
+        (ProbeKind::Kretprobe, _) => tracefs::ProbeKind::Kretprobe,
+        (ProbeKind::Uprobe, _) => tracefs::ProbeKind::Uprobe,
+        (ProbeKind::Uretprobe, _) => tracefs::ProbeKind::Uretprobe,
+        (ProbeKind::Tracepoint, _) => return Attach::Invalid(SpecProblem::TracepointWithoutTarget),
+    };
+    let offset = match spec.place() {
+        Place::Offset(off) => off,
+        Place::Entry | Place::Return | Place::Line(_) => 0,
+    };
+    let place = match spec.target() {
+        _ if spec_needs_debug_info(spec) => ProbePlace::NeedsSite,
+        Target::Kernel { func } => ProbePlace::Resolved(ProbeTarget::Kernel {
+            func: func.to_owned(),
+            offset,
+        }),
+        Target::User { path, func } => ProbePlace::Symbol(UprobeSpec {
+            path: path.into(),
+            func: func.to_owned(),
+            offset,
+        }),
+        Target::UserOffset { path, offset: at } => {
+            let p = PathBuf::from(path);
+            let func = p
+                .file_name()
+                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+            ProbePlace::Resolved(ProbeTarget::User {
+                path: p,
+                offset: at.saturating_add(offset),
+                func,
+            })
+        }
+        Target::Tracepoint { .. } => ProbePlace::NeedsSite,
+    };
+    let fetch_args = match place {
+        ProbePlace::NeedsSite => String::new(),
+        _ => fetch_args(spec),
+    };
+    Attach::Probe(ProbePlan {
+        kind,
+        group: spec.group_or_default().to_owned(),
+        place,
+        fetch_args,
+    })
+}
+
+/// The variants of `spec` (program `name`, written `spec_text`) without a given prologue.
+fn variants(
+    name: &str,
+    spec_text: &str,
+    spec: &ProbeSpec<'_>,
+    opts: &LoadOptions,
+) -> Result<Vec<Variant>> {
+    if !spec_needs_debug_info(spec) {
+        return Ok(vec![Variant {
+            prologue: convention_prologue(name, spec_text, spec)?,
+            site: None,
+        }]);
+    }
+    let sites = spec_sites(name, spec_text, spec, opts)?;
+    if sites.is_empty() {
+        return Err(crate::Error::NoSite {
+            program: name.to_owned(),
+            spec: spec_text.to_owned(),
+        });
+    }
+    if sites.len() > 1 {
+        log::info!(
+            "program '{name}' ({spec_text}): {} sites (inlined instances): one program each",
+            sites.len()
+        );
+    }
+    Ok(sites
+        .into_iter()
+        .map(|s| Variant {
+            prologue: s.prologue.clone(),
+            site: Some(s),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn attach(text: &str) -> Attach {
+        match sluice_core::probe::parse(text).unwrap() {
+            Section::Probe(spec) => attach_of(&spec),
+            Section::Title(t) => panic!("{t}"),
+        }
+    }
+
+    fn probe(text: &str) -> ProbePlan {
+        match attach(text) {
+            Attach::Probe(p) => p,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn attach_kinds() {
+        assert_eq!(
+            attach("tracepoint/syscalls/sys_enter_openat"),
+            Attach::Tracepoint {
+                category: "syscalls".into(),
+                name: "sys_enter_openat".into()
+            }
+        );
+        let k = probe("kprobe/vfs_read+8(%di)");
+        assert_eq!(k.kind, tracefs::ProbeKind::Kprobe);
+        assert_eq!(k.group, "sluice");
+        assert_eq!(
+            k.place,
+            ProbePlace::Resolved(ProbeTarget::Kernel {
+                func: "vfs_read".into(),
+                offset: 8
+            })
+        );
+        assert_eq!(k.fetch_args, "arg1=%di");
+        assert_eq!(
+            probe("kretprobe/vfs_read").kind,
+            tracefs::ProbeKind::Kretprobe
+        );
+        let u = probe("uprobe//bin/true:main+4");
+        assert_eq!(
+            u.place,
+            ProbePlace::Symbol(UprobeSpec {
+                path: "/bin/true".into(),
+                func: "main".into(),
+                offset: 4
+            })
+        );
+        let raw = probe("uprobe//bin/true:0x1040");
+        assert_eq!(
+            raw.place,
+            ProbePlace::Resolved(ProbeTarget::User {
+                path: "/bin/true".into(),
+                offset: 0x1040,
+                func: "true".into()
+            })
+        );
+        // Variables and lines need the DWARF site a variant carries.
+        let d = probe("uprobe//bin/true:main(argc)");
+        assert_eq!(
+            (d.place, d.fetch_args.as_str()),
+            (ProbePlace::NeedsSite, "")
+        );
+        assert_eq!(
+            probe("uprobe//bin/true:main:3").place,
+            ProbePlace::NeedsSite
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! What a session is started and run with.
+
+use std::collections::BTreeMap;
+use std::process::Child;
+use std::time::Instant;
+
+use crate::attach::Scope;
+use crate::load::LoadOptions;
+use crate::ring::RingConfig;
+use crate::sys::signal::SignalPipe;
+
+/// An object to record with.
+#[derive(Clone, Debug)]
+pub struct ObjectSource {
+    /// Name for messages (the file name).
+    pub name: String,
+    /// The ELF bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// How to start a session.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Whose events: system-wide, or a workload's pid.
+    pub scope: Option<Scope>,
+    /// Ring size and wake-up policy of every event.
+    pub ring: RingConfig,
+    /// Probe specs replacing section names, by program (function) name: how programs with
+    /// an opaque title get a probe (`--event PROG=SPEC`).
+    pub events: BTreeMap<String, String>,
+    /// Load options (program type of titles, verifier log ...).
+    pub load: LoadOptions,
+    /// CPUs to record on (`-C`); `None`: every online CPU. Each must be online.
+    pub cpus: Option<Vec<u32>>,
+}
+
+/// What ends [`Session::run`](super::Session::run) besides its own events.
+#[derive(Debug, Default)]
+pub struct RunControl<'a> {
+    /// The workload: the run ends when it exits.
+    pub child: Option<&'a mut Child>,
+    /// The run ends then.
+    pub deadline: Option<Instant>,
+    /// Signals: the run ends at the first (`SIGCHLD` only wakes it up).
+    pub signals: Option<&'a SignalPipe>,
+    /// A process that is not our child (`record -p`): the run ends when it exits (watched
+    /// through a pidfd, Linux 5.3). It is never sent a signal.
+    pub process: Option<i32>,
+}
