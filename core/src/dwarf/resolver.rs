@@ -13,7 +13,7 @@ use super::error::{gimli_err, Error};
 use super::index;
 use super::sections::{DebugSections, NAMES};
 use crate::arch::Arch;
-use crate::elf::{Elf, SHF_ALLOC, SHT_NOBITS};
+use crate::elf::Elf;
 
 pub(super) type R<'s> = EndianSlice<'s, RunTimeEndian>;
 
@@ -180,16 +180,7 @@ impl<'s> Resolver<'s> {
     /// The file offset of a link-time address: in the allocated section that holds it.
     #[must_use]
     pub fn file_offset(&self, address: u64) -> Option<u64> {
-        self.code
-            .sections()
-            .map(|(_, sh)| sh)
-            .find(|sh| {
-                sh.flags & SHF_ALLOC != 0
-                    && sh.sh_type != SHT_NOBITS
-                    && address >= sh.addr
-                    && address - sh.addr < sh.size
-            })
-            .map(|sh| address - sh.addr + sh.offset)
+        self.code.file_offset(address)
     }
 
     /// Whether the code is position-independent (`ET_DYN`: a PIE or a shared library), so

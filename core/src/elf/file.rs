@@ -1,7 +1,7 @@
 //! The ELF file: its header, section header table and section name table, validated.
 
 use super::header::Header;
-use super::section::{SectionHeader, StrTab, SHT_NOBITS, SHT_NULL, SHT_STRTAB};
+use super::section::{SectionHeader, StrTab, SHF_ALLOC, SHT_NOBITS, SHT_NULL, SHT_STRTAB};
 use crate::error::{Error, Result, SectionRef};
 use scroll::Endian;
 
@@ -128,6 +128,23 @@ impl<'a> Elf<'a> {
     /// Iterates over `(index, header)` of every section.
     pub fn sections(&self) -> impl Iterator<Item = (u32, SectionHeader)> + '_ {
         (0..self.header.shnum).map(move |i| (i, self.section_unchecked(i)))
+    }
+
+    /// The file offset of a link-time `address` of an executable or shared library:
+    /// `address - sh_addr + sh_offset` of the allocated section with contents that holds
+    /// it (the same as through its `PT_LOAD` segment); `None` when no such section does.
+    /// This is where a uprobe at `address` goes.
+    #[must_use]
+    pub fn file_offset(&self, address: u64) -> Option<u64> {
+        self.sections()
+            .map(|(_, sh)| sh)
+            .find(|sh| {
+                sh.flags & SHF_ALLOC != 0
+                    && sh.sh_type != SHT_NOBITS
+                    && address >= sh.addr
+                    && address - sh.addr < sh.size
+            })
+            .and_then(|sh| (address - sh.addr).checked_add(sh.offset))
     }
 
     /// The name of a section; empty when the file has no section name table or the name

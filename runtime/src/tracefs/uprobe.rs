@@ -3,8 +3,7 @@
 use super::error::{Error, SymbolProblem};
 use super::probe::ProbeTarget;
 use sluice_core::elf::{
-    Elf, Symbol, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE,
-    STT_OBJECT,
+    Elf, Symbol, SHT_DYNSYM, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT,
 };
 use std::path::{Path, PathBuf};
 
@@ -96,17 +95,8 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
     let vaddr = addr
         .checked_add(offset)
         .ok_or_else(|| err(SymbolProblem::Overflow))?;
-    let found = elf
-        .sections()
-        .map(|(_, sh)| sh)
-        .find(|sh| {
-            sh.flags & SHF_ALLOC != 0
-                && sh.sh_type != SHT_NOBITS
-                && vaddr >= sh.addr
-                && vaddr - sh.addr < sh.size
-        })
-        .map(|sh| vaddr - sh.addr + sh.offset);
-    found.ok_or_else(|| err(SymbolProblem::NoSection { vaddr }))
+    elf.file_offset(vaddr)
+        .ok_or_else(|| err(SymbolProblem::NoSection { vaddr }))
 }
 
 /// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
