@@ -17,7 +17,7 @@ use super::externs;
 use super::open::Object;
 use super::programs::Program;
 use super::reloc::{Reloc, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
-use super::table::EntryKind;
+use super::table::{self, EntryKind};
 use crate::error::{Error, Result, SectionRef};
 use crate::insn::{opcode, Insn};
 
@@ -250,7 +250,7 @@ impl<'a, 's> Object<'a, 's> {
             let Some(cp) = self.programs.get(cur) else {
                 break;
             };
-            let first = (cp.patch_first + cp.patch_len) as usize;
+            let first = cp.ref_first as usize;
             let refs = self
                 .table
                 .get(first..first + cp.ref_len as usize)
@@ -339,35 +339,36 @@ impl<'a, 's> Object<'a, 's> {
         }
     }
 
-    /// Applies the patches of `p` (its relocations in REL table order) to its
-    /// instructions `slots`; stops at the first that fails.
+    /// Applies the relocations of `p` (those of its REL table's range that lie in it, in
+    /// table order) to its instructions `slots`; stops at the first that fails.
     fn patch(&self, p: &Program<'_>, map_fds: &[i32], slots: &mut [Insn]) -> Result<()> {
-        let first = p.patch_first as usize;
-        let patches = self.table.get(first..first + p.patch_len as usize);
-        for e in patches.unwrap_or_default() {
-            let at = e.at as usize;
+        let first = p.offset / 8;
+        let n = p.insn_count();
+        for e in table::relocations(self.table, p) {
+            let Some(at) = e.at.checked_sub(first).filter(|&at| (at as usize) < n) else {
+                continue; // another function's
+            };
+            // A map load whose second slot lies past `p` (where functions overlap) reads
+            // as no map load of `p`'s.
+            let ld_fits = at as usize + 1 < n;
             match e.kind {
-                EntryKind::MapFd { map } => {
+                EntryKind::MapFd { map } if ld_fits => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
-                    patch_ld(slots, at, PSEUDO_MAP_FD, fd, None);
+                    patch_ld(slots, at as usize, PSEUDO_MAP_FD, fd, None);
                 }
-                EntryKind::MapValue { map, value } => {
+                EntryKind::MapValue { map, value } if ld_fits => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
-                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value.into()));
+                    patch_ld(slots, at as usize, PSEUDO_MAP_VALUE, fd, Some(value.into()));
                 }
-                EntryKind::Extern { sym } => self.link_extern(p, sym, e.at, map_fds, slots)?,
+                EntryKind::Extern { sym } => self.link_extern(p, sym, at, map_fds, slots)?,
                 EntryKind::Refuse => {
                     return Err(self.unsupported(
                         "relocation against a section that is neither code, maps nor global data",
                         p,
-                        e.at,
+                        at,
                     ))
                 }
-                EntryKind::Code { .. }
-                | EntryKind::NoCode
-                | EntryKind::Sym { .. }
-                | EntryKind::Ref { .. }
-                | EntryKind::Bad { .. } => {}
+                _ => {}
             }
         }
         Ok(())

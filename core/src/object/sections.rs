@@ -257,8 +257,8 @@ pub(super) fn push_program<'a>(
         map_reloc_count: 0,
         rel_first: 0,
         rel_end: 0,
-        patch_first: 0,
-        patch_len: 0,
+        rel_base: 0,
+        ref_first: 0,
         ref_len: 0,
     };
     let cap = programs.capacity();
