@@ -251,7 +251,13 @@ pub(super) fn build(
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else { break };
         let first = table.len();
-        let mut j = 0;
+        // Without relocations that may name code, only a bpf-to-bpf call or a function's
+        // address refers to code: a function holding neither has nothing to scan.
+        let mut j = if p.reloc_count == p.map_reloc_count && !may_refer(p.code) {
+            p.insn_count() // past the end
+        } else {
+            0
+        };
         while let Some((next, entry)) = next_ref(parts, programs, p, table, j) {
             j = next;
             table.push(entry).map_err(|_| full(table))?;
@@ -266,6 +272,21 @@ pub(super) fn build(
         }
     }
     Ok(())
+}
+
+/// Whether any slot of `code` (second slots of `ld_imm64` included) is a call with
+/// `src_reg = BPF_PSEUDO_CALL` or an `ld_imm64` with `src_reg = BPF_PSEUDO_FUNC`.
+fn may_refer(code: &[u8]) -> bool {
+    code.chunks_exact(INSN_SIZE).any(|c| {
+        let Some(&bytes) = c.first_chunk::<INSN_SIZE>() else {
+            return false;
+        };
+        let insn = Insn::from_native_bytes(bytes);
+        match insn.code() {
+            opcode::LD_IMM64 => insn.src() == PSEUDO_FUNC,
+            op => op == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL,
+        }
+    })
 }
 
 /// The next code reference of function `p` from instruction `j` on (second slots of
