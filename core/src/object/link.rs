@@ -334,6 +334,9 @@ impl<'a, 's> Object<'a, 's> {
             return;
         };
         crate::insn::decode_native(slots, p.code);
+        if p.rel_section.is_none() {
+            return; // nothing to patch
+        }
         if let Err(e) = self.patch(p, s.map_fds, slots) {
             late.get_or_insert(e);
         }
