@@ -102,6 +102,7 @@ impl<'a> Parts<'a> {
     /// A relocation at byte `offset` of its section, against `sym`, of program `p`, whose
     /// instructions hold the offset: checked (in this order: alignment, the map it names,
     /// the instruction a map load patches) and classified; `Err` is what is wrong.
+    #[inline]
     pub(super) fn classify(
         &self,
         maps: &[MapDef<'_>],
