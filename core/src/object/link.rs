@@ -136,14 +136,14 @@ impl<'a, 's> Object<'a, 's> {
             return self.link_into(prog, prologue, map_fds, out);
         }
         // Map loads at most: the program alone, unless it calls inside its own section
-        // (no relocation tells; any slot holding a bpf-to-bpf call does).
+        // (no relocation tells; any slot holding a bpf-to-bpf call does, seen at open).
         let total = prologue.len() + p.insn_count();
         let full = output_full(out);
         let dst = out.get_mut(..total).ok_or(full)?;
         let (head, body) = dst.split_at_mut(prologue.len());
-        let calls = crate::insn::decode_native_calls(body, p.code);
+        crate::insn::decode_native(body, p.code);
         self.patch(p, map_fds, body)?;
-        if calls {
+        if p.calls {
             return self.link_into(prog, prologue, map_fds, out);
         }
         head.copy_from_slice(prologue);

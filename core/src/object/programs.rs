@@ -31,6 +31,9 @@ pub struct Program<'a> {
     /// Its code references in the relocation table: `ref_len` entries from `ref_first`.
     pub(crate) ref_first: u32,
     pub(crate) ref_len: u32,
+    /// Whether a slot holds a bpf-to-bpf call (`src_reg = BPF_PSEUDO_CALL`), told at open
+    /// for a function whose relocations are all map loads.
+    pub(crate) calls: bool,
 }
 
 impl<'a> Program<'a> {

@@ -260,6 +260,7 @@ pub(super) fn push_program<'a>(
         rel_base: 0,
         ref_first: 0,
         ref_len: 0,
+        calls: false,
     };
     let cap = programs.capacity();
     programs

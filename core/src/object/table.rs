@@ -253,11 +253,12 @@ pub(super) fn build(
         let first = table.len();
         // Without relocations that may name code, only a bpf-to-bpf call or a function's
         // address refers to code: a function holding neither has nothing to scan.
-        let mut j = if p.reloc_count == p.map_reloc_count && !may_refer(p.code) {
-            p.insn_count() // past the end
-        } else {
-            0
-        };
+        let (mut calls, mut scan) = (false, true);
+        if p.reloc_count == p.map_reloc_count {
+            let (c, addresses) = pseudo_slots(p.code);
+            (calls, scan) = (c, c || addresses);
+        }
+        let mut j = if scan { 0 } else { p.insn_count() };
         while let Some((next, entry)) = next_ref(parts, programs, p, table, j) {
             j = next;
             table.push(entry).map_err(|_| full(table))?;
@@ -269,24 +270,28 @@ pub(super) fn build(
         if let Some(p) = programs.get_mut(i) {
             p.ref_first = first as u32;
             p.ref_len = refs as u32;
+            p.calls = calls;
         }
     }
     Ok(())
 }
 
 /// Whether any slot of `code` (second slots of `ld_imm64` included) is a call with
-/// `src_reg = BPF_PSEUDO_CALL` or an `ld_imm64` with `src_reg = BPF_PSEUDO_FUNC`.
-fn may_refer(code: &[u8]) -> bool {
-    code.chunks_exact(INSN_SIZE).any(|c| {
+/// `src_reg = BPF_PSEUDO_CALL`, and whether any is an `ld_imm64` with
+/// `src_reg = BPF_PSEUDO_FUNC`.
+fn pseudo_slots(code: &[u8]) -> (bool, bool) {
+    let (mut calls, mut addresses) = (false, false);
+    for c in code.chunks_exact(INSN_SIZE) {
         let Some(&bytes) = c.first_chunk::<INSN_SIZE>() else {
-            return false;
+            break;
         };
         let insn = Insn::from_native_bytes(bytes);
         match insn.code() {
-            opcode::LD_IMM64 => insn.src() == PSEUDO_FUNC,
-            op => op == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL,
+            opcode::LD_IMM64 => addresses |= insn.src() == PSEUDO_FUNC,
+            op => calls |= op == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL,
         }
-    })
+    }
+    (calls, addresses)
 }
 
 /// The next code reference of function `p` from instruction `j` on (second slots of
