@@ -236,10 +236,12 @@ impl<'a, 's> Object<'a, 's> {
             self.emit(p, 0, s, &mut late);
         }
         let mut total = p.insn_count();
-        // (index in `placed`, next instruction to look at)
-        let mut stack: heapless::Vec<(usize, usize), MAX_CALL_DEPTH> = heapless::Vec::new();
+        // (index in `placed`, next code reference to look at), in `u32`: the frames are
+        // initialised whole.
+        let mut stack: heapless::Vec<(u32, u32), MAX_CALL_DEPTH> = heapless::Vec::new();
         let _ = stack.push((0, 0));
-        while let Some(&(part, mut j)) = stack.last() {
+        while let Some(&(part, j)) = stack.last() {
+            let (part, mut j) = (part as usize, j as usize);
             let Some(&LinkedPart {
                 program: cur,
                 start: cur_start,
@@ -303,10 +305,10 @@ impl<'a, 's> Object<'a, 's> {
                 }
             }
             if let Some(top) = stack.last_mut() {
-                top.1 = j;
+                top.1 = j as u32;
             }
             match descend {
-                Some(d) => stack.push((d, 0)).map_err(|_| Error::Capacity {
+                Some(d) => stack.push((d as u32, 0)).map_err(|_| Error::Capacity {
                     what: "nested first calls (call depth)",
                     limit: MAX_CALL_DEPTH as u32,
                 })?,
