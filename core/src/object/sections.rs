@@ -88,6 +88,9 @@ fn sort_programs(programs: &mut [Program<'_>]) {
         let Some(k) = programs.get(i).map(key) else {
             break;
         };
+        if programs.get(i - 1).is_some_and(|p| key(p) <= k) {
+            continue; // in place already
+        }
         // Where program `i` belongs among the sorted `..i`: after every key not above it.
         let to = programs
             .get(..i)
