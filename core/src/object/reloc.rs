@@ -140,6 +140,7 @@ impl<'a> Parts<'a> {
     }
 
     /// The kind of a relocation against a symbol of section `shndx` (not 0, no map).
+    #[inline]
     fn non_map_kind(&self, shndx: u32) -> RelocKind {
         match self.elf.section(shndx) {
             Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
