@@ -122,7 +122,12 @@ impl<'a> Elf<'a> {
     #[must_use]
     #[inline(always)]
     pub fn section(&self, index: u32) -> Option<SectionHeader> {
-        (index < self.header.shnum).then(|| self.section_unchecked(index))
+        // Not `bool::then`: its closure is not always inlined.
+        if index < self.header.shnum {
+            Some(self.section_unchecked(index))
+        } else {
+            None
+        }
     }
 
     /// Iterates over `(index, header)` of every section.

@@ -242,29 +242,6 @@ pub(crate) fn decode_native(slots: &mut [Insn], code: &[u8]) {
     }
 }
 
-/// [`decode_native`], noting whether any slot is a bpf-to-bpf call (`call` with
-/// `src_reg = BPF_PSEUDO_CALL`): one masked compare of each instruction as a word, without
-/// a branch per instruction.
-#[inline]
-pub(crate) fn decode_native_calls(slots: &mut [Insn], code: &[u8]) -> bool {
-    decode_native(slots, code);
-    // The opcode byte and the source nibble, where they sit in the word.
-    let (mask, want) = if LE {
-        (0xf0ff_u64, u64::from(opcode::JMP | opcode::CALL) | 0x1000)
-    } else {
-        (
-            0xff0f_u64 << 48,
-            (u64::from(opcode::JMP | opcode::CALL) << 56) | (1 << 48),
-        )
-    };
-    let n = slots.len().min(code.len() / INSN_SIZE);
-    let mut calls = false;
-    for s in slots.iter().take(n) {
-        calls |= u64::from_ne_bytes(s.0) & mask == want;
-    }
-    calls
-}
-
 impl Insn {
     /// The class: [`LD`](opcode::LD), [`LDX`](opcode::LDX), [`ST`](opcode::ST), [`STX`](opcode::STX), [`ALU`](opcode::ALU), [`JMP`](opcode::JMP), [`JMP32`](opcode::JMP32) or [`ALU64`](opcode::ALU64).
     #[doc(alias = "BPF_CLASS")]

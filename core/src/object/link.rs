@@ -17,7 +17,7 @@ use super::externs;
 use super::open::Object;
 use super::programs::Program;
 use super::reloc::{Reloc, PSEUDO_FUNC, PSEUDO_MAP_FD, PSEUDO_MAP_VALUE};
-use super::table::EntryKind;
+use super::table::{self, EntryKind};
 use crate::error::{Error, Result, SectionRef};
 use crate::insn::{opcode, Insn};
 
@@ -136,14 +136,14 @@ impl<'a, 's> Object<'a, 's> {
             return self.link_into(prog, prologue, map_fds, out);
         }
         // Map loads at most: the program alone, unless it calls inside its own section
-        // (no relocation tells; any slot holding a bpf-to-bpf call does).
+        // (no relocation tells; any slot holding a bpf-to-bpf call does, seen at open).
         let total = prologue.len() + p.insn_count();
         let full = output_full(out);
         let dst = out.get_mut(..total).ok_or(full)?;
         let (head, body) = dst.split_at_mut(prologue.len());
-        let calls = crate::insn::decode_native_calls(body, p.code);
+        crate::insn::decode_native(body, p.code);
         self.patch(p, map_fds, body)?;
-        if calls {
+        if p.calls {
             return self.link_into(prog, prologue, map_fds, out);
         }
         head.copy_from_slice(prologue);
@@ -236,10 +236,12 @@ impl<'a, 's> Object<'a, 's> {
             self.emit(p, 0, s, &mut late);
         }
         let mut total = p.insn_count();
-        // (index in `placed`, next instruction to look at)
-        let mut stack: heapless::Vec<(usize, usize), MAX_CALL_DEPTH> = heapless::Vec::new();
+        // (index in `placed`, next code reference to look at), in `u32`: the frames are
+        // initialised whole.
+        let mut stack: heapless::Vec<(u32, u32), MAX_CALL_DEPTH> = heapless::Vec::new();
         let _ = stack.push((0, 0));
-        while let Some(&(part, mut j)) = stack.last() {
+        while let Some(&(part, j)) = stack.last() {
+            let (part, mut j) = (part as usize, j as usize);
             let Some(&LinkedPart {
                 program: cur,
                 start: cur_start,
@@ -250,7 +252,7 @@ impl<'a, 's> Object<'a, 's> {
             let Some(cp) = self.programs.get(cur) else {
                 break;
             };
-            let first = (cp.patch_first + cp.patch_len) as usize;
+            let first = cp.ref_first as usize;
             let refs = self
                 .table
                 .get(first..first + cp.ref_len as usize)
@@ -303,10 +305,10 @@ impl<'a, 's> Object<'a, 's> {
                 }
             }
             if let Some(top) = stack.last_mut() {
-                top.1 = j;
+                top.1 = j as u32;
             }
             match descend {
-                Some(d) => stack.push((d, 0)).map_err(|_| Error::Capacity {
+                Some(d) => stack.push((d as u32, 0)).map_err(|_| Error::Capacity {
                     what: "nested first calls (call depth)",
                     limit: MAX_CALL_DEPTH as u32,
                 })?,
@@ -334,40 +336,46 @@ impl<'a, 's> Object<'a, 's> {
             return;
         };
         crate::insn::decode_native(slots, p.code);
+        if p.rel_section.is_none() {
+            return; // nothing to patch
+        }
         if let Err(e) = self.patch(p, s.map_fds, slots) {
             late.get_or_insert(e);
         }
     }
 
-    /// Applies the patches of `p` (its relocations in REL table order) to its
-    /// instructions `slots`; stops at the first that fails.
+    /// Applies the relocations of `p` (those of its REL table's range that lie in it, in
+    /// table order) to its instructions `slots`; stops at the first that fails.
+    // Inlined into its two callers: one per function placed, its call overhead weighs.
+    #[inline(always)]
     fn patch(&self, p: &Program<'_>, map_fds: &[i32], slots: &mut [Insn]) -> Result<()> {
-        let first = p.patch_first as usize;
-        let patches = self.table.get(first..first + p.patch_len as usize);
-        for e in patches.unwrap_or_default() {
-            let at = e.at as usize;
+        let first = p.offset / 8;
+        let n = p.insn_count();
+        for e in table::relocations(self.table, p) {
+            let Some(at) = e.at.checked_sub(first).filter(|&at| (at as usize) < n) else {
+                continue; // another function's
+            };
+            // A map load whose second slot lies past `p` (where functions overlap) reads
+            // as no map load of `p`'s.
+            let ld_fits = at as usize + 1 < n;
             match e.kind {
-                EntryKind::MapFd { map } => {
+                EntryKind::MapFd { map } if ld_fits => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
-                    patch_ld(slots, at, PSEUDO_MAP_FD, fd, None);
+                    patch_ld(slots, at as usize, PSEUDO_MAP_FD, fd, None);
                 }
-                EntryKind::MapValue { map, value } => {
+                EntryKind::MapValue { map, value } if ld_fits => {
                     let fd = *map_fds.get(map as usize).ok_or_else(|| no_fd(map))?;
-                    patch_ld(slots, at, PSEUDO_MAP_VALUE, fd, Some(value.into()));
+                    patch_ld(slots, at as usize, PSEUDO_MAP_VALUE, fd, Some(value.into()));
                 }
-                EntryKind::Extern { sym } => self.link_extern(p, sym, e.at, map_fds, slots)?,
+                EntryKind::Extern { sym } => self.link_extern(p, sym, at, map_fds, slots)?,
                 EntryKind::Refuse => {
                     return Err(self.unsupported(
                         "relocation against a section that is neither code, maps nor global data",
                         p,
-                        e.at,
+                        at,
                     ))
                 }
-                EntryKind::Code { .. }
-                | EntryKind::NoCode
-                | EntryKind::Sym { .. }
-                | EntryKind::Ref { .. }
-                | EntryKind::Bad { .. } => {}
+                _ => {}
             }
         }
         Ok(())

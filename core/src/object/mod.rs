@@ -16,7 +16,7 @@
 //! Files, each using only those listed before it: `programs` and `maps` (the tables'
 //! entries), `externs` (`.kconfig` layout), `parts` (what open found besides the tables),
 //! `sections` (header, sections, symbols), `reloc` (relocation kinds, their checks and
-//! actions), `table` (each function's patches and code references, written at open), `open` ([`Object`], [`ObjectStorage`], the open phase), `link` (relocating).
+//! actions), `table` (the relocation table written at open: the pass that checks every relocation and writes its entry, then each function's code references), `open` ([`Object`], [`ObjectStorage`], the open phase), `link` (relocating).
 //!
 //! ```
 //! # fn f(bytes: &[u8]) -> sluice_core::Result<()> {

@@ -423,8 +423,8 @@ fn finish<'a>(
     } else {
         parts.first_data_map = maps.len() as u32;
     }
-    super::reloc::check_rels(parts, programs, maps)?;
-    super::table::build(parts, programs, maps, table)
+    super::table::check_rels(parts, programs, maps, table)?;
+    super::table::build(parts, programs, table)
 }
 
 /// The kind of global data section `sh` holds, by libbpf's names: `.rodata`,

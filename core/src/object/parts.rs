@@ -88,6 +88,7 @@ pub(super) enum MapTarget {
 
 impl Parts<'_> {
     /// What a relocation against a symbol of section `shndx` whose value is `value` loads.
+    #[inline]
     pub(super) fn map_target(&self, maps: &[MapDef<'_>], shndx: u32, value: u64) -> MapTarget {
         if shndx == 0 {
             return MapTarget::None;

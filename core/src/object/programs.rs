@@ -25,11 +25,15 @@ pub struct Program<'a> {
     /// One past the index of its last entry (entries of other programs of the same
     /// section may sit in between when the table is not in offset order).
     pub(crate) rel_end: u32,
-    /// Its run in the object's relocation table: `patch_len` patches from `patch_first`,
-    /// then `ref_len` code references.
-    pub(crate) patch_first: u32,
-    pub(crate) patch_len: u32,
+    /// Where its REL table's entries start in the object's relocation table (entry `j`
+    /// of the REL table is entry `rel_base + j` there).
+    pub(crate) rel_base: u32,
+    /// Its code references in the relocation table: `ref_len` entries from `ref_first`.
+    pub(crate) ref_first: u32,
     pub(crate) ref_len: u32,
+    /// Whether a slot holds a bpf-to-bpf call (`src_reg = BPF_PSEUDO_CALL`), told at open
+    /// for a function whose relocations are all map loads.
+    pub(crate) calls: bool,
 }
 
 impl<'a> Program<'a> {

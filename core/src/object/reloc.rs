@@ -1,12 +1,12 @@
 //! Relocations of code: what each one refers to ([`RelocKind`]) and what relocating does
-//! for it ([`Action`], one table for every kind), checked once at open ([`check_rels`])
-//! and re-read from the REL table whenever a program is written out.
+//! for it ([`Action`], one table for every kind), checked once at open (by the pass that
+//! writes the relocation table, see `table`) and re-read from the REL table by
+//! [`Object::relocations`](super::Object::relocations).
 
 use super::maps::MapDef;
 use super::parts::{MapTarget, Parts};
 use super::programs::Program;
-use crate::elf::{Symbol, SHT_NOBITS, SHT_PROGBITS, SHT_REL};
-use crate::error::{Error, Result};
+use crate::elf::{Symbol, SHT_NOBITS, SHT_PROGBITS};
 use crate::insn::opcode;
 
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
@@ -102,6 +102,7 @@ impl<'a> Parts<'a> {
     /// A relocation at byte `offset` of its section, against `sym`, of program `p`, whose
     /// instructions hold the offset: checked (in this order: alignment, the map it names,
     /// the instruction a map load patches) and classified; `Err` is what is wrong.
+    #[inline]
     pub(super) fn classify(
         &self,
         maps: &[MapDef<'_>],
@@ -139,6 +140,7 @@ impl<'a> Parts<'a> {
     }
 
     /// The kind of a relocation against a symbol of section `shndx` (not 0, no map).
+    #[inline]
     fn non_map_kind(&self, shndx: u32) -> RelocKind {
         match self.elf.section(shndx) {
             Some(sh) if sh.is_exec() => RelocKind::Code { section: shndx },
@@ -192,116 +194,4 @@ impl<'a> Parts<'a> {
             })
         })
     }
-}
-
-/// The last program of `programs` (those of one section) starting at or before byte
-/// `offset`, if it holds it.
-fn program_at(programs: &[Program<'_>], offset: u64) -> Option<usize> {
-    let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
-    after
-        .checked_sub(1)
-        .filter(|&c| programs.get(c).is_some_and(|p| holds(p, offset)))
-}
-
-/// Whether byte `offset` of its section lies in program `p`.
-fn holds(p: &Program<'_>, offset: u64) -> bool {
-    let s = u64::from(p.offset);
-    offset >= s && offset < s + p.code.len() as u64
-}
-
-/// The pass over every REL table of code (in `parts.rel_lo..parts.rel_hi`, section
-/// order): checks every relocation (its symbol index, that it lies in a program, that the
-/// program has no second table, then [`Parts::classify`]'s checks), and records per program
-/// its REL section, the range of its entries in that table and its counts.
-pub(super) fn check_rels(
-    parts: &Parts<'_>,
-    programs: &mut [Program<'_>],
-    maps: &[MapDef<'_>],
-) -> Result<()> {
-    let elf = &parts.elf;
-    for index in parts.rel_lo..parts.rel_hi {
-        let Some(sh) = elf.section(index).filter(|sh| sh.sh_type == SHT_REL) else {
-            continue;
-        };
-        let target = sh.info;
-        if !elf.section(target).is_some_and(|t| t.is_exec()) {
-            continue;
-        }
-        // The programs of the target section: a contiguous run (programs are sorted).
-        let first = programs.partition_point(|p| p.section_index < target);
-        let rest = programs.get_mut(first..).unwrap_or_default();
-        let count = rest.partition_point(|p| p.section_index == target);
-        let Some(section_programs) = rest.get_mut(..count).filter(|s| !s.is_empty()) else {
-            continue; // an executable section too small to be a program
-        };
-        let Some(symbols) = parts.symbols else {
-            return Err(Error::BadSection {
-                section: elf.section_ref(index),
-                what: "relocations without a symbol table",
-            });
-        };
-        let table = elf.rel_table_entries_unchecked(index, &symbols)?;
-        let mut cur = None;
-        for (j, rel) in table.iter() {
-            let bad = |what| Error::BadReloc {
-                section: elf.section_ref(target),
-                index: j,
-                insn: rel.offset / 8,
-                what,
-            };
-            let Some(sym) = symbols.get(rel.sym) else {
-                return Err(bad("symbol index outside the symbol table"));
-            };
-            // The program of the entry before, else the one holding the offset (the first
-            // of the section when it holds the table's first entry).
-            let same = cur.filter(|&c| {
-                section_programs
-                    .get(c)
-                    .is_some_and(|p| holds(p, rel.offset))
-            });
-            let c = match same {
-                Some(c) => c,
-                None => {
-                    let first = j == 0
-                        && section_programs
-                            .first()
-                            .is_some_and(|p| holds(p, rel.offset));
-                    let c = if first {
-                        0
-                    } else {
-                        program_at(section_programs, rel.offset)
-                            .ok_or_else(|| bad("offset is outside every program of the section"))?
-                    };
-                    let Some(p) = section_programs.get_mut(c) else {
-                        continue;
-                    };
-                    match p.rel_section {
-                        Some(r) if r != index => {
-                            return Err(Error::BadSection {
-                                section: elf.section_ref(index),
-                                what: "second REL section for the same program",
-                            })
-                        }
-                        Some(_) => {}
-                        None => {
-                            p.rel_section = Some(index);
-                            p.rel_first = j;
-                        }
-                    }
-                    cur = Some(c);
-                    c
-                }
-            };
-            let Some(p) = section_programs.get_mut(c) else {
-                continue;
-            };
-            let (_, action) = parts.classify(maps, p, rel.offset, &sym).map_err(bad)?;
-            p.reloc_count += 1;
-            p.rel_end = j + 1;
-            if let Action::MapFd(_) | Action::MapValue(_) = action {
-                p.map_reloc_count += 1;
-            }
-        }
-    }
-    Ok(())
 }

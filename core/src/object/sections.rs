@@ -88,6 +88,9 @@ fn sort_programs(programs: &mut [Program<'_>]) {
         let Some(k) = programs.get(i).map(key) else {
             break;
         };
+        if programs.get(i - 1).is_some_and(|p| key(p) <= k) {
+            continue; // in place already
+        }
         // Where program `i` belongs among the sorted `..i`: after every key not above it.
         let to = programs
             .get(..i)
@@ -257,9 +260,10 @@ pub(super) fn push_program<'a>(
         map_reloc_count: 0,
         rel_first: 0,
         rel_end: 0,
-        patch_first: 0,
-        patch_len: 0,
+        rel_base: 0,
+        ref_first: 0,
         ref_len: 0,
+        calls: false,
     };
     let cap = programs.capacity();
     programs

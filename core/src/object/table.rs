@@ -1,16 +1,17 @@
 //! The relocation table: what relocating does to each function, worked out once at open
-//! into the caller's storage. Per function, one run of entries: its relocations (each
-//! one's [`Action`], in REL table order), then its
-//! code references (bpf-to-bpf calls and function addresses, in instruction order, with
-//! the function and instruction each lands on), ended by the error the linker meets
-//! there, if any. Relocating copies a function and applies its run; linking follows the
-//! references. An object whose table does not fit the storage is refused with
-//! [`Error::Capacity`].
+//! into the caller's storage. First one entry per relocation of code, in REL table order
+//! (each one's [`Action`], written by the pass that checks it: [`check_rels`]); then per
+//! function one run of its code references (bpf-to-bpf calls and function addresses, in
+//! instruction order, with the function and instruction each lands on), ended by the
+//! error the linker meets there, if any. Relocating copies a function and applies the
+//! relocations that lie in it; linking follows the references. An object whose table
+//! does not fit the storage is refused with [`Error::Capacity`].
 
 use super::maps::MapDef;
 use super::parts::Parts;
 use super::programs::Program;
 use super::reloc::{Action, RelocKind, PSEUDO_CALL, PSEUDO_FUNC};
+use crate::elf::SHT_REL;
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
 use heapless::vec::VecView;
@@ -20,7 +21,8 @@ use heapless::vec::VecView;
 /// 355).
 pub const DEFAULT_PATCHES: usize = 2048;
 
-/// One entry of the relocation table: at instruction `at` of its function.
+/// One entry of the relocation table: at instruction `at` of its section (a relocation)
+/// or of its function (a code reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Entry {
     pub(super) at: u32,
@@ -43,9 +45,6 @@ pub(super) enum EntryKind {
     Code { sym: u32 },
     /// A relocation that patches nothing and names no code (data without a map).
     NoCode,
-    /// A relocation that does not read as this function's (possible where functions
-    /// overlap): against symbol `sym`, which a code reference here may name.
-    Sym { sym: u32 },
     /// A code reference landing on instruction `offset` of function `program`: a call,
     /// or (`ld`) a function's address.
     Ref { program: u32, offset: u32, ld: bool },
@@ -84,100 +83,227 @@ impl RefError {
 // Kept small: an entry is what the open phase writes per relocation and reference.
 const _: () = assert!(core::mem::size_of::<Entry>() == 16);
 
-/// Writes every function's run (see the module docs) into `table`, recording where it
-/// lies in the function (`patch_first`, `patch_len`, `ref_len`).
+/// The pass over every REL table of code (in `parts.rel_lo..parts.rel_hi`, section
+/// order): checks every relocation (its symbol index, that it lies in a program, that the
+/// program has no second table, then [`Parts::classify`]'s checks), writes its entry into
+/// `table` (entry `j` of a REL table at `rel_base + j` of the programs it applies to) and
+/// records per program its REL section, the range of its entries and its counts. A table
+/// that does not fit is told once every relocation is checked.
+///
+/// # Errors
+/// The first malformed relocation; then [`Error::Capacity`] when the table is full.
+pub(super) fn check_rels(
+    parts: &Parts<'_>,
+    programs: &mut [Program<'_>],
+    maps: &[MapDef<'_>],
+    table: &mut VecView<Entry>,
+) -> Result<()> {
+    let elf = &parts.elf;
+    let mut fits = true;
+    for index in parts.rel_lo..parts.rel_hi {
+        let Some(sh) = elf.section(index).filter(|sh| sh.sh_type == SHT_REL) else {
+            continue;
+        };
+        let target = sh.info;
+        if !elf.section(target).is_some_and(|t| t.is_exec()) {
+            continue;
+        }
+        // The programs of the target section: a contiguous run (programs are sorted).
+        let first = programs.partition_point(|p| p.section_index < target);
+        let rest = programs.get_mut(first..).unwrap_or_default();
+        let count = rest.partition_point(|p| p.section_index == target);
+        let Some(section_programs) = rest.get_mut(..count).filter(|s| !s.is_empty()) else {
+            continue; // an executable section too small to be a program
+        };
+        let Some(symbols) = parts.symbols else {
+            return Err(Error::BadSection {
+                section: elf.section_ref(index),
+                what: "relocations without a symbol table",
+            });
+        };
+        let rels = elf.rel_table_entries_unchecked(index, &symbols)?;
+        let base = table.len() as u32;
+        let mut cur = None;
+        for (j, rel) in rels.iter() {
+            let bad = |what| Error::BadReloc {
+                section: elf.section_ref(target),
+                index: j,
+                insn: rel.offset / 8,
+                what,
+            };
+            let Some(sym) = symbols.get(rel.sym) else {
+                return Err(bad("symbol index outside the symbol table"));
+            };
+            // The program of the entry before, else the one holding the offset (the first
+            // of the section when it holds the table's first entry).
+            let same = cur.filter(|&c| {
+                section_programs
+                    .get(c)
+                    .is_some_and(|p| holds(p, rel.offset))
+            });
+            let c = match same {
+                Some(c) => c,
+                None => {
+                    let first = j == 0
+                        && section_programs
+                            .first()
+                            .is_some_and(|p| holds(p, rel.offset));
+                    let c = if first {
+                        0
+                    } else {
+                        program_at(section_programs, rel.offset)
+                            .ok_or_else(|| bad("offset is outside every program of the section"))?
+                    };
+                    if let Some(p) = section_programs.get_mut(c) {
+                        match p.rel_section {
+                            Some(r) if r != index => {
+                                return Err(Error::BadSection {
+                                    section: elf.section_ref(index),
+                                    what: "second REL section for the same program",
+                                })
+                            }
+                            Some(_) => {}
+                            None => {
+                                p.rel_section = Some(index);
+                                p.rel_first = j;
+                                p.rel_base = base;
+                            }
+                        }
+                    }
+                    cur = Some(c);
+                    c
+                }
+            };
+            let mut kind = EntryKind::NoCode;
+            if let Some(p) = section_programs.get_mut(c) {
+                let (reloc, action) = parts.classify(maps, p, rel.offset, &sym).map_err(bad)?;
+                p.reloc_count += 1;
+                p.rel_end = j + 1;
+                kind = match (reloc, action) {
+                    (_, Action::MapFd(map)) => EntryKind::MapFd { map },
+                    (_, Action::MapValue(map)) => EntryKind::MapValue {
+                        map,
+                        value: sym.value as u32,
+                    },
+                    (_, Action::Extern) => EntryKind::Extern { sym: rel.sym },
+                    (_, Action::Refuse) => EntryKind::Refuse,
+                    (RelocKind::Code { .. }, Action::Nothing) => EntryKind::Code { sym: rel.sym },
+                    (_, Action::Nothing) => EntryKind::NoCode,
+                };
+                if let EntryKind::MapFd { .. } | EntryKind::MapValue { .. } = kind {
+                    p.map_reloc_count += 1;
+                }
+            }
+            // On an instruction (checked): its index in the section.
+            let at = (rel.offset / 8) as u32;
+            fits = fits && table.push(Entry { at, kind }).is_ok();
+        }
+    }
+    if fits {
+        Ok(())
+    } else {
+        Err(full(table))
+    }
+}
+
+fn full(table: &VecView<Entry>) -> Error {
+    Error::Capacity {
+        what: "relocations and code references (ObjectStorage L)",
+        limit: u32::try_from(table.capacity()).unwrap_or(u32::MAX),
+    }
+}
+
+/// The last program of `programs` (those of one section) starting at or before byte
+/// `offset`, if it holds it.
+fn program_at(programs: &[Program<'_>], offset: u64) -> Option<usize> {
+    let after = programs.partition_point(|p| u64::from(p.offset) <= offset);
+    after
+        .checked_sub(1)
+        .filter(|&c| programs.get(c).is_some_and(|p| holds(p, offset)))
+}
+
+/// Whether byte `offset` of its section lies in program `p`.
+fn holds(p: &Program<'_>, offset: u64) -> bool {
+    let s = u64::from(p.offset);
+    offset >= s && offset < s + p.code.len() as u64
+}
+
+/// The relocation entries of function `p`: those of its REL table's range (entries of
+/// other functions of its section may lie in between).
+pub(super) fn relocations<'t>(table: &'t [Entry], p: &Program<'_>) -> &'t [Entry] {
+    if p.rel_section.is_none() {
+        return &[];
+    }
+    let (lo, hi) = (p.rel_base + p.rel_first, p.rel_base + p.rel_end);
+    table.get(lo as usize..hi as usize).unwrap_or_default()
+}
+
+/// Writes every function's code references (see the module docs) after the relocation
+/// entries, recording where they lie (`ref_first`, `ref_len`).
 ///
 /// # Errors
 /// [`Error::Capacity`] when the table is full.
 pub(super) fn build(
     parts: &Parts<'_>,
     programs: &mut [Program<'_>],
-    maps: &[MapDef<'_>],
     table: &mut VecView<Entry>,
 ) -> Result<()> {
-    let full = |table: &VecView<Entry>| Error::Capacity {
-        what: "relocations and code references (ObjectStorage L)",
-        limit: u32::try_from(table.capacity()).unwrap_or(u32::MAX),
-    };
     for i in 0..programs.len() {
         let Some(p) = programs.get(i) else { break };
         let first = table.len();
-        for entry in relocations(parts, maps, p) {
-            table.push(entry).map_err(|_| full(table))?;
+        // Without relocations that may name code, only a bpf-to-bpf call or a function's
+        // address refers to code: a function holding neither has nothing to scan.
+        let (mut calls, mut scan) = (false, true);
+        if p.reloc_count == p.map_reloc_count {
+            let (c, addresses) = pseudo_slots(p.code);
+            (calls, scan) = (c, c || addresses);
         }
-        let patches = table.len() - first;
-        let mut j = 0;
-        let relocs = first..first + patches;
-        while let Some((next, entry)) = next_ref(parts, programs, p, table, relocs.clone(), j) {
+        let mut j = if scan { 0 } else { p.insn_count() };
+        while let Some((next, entry)) = next_ref(parts, programs, p, table, j) {
             j = next;
             table.push(entry).map_err(|_| full(table))?;
             if let EntryKind::Bad { .. } = entry.kind {
                 break;
             }
         }
-        let refs = table.len() - first - patches;
+        let refs = table.len() - first;
         if let Some(p) = programs.get_mut(i) {
-            p.patch_first = first as u32;
-            p.patch_len = patches as u32;
+            p.ref_first = first as u32;
             p.ref_len = refs as u32;
+            p.calls = calls;
         }
     }
     Ok(())
 }
 
-/// The entries of function `p`'s relocations: those of its REL entries that lie on one of
-/// its instructions, in table order, each as its [`Action`] relative to `p` (one that does
-/// not resolve relative to `p`, possible where functions overlap, patches nothing).
-fn relocations<'x>(
-    parts: &'x Parts<'_>,
-    maps: &'x [MapDef<'_>],
-    p: &'x Program<'_>,
-) -> impl Iterator<Item = Entry> + 'x {
-    let table = p
-        .rel_section
-        .map(|rel| crate::elf::RelTable::validated(&parts.elf, rel));
-    let range = if table.is_some() {
-        p.rel_first..p.rel_end
-    } else {
-        0..0
-    };
-    let start = u64::from(p.offset);
-    let end = start + p.code.len() as u64;
-    range.filter_map(move |i| {
-        let rel = table.as_ref()?.get(i)?;
-        if rel.offset < start || rel.offset >= end || rel.offset % 8 != 0 {
-            return None; // another function's, or on no instruction
-        }
-        let sym = parts.symbols.as_ref()?.get(rel.sym)?;
-        let at = ((rel.offset - start) / 8) as u32;
-        let kind = match parts.classify(maps, p, rel.offset, &sym) {
-            Ok((_, Action::MapFd(map))) => EntryKind::MapFd { map },
-            Ok((_, Action::MapValue(map))) => EntryKind::MapValue {
-                map,
-                value: sym.value as u32,
-            },
-            Ok((_, Action::Extern)) => EntryKind::Extern { sym: rel.sym },
-            Ok((_, Action::Refuse)) => EntryKind::Refuse,
-            Ok((RelocKind::Code { .. }, Action::Nothing)) => EntryKind::Code { sym: rel.sym },
-            Ok((_, Action::Nothing)) => EntryKind::NoCode,
-            Err(_) => EntryKind::Sym { sym: rel.sym },
+/// Whether any slot of `code` (second slots of `ld_imm64` included) is a call with
+/// `src_reg = BPF_PSEUDO_CALL`, and whether any is an `ld_imm64` with
+/// `src_reg = BPF_PSEUDO_FUNC`.
+fn pseudo_slots(code: &[u8]) -> (bool, bool) {
+    let (mut calls, mut addresses) = (false, false);
+    for c in code.chunks_exact(INSN_SIZE) {
+        let Some(&bytes) = c.first_chunk::<INSN_SIZE>() else {
+            break;
         };
-        Some(Entry { at, kind })
-    })
+        let insn = Insn::from_native_bytes(bytes);
+        match insn.code() {
+            opcode::LD_IMM64 => addresses |= insn.src() == PSEUDO_FUNC,
+            op => calls |= op == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL,
+        }
+    }
+    (calls, addresses)
 }
 
 /// The next code reference of function `p` from instruction `j` on (second slots of
-/// `ld_imm64` skipped): the instruction after it, and its entry. `p`'s relocations are
-/// the entries `relocs` of `table`.
+/// `ld_imm64` skipped): the instruction after it, and its entry.
 fn next_ref(
     parts: &Parts<'_>,
     programs: &[Program<'_>],
     p: &Program<'_>,
     table: &VecView<Entry>,
-    relocs: core::ops::Range<usize>,
     mut j: usize,
 ) -> Option<(usize, Entry)> {
-    let relocs = table.get(relocs).unwrap_or_default();
+    let relocs = relocations(table, p);
     // Only a call or an `ld_imm64` can refer to code: told on the opcode byte.
     while let Some(&op) = p.code.get(j * INSN_SIZE) {
         let at = j;
@@ -233,9 +359,10 @@ fn code_target(
     }
     // The first relocation at the instruction, against a symbol (`Sym`, `Extern`) whose
     // section may be code; maps, global data and other sections are no code.
+    let in_section = (p.offset / 8) as usize + at;
     let rel = relocs
         .iter()
-        .find(|e| e.at as usize == at)
+        .find(|e| e.at as usize == in_section)
         .filter(|_| others);
     let rel = match rel.map(|e| e.kind) {
         None => None,
@@ -244,7 +371,7 @@ fn code_target(
             .as_ref()
             .and_then(|s| s.get(sym))
             .map(|s| (u32::from(s.shndx), s.value, true)),
-        Some(EntryKind::Sym { sym } | EntryKind::Extern { sym }) => {
+        Some(EntryKind::Extern { sym }) => {
             parts.symbols.as_ref().and_then(|s| s.get(sym)).map(|s| {
                 let shndx = u32::from(s.shndx);
                 let exec = parts.elf.section(shndx).is_some_and(|sh| sh.is_exec());
