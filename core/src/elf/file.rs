@@ -67,23 +67,33 @@ impl<'a> Elf<'a> {
     /// # Errors
     /// [`Error::BadSection`] naming the first section that fails, by index.
     pub(crate) fn check_sections(&self) -> Result<()> {
-        let names = self.shstrtab.len() as u64;
         for (index, sh) in self.sections() {
-            let bad = |what| {
-                Err(Error::BadSection {
-                    section: SectionRef::new(index, ""),
-                    what,
-                })
-            };
-            if sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL {
-                let end = sh.offset.checked_add(sh.size);
-                if end.is_none_or(|end| end > self.data.len() as u64) {
-                    return bad("contents extend past the end of the file");
-                }
+            self.check_section(index, &sh)?;
+        }
+        Ok(())
+    }
+
+    /// [`Elf::check_sections`]'s checks of section `index` (header `sh`) alone.
+    ///
+    /// # Errors
+    /// [`Error::BadSection`] naming the section when it fails.
+    #[inline(always)]
+    pub(crate) fn check_section(&self, index: u32, sh: &SectionHeader) -> Result<()> {
+        let names = self.shstrtab.len() as u64;
+        let bad = |what| {
+            Err(Error::BadSection {
+                section: SectionRef::new(index, ""),
+                what,
+            })
+        };
+        if sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL {
+            let end = sh.offset.checked_add(sh.size);
+            if end.is_none_or(|end| end > self.data.len() as u64) {
+                return bad("contents extend past the end of the file");
             }
-            if u64::from(sh.name) >= names && !(sh.name == 0 && names == 0) {
-                return bad("name index outside the section name table");
-            }
+        }
+        if u64::from(sh.name) >= names && !(sh.name == 0 && names == 0) {
+            return bad("name index outside the section name table");
         }
         Ok(())
     }

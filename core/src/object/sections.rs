@@ -63,10 +63,11 @@ pub(super) fn fill<'a, 'p>(
             object_little: h.is_little_endian(),
         });
     }
-    // Every section header before anything found in one: a bad one is reported first.
-    elf.check_sections()?;
     let parts = slot.insert(Parts::new(elf));
-    let symtab = scan_sections(parts, execs)?;
+    // Every section header is checked before anything found in one is refused: a bad
+    // header is reported first, wherever it lies.
+    let symtab =
+        scan_sections(parts, execs).map_err(|e| elf.check_sections().err().unwrap_or(e))?;
     if let Some(index) = symtab {
         parts.symbols = Some(elf.symbol_table_names_unchecked(index)?);
     }
@@ -101,7 +102,8 @@ fn sort_programs(programs: &mut [Program<'_>]) {
     }
 }
 
-/// One pass over the section headers (each checked already): notes the executable
+/// One pass over the section headers, each checked as it is read (a header that fails
+/// is the error; the caller checks the rest when another is): notes the executable
 /// sections in `execs` (their names checked as probe specs), `license`, `version`, the map,
 /// BTF and data sections and where the REL tables of code lie. Returns the symbol table.
 fn scan_sections<'a>(
@@ -112,6 +114,7 @@ fn scan_sections<'a>(
     let names = *elf.shstrtab();
     let mut symtab = None;
     for (index, sh) in elf.sections() {
+        elf.check_section(index, &sh)?;
         match sh.sh_type {
             // A program section when its size is a non-zero multiple of 8; any other
             // executable section is skipped.
