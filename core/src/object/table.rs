@@ -280,15 +280,26 @@ pub(super) fn build(
 /// `src_reg = BPF_PSEUDO_CALL`, and whether any is an `ld_imm64` with
 /// `src_reg = BPF_PSEUDO_FUNC`.
 fn pseudo_slots(code: &[u8]) -> (bool, bool) {
+    // A slot's opcode and source register, read as one native `u16` of its first two
+    // bytes (the source register is the high nibble of the second byte on a
+    // little-endian target, the low one on a big-endian one).
+    const fn key(op: u8, src: u8) -> u16 {
+        let regs = if cfg!(target_endian = "little") {
+            src << 4
+        } else {
+            src
+        };
+        u16::from_ne_bytes([op, regs])
+    }
+    const MASK: u16 = key(0xff, 0x0f);
+    const CALL: u16 = key(opcode::JMP | opcode::CALL, PSEUDO_CALL);
+    const FUNC: u16 = key(opcode::LD_IMM64, PSEUDO_FUNC);
     let (mut calls, mut addresses) = (false, false);
     for c in code.chunks_exact(INSN_SIZE) {
-        let Some(&bytes) = c.first_chunk::<INSN_SIZE>() else {
-            break;
-        };
-        let insn = Insn::from_native_bytes(bytes);
-        match insn.code() {
-            opcode::LD_IMM64 => addresses |= insn.src() == PSEUDO_FUNC,
-            op => calls |= op == opcode::JMP | opcode::CALL && insn.src() == PSEUDO_CALL,
+        if let [op, regs, ..] = *c {
+            let k = u16::from_ne_bytes([op, regs]) & MASK;
+            calls |= k == CALL;
+            addresses |= k == FUNC;
         }
     }
     (calls, addresses)
