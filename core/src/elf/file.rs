@@ -142,7 +142,18 @@ impl<'a> Elf<'a> {
 
     /// Iterates over `(index, header)` of every section.
     pub fn sections(&self) -> impl Iterator<Item = (u32, SectionHeader)> + '_ {
-        (0..self.header.shnum).map(move |i| (i, self.section_unchecked(i)))
+        // The table lies in the file with `shnum` entries of `shentsize` bytes
+        // (Header::parse checked it): one entry per chunk.
+        let ent = usize::from(self.header.shentsize).max(1);
+        let len = self.header.shnum as usize * ent;
+        let table = self
+            .data
+            .get(self.header.shoff as usize..)
+            .unwrap_or_default();
+        let table = table.get(..len).unwrap_or_default();
+        (0..)
+            .zip(table.chunks_exact(ent))
+            .map(move |(i, c)| (i, self.header_at(c)))
     }
 
     /// The file offset of a link-time `address` of an executable or shared library:
@@ -205,6 +216,22 @@ impl<'a> Elf<'a> {
             SectionHeader::read(self.data, off, self.header.class, native).unwrap_or_default()
         } else {
             SectionHeader::read(self.data, off, self.header.class, endian).unwrap_or_default()
+        }
+    }
+
+    /// The section header in `bytes` (one entry of the table).
+    #[inline(always)]
+    fn header_at(&self, bytes: &[u8]) -> SectionHeader {
+        let native = if cfg!(target_endian = "little") {
+            Endian::Little
+        } else {
+            Endian::Big
+        };
+        let endian = self.header.endian;
+        if endian == native {
+            SectionHeader::read(bytes, 0, self.header.class, native).unwrap_or_default()
+        } else {
+            SectionHeader::read(bytes, 0, self.header.class, endian).unwrap_or_default()
         }
     }
 
