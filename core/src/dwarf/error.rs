@@ -153,6 +153,19 @@ pub(super) fn gimli_err(what: &'static str) -> impl Fn(gimli::Error) -> Error {
     move |source| Error::Dwarf { what, source }
 }
 
+impl Error {
+    /// [`Error::NotAvailable`] for variable `name` at `pc`, before the variables available
+    /// there are listed.
+    pub(super) fn not_available(name: &str, pc: u64, reason: &'static str) -> Error {
+        Error::NotAvailable {
+            name: String::from(name),
+            pc,
+            reason,
+            available: Available::default(),
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

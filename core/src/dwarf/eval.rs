@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use gimli::constants as dw;
 use gimli::{AttributeValue, Operation, RunTimeEndian, UnwindSection};
 
-use super::error::{gimli_err, Available, Error};
+use super::error::{gimli_err, Error};
 use super::location::{ArgLocation, LocBase};
 use super::resolver::{DieRef, Resolver, R};
 use super::sites::Site;
@@ -49,12 +49,7 @@ impl<'s> Resolver<'s> {
         name: &str,
     ) -> Result<Val, Error> {
         let (unit, entry) = self.entry(die)?;
-        let na = |reason| Error::NotAvailable {
-            name: String::from(name),
-            pc,
-            reason,
-            available: Available::default(),
-        };
+        let na = |reason| Error::not_available(name, pc, reason);
         match entry
             .attr_value(dw::DW_AT_location)
             .map_err(gimli_err("DW_AT_location"))?
@@ -102,12 +97,7 @@ impl<'s> Resolver<'s> {
         pc: u64,
         name: &str,
     ) -> Result<Val, Error> {
-        let na = |reason| Error::NotAvailable {
-            name: String::from(name),
-            pc,
-            reason,
-            available: Available::default(),
-        };
+        let na = |reason| Error::not_available(name, pc, reason);
         let mut ops: Vec<Operation<R<'s>>> = Vec::new();
         let mut iter = expr.operations(unit.encoding());
         while let Some(op) = iter.next().map_err(gimli_err("location expression"))? {
@@ -203,12 +193,7 @@ impl<'s> Resolver<'s> {
         pc: u64,
         name: &str,
     ) -> Result<(Start, Vec<i64>), Error> {
-        let na = |reason| Error::NotAvailable {
-            name: String::from(name),
-            pc,
-            reason,
-            available: Available::default(),
-        };
+        let na = |reason| Error::not_available(name, pc, reason);
         let outer = site.outer.unwrap_or(site.die);
         let (unit, entry) = self.entry(outer)?;
         let expr = match entry
@@ -259,12 +244,7 @@ impl<'s> Resolver<'s> {
         pc: u64,
         name: &str,
     ) -> Result<(Start, Vec<i64>), Error> {
-        let na = |reason| Error::NotAvailable {
-            name: String::from(name),
-            pc,
-            reason,
-            available: Available::default(),
-        };
+        let na = |reason| Error::not_available(name, pc, reason);
         let endian = if self.code.header().is_little_endian() {
             RunTimeEndian::Little
         } else {
