@@ -1,7 +1,7 @@
 //! The loader's debug-info path without a kernel: `tests/dwarf/vars.c` compiled at test time
 //! (`gcc -g -O0`), programs of `tests/bpf/dwarf_chain.o` given specs on it through
-//! [`LoadOptions::specs`]. Several sites (an inlined function) give one prologue each in
-//! [`site_prologues`]; [`prologue_for`] takes the first; kernel probes without
+//! [`LoadOptions::specs`]. Several sites (an inlined function) give one variant (prologue
+//! and site) each in the program's [`Plan`]; kernel probes without
 //! [`LoadOptions::debuginfo`] and unknown variables are refused with the file, function,
 //! variable and address named.
 #![cfg(target_arch = "x86_64")]
@@ -15,12 +15,39 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sluice_core::object::Program;
 use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::prologue::PROBE_READ_KERNEL;
+use sluice_core::Insn;
+use sluice_runtime::probe::debuginfo::Site;
 use sluice_runtime::probe::debuginfo::{resolved_spec, DebugInfo};
-use sluice_runtime::probe::{program_spec, prologue_for, site_prologues};
+use sluice_runtime::probe::{program_spec, Plan};
 use sluice_runtime::tracefs::ProbeTarget;
 use sluice_runtime::LoadOptions;
+
+/// The DWARF sites program `i`'s plan loads a copy of it for, one per variant.
+fn plan_sites(p: &Program<'_>, i: usize, opts: &LoadOptions) -> sluice_runtime::Result<Vec<Site>> {
+    Plan::new(p, i, opts).map(|plan| {
+        plan.variants()
+            .iter()
+            .filter_map(|v| v.site.clone())
+            .collect()
+    })
+}
+
+/// The prologue of program `i`'s plan's first variant (the only one without sites).
+fn plan_prologue(
+    p: &Program<'_>,
+    i: usize,
+    opts: &LoadOptions,
+) -> sluice_runtime::Result<Vec<Insn>> {
+    Plan::new(p, i, opts).map(|plan| {
+        plan.variants()
+            .first()
+            .map(|v| v.prologue.clone())
+            .unwrap_or_default()
+    })
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -79,7 +106,7 @@ fn inlined_function_gives_one_prologue_per_site() {
         let opts = opts_with(obj, i, spec.clone());
         let p = &obj.programs()[i];
         assert_eq!(program_spec(p, i, &opts), spec);
-        let sites = site_prologues(p, i, &opts).unwrap();
+        let sites = plan_sites(p, i, &opts).unwrap();
         assert_eq!(sites.len(), 2, "{sites:#?}");
         assert!(sites.iter().all(|s| s.inlined && s.function == "scale"));
         assert_ne!(sites[0].address, sites[1].address);
@@ -94,8 +121,8 @@ fn inlined_function_gives_one_prologue_per_site() {
             assert_eq!(Some(*offset), s.file_offset);
             assert!(!s.prologue.is_empty());
         }
-        // prologue_for is the first site's (load() loads one program per site).
-        assert_eq!(prologue_for(p, i, &opts).unwrap(), sites[0].prologue);
+        // The first variant is the first site's (load() loads one program per site).
+        assert_eq!(plan_prologue(p, i, &opts).unwrap(), sites[0].prologue);
     });
 }
 
@@ -109,7 +136,7 @@ fn typed_and_register_args_mix_with_variables() {
             "uprobe/{}:process+0($err, %si, file->pos, $arg4)",
             bin.display()
         );
-        let sites = site_prologues(&obj.programs()[i], i, &opts_with(obj, i, spec)).unwrap();
+        let sites = plan_sites(&obj.programs()[i], i, &opts_with(obj, i, spec)).unwrap();
         assert_eq!(sites.len(), 1);
         let s = &sites[0];
         assert_eq!(s.fetch_args[0], "arg1=%si:u64");
@@ -129,10 +156,10 @@ fn kernel_probes_read_kernel_memory_from_the_given_file() {
         let spec = "kprobe/process+0(file->f_mapping->refs)".to_string();
         let mut opts = opts_with(obj, i, spec);
         let p = &obj.programs()[i];
-        let e = site_prologues(p, i, &opts).unwrap_err().to_string();
+        let e = plan_sites(p, i, &opts).unwrap_err().to_string();
         assert!(e.contains("debuginfo") && e.contains("chain"), "{e}");
         opts.debuginfo = Some(bin.clone());
-        let sites = site_prologues(p, i, &opts).unwrap();
+        let sites = plan_sites(p, i, &opts).unwrap();
         let s = &sites[0];
         assert_eq!(
             s.target,
@@ -145,7 +172,7 @@ fn kernel_probes_read_kernel_memory_from_the_given_file() {
             .prologue
             .iter()
             .any(|insn| insn.code() == 0x85 && insn.imm() == PROBE_READ_KERNEL));
-        assert_eq!(prologue_for(p, i, &opts).unwrap(), s.prologue);
+        assert_eq!(plan_prologue(p, i, &opts).unwrap(), s.prologue);
     });
 }
 
@@ -185,7 +212,7 @@ fn resolved_specs_load_the_same_prologue_without_debug_info() {
             if kernel {
                 opts.debuginfo = Some(bin.clone());
             }
-            let sites = site_prologues(p, i, &opts).unwrap();
+            let sites = plan_sites(p, i, &opts).unwrap();
             let parsed = match sluice_core::probe::parse(&spec).unwrap() {
                 sluice_core::probe::Section::Probe(s) => s,
                 sluice_core::probe::Section::Title(t) => panic!("{t}"),
@@ -196,7 +223,7 @@ fn resolved_specs_load_the_same_prologue_without_debug_info() {
                 let plain = opts_with(obj, i, resolved.clone());
                 assert_eq!(plain.debuginfo, None);
                 assert_eq!(
-                    prologue_for(p, i, &plain).unwrap(),
+                    plan_prologue(p, i, &plain).unwrap(),
                     site.prologue,
                     "{spec} -> {resolved}"
                 );
@@ -230,7 +257,7 @@ fn resolved_specs_load_the_same_prologue_without_debug_info() {
         assert!(checked >= 6, "{checked}");
         // A uprobe's global is an offset in the file (`@+0x...`): no spec spelling.
         let spec = format!("uprobe/{b}:process+0(counter)");
-        let sites = site_prologues(p, i, &opts_with(obj, i, spec.clone())).unwrap();
+        let sites = plan_sites(p, i, &opts_with(obj, i, spec.clone())).unwrap();
         let parsed = match sluice_core::probe::parse(&spec).unwrap() {
             sluice_core::probe::Section::Probe(s) => s,
             sluice_core::probe::Section::Title(t) => panic!("{t}"),
@@ -247,7 +274,7 @@ fn unknown_variable_names_file_function_variable_and_address() {
     };
     with_object(|obj, i| {
         let spec = format!("uprobe/{}:process(nosuch)", bin.display());
-        let e = prologue_for(&obj.programs()[i], i, &opts_with(obj, i, spec))
+        let e = plan_prologue(&obj.programs()[i], i, &opts_with(obj, i, spec))
             .unwrap_err()
             .to_string();
         for w in [

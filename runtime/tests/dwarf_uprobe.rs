@@ -32,7 +32,7 @@ use sluice_core::object::{Object, ObjectStorage};
 use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_core::probe::{self, Section};
 use sluice_runtime::probe::debuginfo::Site;
-use sluice_runtime::probe::site_prologues;
+use sluice_runtime::probe::Plan;
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::sys::perf_event;
 use sluice_runtime::tracefs::{
@@ -219,8 +219,12 @@ fn run(opt: &str) {
     let sites: Vec<Site> = [chain, local]
         .iter()
         .map(|&i| {
-            let mut s = site_prologues(&obj.programs()[i], i, &opts)
-                .unwrap_or_else(|e| panic!("-O{opt}: {e}"));
+            let mut s: Vec<Site> = Plan::new(&obj.programs()[i], i, &opts)
+                .unwrap_or_else(|e| panic!("-O{opt}: {e}"))
+                .variants()
+                .iter()
+                .filter_map(|v| v.site.clone())
+                .collect();
             assert_eq!(s.len(), 1, "-O{opt}: one site: {s:?}");
             s.remove(0)
         })

@@ -212,13 +212,6 @@ pub enum Error {
         /// Why.
         source: sluice_core::probe::ProbeError,
     },
-    /// A program's spec is no probe spec (an opaque section title) where one is needed.
-    NotProbeSpec {
-        /// The program.
-        program: String,
-        /// The spec.
-        spec: String,
-    },
     /// A program's spec has no probe site in the debug info.
     NoSite {
         /// The program.
@@ -528,9 +521,6 @@ impl fmt::Display for Error {
                 spec,
                 source,
             } => write!(f, "program '{program}': spec '{spec}': {source}"),
-            Error::NotProbeSpec { program, spec } => {
-                write!(f, "program '{program}': '{spec}' is no probe spec")
-            }
             Error::NoSite { program, spec } => write!(
                 f,
                 "program '{program}' (spec '{spec}'): no probe site in the debug info"
@@ -646,7 +636,6 @@ impl std::error::Error for Error {
             | Error::NoRunningSymbol { .. }
             | Error::NotRunningKernel { .. }
             | Error::NoKaslrSymbols { .. }
-            | Error::NotProbeSpec { .. }
             | Error::NoSite { .. }
             | Error::NoArchTables
             | Error::NoDebugInfo { .. }

@@ -262,14 +262,6 @@ fn rows() -> Vec<(Error, String, Option<String>)> {
             Some(probe.to_string()),
         ),
         (
-            Error::NotProbeSpec {
-                program: "p".into(),
-                spec: "xdp".into(),
-            },
-            s("program 'p': 'xdp' is no probe spec"),
-            None,
-        ),
-        (
             Error::NoSite {
                 program: "p".into(),
                 spec: "kprobe/f(x)".into(),

@@ -41,7 +41,7 @@ impl LoadedProgram {
     /// The DWARF site its prologue was built for, when its spec's arguments name variables:
     /// the probe for this copy of the program goes to [`Site::target`] with
     /// [`Site::fetch_args`]. A spec with several sites (inlined instances) gives one
-    /// [`LoadedProgram`] per site, in the order of [`crate::probe::site_prologues`].
+    /// [`LoadedProgram`] per site, in the order of its plan's [`crate::probe::Plan::variants`].
     #[must_use]
     pub fn site(&self) -> Option<&Site> {
         self.site.as_ref()

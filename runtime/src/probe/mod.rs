@@ -9,4 +9,4 @@ mod spec;
 
 pub use fetch::{fetch_args, unique_arg_names};
 pub use plan::{plans, set_specs, Attach, Plan, ProbePlace, ProbePlan, Variant};
-pub use spec::{program_spec, prologue_for, section_prog_type, site_prologues};
+pub use spec::{program_spec, section_prog_type};

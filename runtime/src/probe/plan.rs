@@ -100,8 +100,10 @@ impl Plan {
     ///
     /// # Errors
     /// [`crate::Error::BadSpec`] when it does not parse (unless a prologue is given),
-    /// [`crate::Error::NoSite`] when the debug info has no site for it, or as
-    /// [`prologue_for`](super::prologue_for).
+    /// [`crate::Error::NoSite`] when the debug info has no site for it,
+    /// [`crate::Error::Prologue`] naming the program and spec around why a prologue cannot be
+    /// built (arguments that cannot be fetched, more than four values, a debug-info failure),
+    /// [`crate::Error::NoArchTables`] for an architecture sluice has no tables for.
     pub fn new(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Plan> {
         let spec_text = program_spec(p, index, opts);
         let name = p.name.unwrap_or("?");

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::load::LoadOptions;
 use sluice_core::object::Program;
-use sluice_core::probe::{ProbeKind, ProbeSpec, Section};
+use sluice_core::probe::{ProbeKind, ProbeSpec};
 use sluice_core::Insn;
 
 /// The program type a section name implies, or `None` for an opaque title: libbpf's
@@ -25,14 +25,6 @@ pub fn program_spec<'a>(p: &Program<'a>, index: usize, opts: &'a LoadOptions) ->
     }
 }
 
-fn parse_probe<'s>(p: &Program<'_>, spec: &'s str) -> Result<Option<ProbeSpec<'s>>> {
-    match sluice_core::probe::parse(spec) {
-        Ok(Section::Probe(s)) => Ok(Some(s)),
-        Ok(Section::Title(_)) => Ok(None),
-        Err(e) => Err(parse_error(p.name.unwrap_or("?"), spec, &e)),
-    }
-}
-
 /// The error of a spec that does not parse, naming the program (`name`) and the spec.
 pub(super) fn parse_error(name: &str, spec: &str, e: &sluice_core::probe::ProbeError) -> Error {
     Error::BadSpec {
@@ -42,47 +34,14 @@ pub(super) fn parse_error(name: &str, spec: &str, e: &sluice_core::probe::ProbeE
     }
 }
 
-/// The prologue program `index` (`p`) needs, from its spec ([`program_spec`]):
-///
-/// - no arguments: none;
-/// - typed entry arguments (`kprobe/vfs_read(void *, char *buf, unsigned long)`) and
-///   registers / `$argN` / `$stackN`: the running architecture's calling convention;
-/// - arguments that name variables (`uprobe//bin/app:process(file->f_mapping->a_ops,
-///   bytes)`): DWARF, from the uprobe's binary or [`LoadOptions::debuginfo`] for kprobes
-///   (see [`super::debuginfo`]). The spec can have several sites (inlined instances), each
-///   needing its own prologue: this is the first site's; [`site_prologues`] gives them
-///   all, and [`crate::load::load`] loads one program per site.
-///
-/// # Errors
-/// [`Error::Prologue`] naming the program and spec around the reason: arguments that cannot
-/// be fetched, more than four values, or a debug-info failure (file, function, variable and
-/// address); [`Error::NoArchTables`] for an architecture sluice has no tables for.
-pub fn prologue_for(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Vec<Insn>> {
-    let spec_text = program_spec(p, index, opts);
-    let name = p.name.unwrap_or("?");
-    let Some(spec) = parse_probe(p, spec_text)? else {
-        return Ok(Vec::new());
-    };
-    if spec.args().is_empty() {
-        return Ok(Vec::new());
-    }
-    if crate::probe::debuginfo::spec_needs_debug_info(&spec) {
-        let mut sites = spec_sites(name, spec_text, &spec, opts)?;
-        return Ok(if sites.is_empty() {
-            Vec::new()
-        } else {
-            sites.swap_remove(0).prologue
-        });
-    }
-    convention_prologue(name, spec_text, &spec)
-}
-
 /// The prologue of `spec` (of program `name`, written `spec_text`), whose arguments need
 /// no debug info, by the running architecture's calling convention (and `/proc/kallsyms`
 /// for `@SYM`); none without arguments.
 ///
 /// # Errors
-/// As [`prologue_for`].
+/// [`Error::Prologue`] naming the program and spec around the reason: arguments that cannot
+/// be fetched, more than four values, an `@SYM` the kernel does not list;
+/// [`Error::NoArchTables`] for an architecture sluice has no tables for.
 pub(super) fn convention_prologue(
     name: &str,
     spec_text: &str,
@@ -141,34 +100,12 @@ fn kernel_symbols<'s>(spec: &ProbeSpec<'s>) -> Result<Vec<(&'s str, u64)>> {
         .collect()
 }
 
-/// Every site of program `index` (`p`)'s spec whose arguments name variables, each with its
-/// prologue, tracefs target and fetch-args: a record session loads one program per site
-/// ([`crate::load::program`] with the site's prologue before instructions
-/// [`Object::relocate`](sluice_core::Object::relocate) wrote) and attaches each to a probe on
-/// its target.
-///
-/// # Errors
-/// [`Error::NotProbeSpec`] for a program without a probe spec, [`Error::Prologue`] around a
-/// debug-info failure, and as [`prologue_for`].
-pub fn site_prologues(
-    p: &Program<'_>,
-    index: usize,
-    opts: &LoadOptions,
-) -> Result<Vec<crate::probe::debuginfo::Site>> {
-    let spec_text = program_spec(p, index, opts);
-    let name = p.name.unwrap_or("?");
-    let spec = parse_probe(p, spec_text)?.ok_or_else(|| Error::NotProbeSpec {
-        program: name.to_owned(),
-        spec: spec_text.to_owned(),
-    })?;
-    spec_sites(name, spec_text, &spec, opts)
-}
-
 /// The DWARF sites of `spec` (of program `name`, written `spec_text`) in the running kernel
 /// or the uprobe's binary.
 ///
 /// # Errors
-/// As [`prologue_for`].
+/// [`Error::Prologue`] naming the program and spec around a debug-info failure (file,
+/// function, variable and address).
 pub(super) fn spec_sites(
     name: &str,
     spec_text: &str,
