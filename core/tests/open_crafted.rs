@@ -172,6 +172,39 @@ fn header_rules() {
         })
     ));
     assert!(matches!(open(&[]), Err(Error::Truncated { .. })));
+    // A 32-bit ELF file is refused as such, not read as an object without programs.
+    let mut elf32 = good.clone();
+    elf32[4] = 1;
+    assert!(matches!(
+        open(&elf32),
+        Err(Error::BadHeader {
+            offset: 4,
+            value: 1,
+            what,
+        }) if what.contains("ELFCLASS32")
+    ));
+}
+
+/// Program sections that cannot hold code, and REL tables that name no section, are
+/// reported with the section, not dropped.
+#[test]
+fn malformed_program_sections_are_reported() {
+    let what = |extra: Vec<Sec>| match open(&with_sections(extra)) {
+        Err(Error::BadSection { section, what }) => (section.name().to_owned(), what),
+        other => panic!("{other:?}"),
+    };
+    let (name, w) = what(vec![Sec::new("kprobe/odd", 1, 6, vec![0; 12])]);
+    assert_eq!(name, "kprobe/odd");
+    assert!(w.contains("multiple of 8"), "{w}");
+    let (name, w) = what(vec![Sec::new("kprobe/bss", 8, 6, vec![0; 16])]);
+    assert_eq!(name, "kprobe/bss");
+    assert!(w.contains("SHT_NOBITS"), "{w}");
+    let mut rel = Sec::new(".relsocket", 9, 0, rel(0, 1, 1));
+    rel.info = 77;
+    rel.entsize = 16;
+    let (name, w) = what(vec![rel]);
+    assert_eq!(name, ".relsocket");
+    assert!(w.contains("sh_info"), "{w}");
 }
 
 fn with_sections(extra: Vec<Sec>) -> Vec<u8> {
@@ -215,7 +248,6 @@ fn unknown_sections_are_tolerated() {
         Sec::new(".BTF", 1, 0, vec![0x9f, 0xeb, 1, 0]),
         Sec::new(".eh_frame", 1, 2, vec![0; 24]),
         Sec::new(".debug_info", 1, 0, vec![1, 2, 3]),
-        Sec::new(".odd_exec", 1, 6, vec![0; 12]), // not a multiple of 8: not a program
         Sec::new(".empty_exec", 1, 6, vec![]),
         Sec::new(".bss", 8, 3, vec![]),
     ]);

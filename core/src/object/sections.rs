@@ -7,7 +7,7 @@
 use super::maps::{MapDef, MapKind, MapLayout};
 use super::parts::{ExecSection, Parts};
 use super::programs::Program;
-use crate::elf::{self, Elf, SectionHeader, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_SYMTAB};
+use crate::elf::{self, Elf, SectionHeader, SHF_EXECINSTR, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_SYMTAB};
 use crate::error::{Error, Result};
 use heapless::vec::VecView;
 
@@ -40,6 +40,15 @@ pub(super) fn fill<'a, 'p>(
     {
         return Err(Error::ByteOrder {
             object_little: !cfg!(target_endian = "little"),
+        });
+    }
+    // So is a 32-bit ELF file: BPF objects are ELF64, and an ELF32 one would otherwise
+    // read as an object without programs.
+    if bytes.get(..4) == Some(b"\x7fELF".as_slice()) && bytes.get(4) == Some(&1) {
+        return Err(Error::BadHeader {
+            what: "ELFCLASS32: a BPF object is ELF64 (EI_CLASS 2)",
+            offset: 4,
+            value: 1,
         });
     }
     let elf = Elf::parse_header(bytes)?;
@@ -116,19 +125,40 @@ fn scan_sections<'a>(
     for (index, sh) in elf.sections() {
         elf.check_section(index, &sh)?;
         match sh.sh_type {
-            // A program section when its size is a non-zero multiple of 8; any other
-            // executable section is skipped.
+            // A program section when its size is a non-zero multiple of 8; an empty one
+            // (a `.text` without functions) holds nothing; any other size cannot be code.
             SHT_PROGBITS if sh.is_exec() && sh.size != 0 && sh.size % 8 == 0 => {
                 exec_section(&elf, execs, index, &sh)?;
             }
-            SHT_PROGBITS if sh.is_exec() => {}
+            SHT_PROGBITS if sh.is_exec() && sh.size == 0 => {}
+            SHT_PROGBITS if sh.is_exec() => {
+                return Err(Error::BadSection {
+                    section: elf.section_ref(index),
+                    what: "program section size is not a multiple of 8 (one instruction)",
+                });
+            }
+            SHT_NOBITS if sh.flags & SHF_EXECINSTR != 0 && sh.size != 0 => {
+                return Err(Error::BadSection {
+                    section: elf.section_ref(index),
+                    what: "program section has no contents in the file (SHT_NOBITS)",
+                });
+            }
             SHT_PROGBITS => named_section(parts, names.tail(sh.name), index, &sh)?,
             // Only tables of executable sections are ours (the symbol pass finds whether
-            // the section holds a program).
-            SHT_REL if elf.section(sh.info).is_some_and(|t| t.is_exec()) => {
-                parts.rel_lo = parts.rel_lo.min(index);
-                parts.rel_hi = index + 1;
-            }
+            // the section holds a program); one that names no section is broken.
+            SHT_REL => match elf.section(sh.info) {
+                Some(t) if t.is_exec() => {
+                    parts.rel_lo = parts.rel_lo.min(index);
+                    parts.rel_hi = index + 1;
+                }
+                Some(_) => {}
+                None => {
+                    return Err(Error::BadSection {
+                        section: elf.section_ref(index),
+                        what: "REL table's sh_info names no section",
+                    });
+                }
+            },
             SHT_SYMTAB => {
                 if symtab.is_some() {
                     return Err(Error::BadSection {
