@@ -56,6 +56,60 @@ fn bad_input_is_one_line_and_exit_code_2() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// What open can know is bad input at open: BTF that does not parse, a relocation type
+/// code never holds, a 32-bit ELF file (issue 14, item 13) — not an object that `inspect`
+/// shows and the load then refuses with exit 1.
+#[test]
+fn malformed_parts_are_bad_input_at_open() {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = std::fs::read(fixture("record_filter.o")).unwrap();
+    let section = |name: &str| {
+        let shoff = u64::from_le_bytes(good[0x28..0x30].try_into().unwrap()) as usize;
+        let shnum = u16::from_le_bytes(good[0x3c..0x3e].try_into().unwrap()) as usize;
+        let shstr = u16::from_le_bytes(good[0x3e..0x40].try_into().unwrap()) as usize;
+        let hdr = |i: usize| &good[shoff + i * 64..shoff + i * 64 + 64];
+        let word = |h: &[u8], at: usize| u64::from_le_bytes(h[at..at + 8].try_into().unwrap());
+        let names = word(hdr(shstr), 24) as usize;
+        (0..shnum)
+            .map(hdr)
+            .find(|h| {
+                let at = names + u32::from_le_bytes(h[..4].try_into().unwrap()) as usize;
+                good[at..].starts_with(name.as_bytes()) && good[at + name.len()] == 0
+            })
+            .map(|h| word(h, 24) as usize)
+            .unwrap()
+    };
+    let write = |file: &str, bytes: &[u8]| {
+        let p = dir.join(file);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    // .BTF whose type section runs past the section.
+    let mut bad_btf = good.clone();
+    let btf = section(".BTF");
+    bad_btf[btf + 12..btf + 16].copy_from_slice(&0x00ff_fff0u32.to_le_bytes());
+    // The first relocation of the tracepoint program given type 99.
+    let mut bad_rel = good.clone();
+    let rel = section(".reltracepoint/raw_syscalls/sys_enter");
+    bad_rel[rel + 8..rel + 12].copy_from_slice(&99u32.to_le_bytes());
+    let mut elf32 = good.clone();
+    elf32[4] = 1;
+    for (file, bytes, says) in [
+        ("btf.o", bad_btf, ".BTF: BTF truncated"),
+        ("rel.o", bad_rel, "relocation type is neither R_BPF_64_64"),
+        ("elf32.o", elf32, "ELFCLASS32"),
+    ] {
+        let path = write(file, &bytes);
+        let (code, out, err) = sluice(&["inspect", &path]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(out.is_empty(), "{file}: {out}");
+        assert!(err.contains(says), "{file}: {err}");
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn inspect_load_reports_kernel_ids_and_tags() {
     if !rustix::process::geteuid().is_root() {

@@ -293,7 +293,7 @@ fn reloc_object(relocs: Vec<u8>, map_sym_value: u64) -> Vec<u8> {
 #[test]
 fn relocation_errors_name_section_index_and_instruction() {
     assert!(open(&reloc_object(rel(24, 1, 1), 0)).is_ok());
-    let cases: [(Vec<u8>, u64, u32, u64, &str); 5] = [
+    let cases: [(Vec<u8>, u64, u32, u64, &str); 6] = [
         (
             [rel(0, 1, 1), rel(16, 1, 1)].concat(),
             0,
@@ -323,6 +323,13 @@ fn relocation_errors_name_section_index_and_instruction() {
             "symbol index outside the symbol table",
         ),
         (rel(0, 3, 1), 16, 0, 0, "map index out of range"),
+        (
+            [rel(0, 1, 1), rel(24, 1, 99)].concat(),
+            0,
+            1,
+            3,
+            "relocation type is neither R_BPF_64_64 (1) nor R_BPF_64_32 (10)",
+        ),
     ];
     for (relocs, map_value, index, insn_at, what) in cases {
         match open(&reloc_object(relocs, map_value)) {

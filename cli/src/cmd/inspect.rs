@@ -55,6 +55,7 @@ fn inspect(
     let mut storage = ObjectStorage::new();
     let obj =
         Object::open(bytes, &mut storage).map_err(|e| Failure::input(format!("{name}: {e}")))?;
+    check_btf(&obj).map_err(|e| Failure::input(format!("{name}: .BTF: {e}")))?;
     print!("{}", render(name, &obj, disasm));
     if let Some(opts) = load {
         print!("{}", load_report(name, &obj, opts)?);
@@ -96,7 +97,23 @@ fn load_report(
     Ok(s)
 }
 
+/// The object's `.BTF` parsed whole when opening did not need it: BTF that the load would
+/// refuse is bad input here already.
+fn check_btf(obj: &Object<'_, '_>) -> Result<(), String> {
+    let Some(bytes) = obj.btf_bytes().filter(|_| obj.btf().is_none()) else {
+        return Ok(());
+    };
+    let count = sluice_core::btf::Btf::count_types(bytes).map_err(|e| e.to_string())?;
+    let mut index = vec![0u32; count as usize];
+    obj.parse_btf(&mut index)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 fn runtime_failure(name: &str, e: &sluice_runtime::Error) -> Failure {
+    if e.is_bad_object() {
+        return Failure::input(format!("{name}: {e}"));
+    }
     let text = e.to_string();
     let mut lines = text.splitn(2, '\n');
     let first = lines.next().unwrap_or_default();

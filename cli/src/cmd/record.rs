@@ -188,6 +188,7 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     };
     match e {
         E::Open { .. } | E::Spec { .. } | E::Cpu { .. } => Failure::input(e.to_string()),
+        E::Load { source, .. } if source.is_bad_object() => Failure::input(e.to_string()),
         _ => Failure::runtime(e.to_string(), detail),
     }
 }

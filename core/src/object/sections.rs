@@ -7,7 +7,9 @@
 use super::maps::{MapDef, MapKind, MapLayout};
 use super::parts::{ExecSection, Parts};
 use super::programs::Program;
-use crate::elf::{self, Elf, SectionHeader, SHF_EXECINSTR, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_SYMTAB};
+use crate::elf::{
+    self, Elf, SectionHeader, SHF_EXECINSTR, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_SYMTAB,
+};
 use crate::error::{Error, Result};
 use heapless::vec::VecView;
 

@@ -10,7 +10,7 @@
 use super::maps::MapDef;
 use super::parts::Parts;
 use super::programs::Program;
-use super::reloc::{Action, RelocKind, PSEUDO_CALL, PSEUDO_FUNC};
+use super::reloc::{Action, RelocKind, PSEUDO_CALL, PSEUDO_FUNC, R_BPF_64_32, R_BPF_64_64};
 use crate::elf::SHT_REL;
 use crate::error::{Error, Result};
 use crate::insn::{opcode, Insn, INSN_SIZE};
@@ -134,6 +134,12 @@ pub(super) fn check_rels(
             let Some(sym) = symbols.get(rel.sym) else {
                 return Err(bad("symbol index outside the symbol table"));
             };
+            // Code holds two kinds: `ld_imm64` (R_BPF_64_64) and calls (R_BPF_64_32).
+            if rel.r_type != R_BPF_64_64 && rel.r_type != R_BPF_64_32 {
+                return Err(bad(
+                    "relocation type is neither R_BPF_64_64 (1) nor R_BPF_64_32 (10)",
+                ));
+            }
             // The program of the entry before, else the one holding the offset (the first
             // of the section when it holds the table's first entry).
             let same = cur.filter(|&c| {

@@ -354,6 +354,21 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Whether the object itself is at fault, whatever the kernel: BTF that does not parse,
+    /// a DATASEC naming what the object lacks, a relocation the core refuses. Such an
+    /// object is bad input (exit 2), found at load only because open did not need to read
+    /// that part.
+    #[must_use]
+    pub fn is_bad_object(&self) -> bool {
+        match self {
+            Error::ObjectBtf { .. }
+            | Error::DatasecSection { .. }
+            | Error::DatasecVariable { .. } => true,
+            Error::Core(e) => !matches!(e, sluice_core::Error::Capacity { .. }),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for Error {
