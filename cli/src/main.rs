@@ -29,7 +29,8 @@ usage:
       stdout or into FILE; Ctrl-C, SIGTERM and SIGHUP end it cleanly (exit 0); a summary
       goes to stderr: samples per event, lost per CPU, probes removed
   sluice probes [--clean]
-      list the kprobe/uprobe events of group sluice; --clean removes those of dead runs
+      list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes
+      those no perf event uses (left by killed runs)
   sluice prologue [--arch x86_64|i386|aarch64] [--debuginfo FILE] [--emit OUT | --lines] SPEC
       print the instructions that fetch SPEC's arguments into r2..r5 (as perf's
       bpf_prologue listing) and the equivalent kprobe-tracer fetch-args; typed specs

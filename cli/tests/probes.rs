@@ -91,3 +91,82 @@ fn clean_removes_the_leftover_of_a_killed_run() {
     assert!(said.contains(&format!("removed sluice/p_{pid}_")), "{said}");
     assert!(probes_of(pid).is_empty());
 }
+
+/// Two runs in two PID namespaces are both pid 1 there: their probes must still have names
+/// of their own (before, the second run's definition collided with the first's), and a
+/// `--clean` meanwhile must leave both (they are in use), whatever pid 1 means here.
+#[test]
+fn runs_in_two_pid_namespaces_keep_their_own_probes() {
+    if !rustix::process::geteuid().is_root() {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
+            "needs root (SLUICE_REQUIRE_KERNEL=1)"
+        );
+        eprintln!("\n*** SKIPPED kernel test runs_in_two_pid_namespaces_keep_their_own_probes: not root ***\n");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let fixture = fixture("record_filter.o");
+    let spec = format!(
+        "arg_at_least=uprobe/{}:sluice_probes_test_target",
+        exe.display()
+    );
+    let ns_probes = || {
+        std::fs::read_to_string("/sys/kernel/tracing/uprobe_events")
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| {
+                l.contains("sluice/p_1_")
+                    && l.contains("_ns")
+                    && l.contains(&*exe.display().to_string())
+            })
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let run = || {
+        Command::new("unshare")
+            .args(["-pf", "--mount-proc", env!("CARGO_BIN_EXE_sluice")])
+            .args([
+                "record",
+                "-e",
+                fixture.as_str(),
+                "--event",
+                &spec,
+                "--",
+                "sleep",
+                "3",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (run(), run());
+    let until = Instant::now() + Duration::from_secs(20);
+    while ns_probes().len() < 2 {
+        assert!(
+            Instant::now() < until,
+            "two probes never appeared: {:?}",
+            ns_probes()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let both = ns_probes();
+    let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["probes", "--clean"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ns_probes(), both, "--clean removed a probe in use");
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("probes removed 1"), "{err}");
+    }
+    assert!(ns_probes().is_empty(), "{:?}", ns_probes());
+}

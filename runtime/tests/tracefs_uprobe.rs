@@ -187,14 +187,15 @@ fn uprobe_fetches_the_argument_and_is_removed_by_its_guard() {
 }
 
 #[test]
-fn uretprobe_and_clean_dead() {
-    if !kernel_or_skip("uretprobe_and_clean_dead") {
+fn uretprobe_and_clean_unused() {
+    if !kernel_or_skip("uretprobe_and_clean_unused") {
         return;
     }
     let t = Tracefs::find().expect("tracefs");
     let exe = exe();
     let offset = tracefs::uprobe_offset(&exe, "sluice_test_uprobe_target", 0).unwrap();
-    // A uretprobe of ours, alive: clean_dead must leave it.
+    // A uretprobe of ours with an open perf event: the kernel refuses to remove it, so
+    // clean must leave it.
     let live = t
         .add_probe(&ProbeRequest {
             kind: ProbeKind::Uretprobe,
@@ -207,33 +208,75 @@ fn uretprobe_and_clean_dead() {
         })
         .unwrap();
     assert!(live.event().starts_with("r_"));
-    // A leftover of a run that died: a pid that no longer exists.
+    let id = t.event_id(GROUP, live.event()).unwrap();
+    let cfg = RingConfig::default();
+    let fd = perf_event_open(&tracepoint_attr(id, SampleType::TID.0, &cfg), gettid(), -1).unwrap();
+    // Leftovers of runs that died, whatever their names say: a dead pid, a pid that is
+    // alive here (this very process: in another PID namespace it is someone else), a
+    // name made in another namespace, and one in perf's group.
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead_pid = child.id();
     child.wait().unwrap();
-    let dead_event = format!("p_{dead_pid}_0_leftover");
-    let line = format!("p:{GROUP}/{dead_event} {}:{offset:#x}\n", exe.display());
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(t.root().join("uprobe_events"))
-        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
-        .unwrap();
-    assert!(listed(&t, &dead_event));
-
-    let removed = t.clean_dead().unwrap();
-    eprintln!(
-        "clean_dead removed {:?}",
-        removed.iter().map(|p| &p.event).collect::<Vec<_>>()
+    let me = std::process::id();
+    let leftovers = [
+        (GROUP, format!("p_{dead_pid}_0_leftover")),
+        (GROUP, format!("p_{me}_999999_leftover")),
+        (
+            GROUP,
+            tracefs::event_name_in(ProbeKind::Uprobe, 1, Some(4026532999), 0, "ns"),
+        ),
+        ("perf_bpf_probe", format!("p_{dead_pid}_1_leftover")),
+    ];
+    for (group, event) in &leftovers {
+        let line = format!("p:{group}/{event} {}:{offset:#x}\n", exe.display());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(t.root().join("uprobe_events"))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+            .unwrap();
+        assert!(
+            t.list_ours().unwrap().iter().any(|p| &p.event == event),
+            "{event}"
+        );
+    }
+    assert_eq!(
+        tracefs::pid_of_event(&leftovers[2].1),
+        None,
+        "namespaced name"
     );
-    assert!(removed
-        .iter()
-        .any(|p| p.event == dead_event && p.pid == Some(dead_pid)));
-    assert!(removed.iter().all(|p| p.event != live.event()));
-    assert!(!listed(&t, &dead_event));
+
+    let removed = t.clean_unused().unwrap();
+    let names: Vec<&str> = removed.iter().map(|p| p.event.as_str()).collect();
+    eprintln!("clean_unused removed {names:?}");
+    for (_, event) in &leftovers {
+        assert!(
+            names.contains(&event.as_str()),
+            "{event} not removed: {names:?}"
+        );
+        assert!(!listed(&t, event));
+    }
+    assert!(!names.contains(&live.event()));
     assert!(listed(&t, live.event()));
+    drop(fd);
     let event = live.event().to_owned();
     live.remove().unwrap();
     assert!(!listed(&t, &event));
+}
+
+/// Runs in two PID namespaces have the same pids; their probes must not share a name.
+#[test]
+fn names_differ_across_pid_namespaces() {
+    let a = tracefs::event_name_in(ProbeKind::Uprobe, 1, Some(4026532001), 0, "main");
+    let b = tracefs::event_name_in(ProbeKind::Uprobe, 1, Some(4026532002), 0, "main");
+    assert_ne!(a, b);
+    assert_eq!(
+        tracefs::event_name(ProbeKind::Uprobe, 1, 0, "main"),
+        "p_1_0_main"
+    );
+    assert_eq!(tracefs::pid_of_event("p_1_0_main"), Some(1));
+    assert_eq!(tracefs::pid_of_event(&a), None);
+    // This process, in the initial namespace, names its probes as before.
+    assert_eq!(tracefs::pid_namespace(), None);
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! `sluice probes [--clean]`: the kprobe/uprobe events of group `sluice` left in tracefs,
-//! with the pid their name carries; `--clean` removes those whose process is dead (what a
-//! `SIGKILL`ed run leaves behind: nothing else would remove them).
+//! `sluice probes [--clean]`: the kprobe/uprobe events of groups `sluice` and
+//! `perf_bpf_probe` in tracefs, with the pid their name carries; `--clean` removes those no
+//! perf event uses (what a `SIGKILL`ed run leaves behind: nothing else would remove them),
+//! judged by the kernel, not by pids, which mean nothing across PID namespaces.
 
 use crate::fail::Failure;
 use sluice_runtime::tracefs::Tracefs;
@@ -24,11 +25,11 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     };
     if clean {
         let removed = tracefs
-            .clean_dead()
+            .clean_unused()
             .map_err(|e| Failure::runtime(format!("removing probes: {e}"), None))?;
         for p in &removed {
             println!(
-                "removed {}/{} (pid {} is gone)",
+                "removed {}/{} (no perf event used it; pid {})",
                 p.group,
                 p.event,
                 pid_text(p.pid)
@@ -36,7 +37,7 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         }
         let left = listed.len().saturating_sub(removed.len());
         eprintln!(
-            "sluice probes: removed {}, {left} left (of live processes or without a pid)",
+            "sluice probes: removed {}, {left} left (in use by a perf event)",
             removed.len()
         );
         return Ok(());
@@ -49,7 +50,11 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         };
         println!("{:<6} {:<7} {}", pid_text(p.pid), state, p.definition);
     }
-    eprintln!("sluice probes: {} event(s) in group sluice", listed.len());
+    eprintln!(
+        "sluice probes: {} event(s) in groups {}",
+        listed.len(),
+        sluice_runtime::tracefs::OUR_GROUPS.join(", ")
+    );
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 //! - [`Tracefs::event_id`] and [`Tracefs::event_format`] read an event's `id` (the
 //!   `config` of a `PERF_TYPE_TRACEPOINT` perf event) and its `format` (where each field
 //!   sits in the sample's RAW data).
-//! - [`Tracefs::list_ours`] and [`Tracefs::clean_dead`] find leftovers of killed runs, for
+//! - [`Tracefs::list_ours`] and [`Tracefs::clean_unused`] find leftovers of killed runs, for
 //!   `sluice probes --clean`.
 //! - [`uprobe_offset`] turns `PATH:FUNC[+OFF]` into the FILE offset that uprobe_events
 //!   wants, through the target ELF's symbols and sections ([`sluice_core::elf`]).
@@ -26,7 +26,7 @@ pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;
 pub use probe::{
-    event_name, pid_of_event, ListedProbe, ProbeGuard, ProbeKind, ProbeRequest, ProbeTarget, GROUP,
-    MAX_EVENT_NAME_LEN,
+    event_name, event_name_in, pid_namespace, pid_of_event, ListedProbe, ProbeGuard, ProbeKind,
+    ProbeRequest, ProbeTarget, GROUP, MAX_EVENT_NAME_LEN, OUR_GROUPS,
 };
 pub use uprobe::{uprobe_offset, UprobeSpec};

@@ -13,6 +13,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// The default probe group.
 pub const GROUP: &str = "sluice";
 
+/// The groups `sluice probes` lists and cleans: [`GROUP`], and `perf_bpf_probe`, the
+/// group of perf's BPF loader that the seeds' section names create probes in.
+pub const OUR_GROUPS: [&str; 2] = [GROUP, "perf_bpf_probe"];
+
 /// Longest event name the kernel accepts (`MAX_EVENT_NAME_LEN`).
 pub const MAX_EVENT_NAME_LEN: usize = 64;
 
@@ -265,7 +269,13 @@ impl Tracefs {
             });
         }
         let n = NEXT_PROBE.fetch_add(1, Ordering::Relaxed);
-        let event = event_name(req.kind, std::process::id(), n, req.target.func());
+        let event = event_name_in(
+            req.kind,
+            std::process::id(),
+            pid_namespace(),
+            n,
+            req.target.func(),
+        );
         let location = match &req.target {
             ProbeTarget::Kernel { func, offset } => {
                 if !func
@@ -338,49 +348,94 @@ impl Tracefs {
         Ok(out)
     }
 
-    /// Probes of group [`GROUP`].
+    /// Probes of sluice's groups ([`OUR_GROUPS`]).
     ///
     /// # Errors
     /// As [`Tracefs::list`].
     pub fn list_ours(&self) -> Result<Vec<ListedProbe>, Error> {
-        self.list(GROUP)
+        let mut all = Vec::new();
+        for group in OUR_GROUPS {
+            all.extend(self.list(group)?);
+        }
+        Ok(all)
     }
 
-    /// Removes probes of `group` whose name carries the pid of a process that no longer
-    /// exists (a sluice run that was killed). Probes of live processes, and names without a
-    /// pid, are left alone. Returns the probes removed.
+    /// Removes the probes of `group` that no perf event uses: what a killed run left
+    /// behind. The kernel is the judge, not the pid in a name (a pid means nothing across
+    /// PID namespaces, and may have been reused): a probe with an open perf event cannot
+    /// be removed (`EBUSY`), so one attempt each removes exactly the unused ones. A probe
+    /// that another run has just created and not yet opened (the few instructions between
+    /// its `write` and its `perf_event_open`) counts as unused. Returns the probes removed.
     ///
     /// # Errors
-    /// [`Error::Io`] when listing fails or the kernel refuses a removal (`EBUSY`: a perf
-    /// event still uses it); probes removed before the failure stay removed.
-    pub fn clean_dead_in(&self, group: &str) -> Result<Vec<ListedProbe>, Error> {
+    /// [`Error::Io`] when listing fails or the kernel refuses a removal for another
+    /// reason than `EBUSY`; probes removed before the failure stay removed.
+    pub fn clean_unused_in(&self, group: &str) -> Result<Vec<ListedProbe>, Error> {
         let mut removed = Vec::new();
         for p in self.list(group)? {
-            let Some(pid) = p.pid else { continue };
-            if Path::new("/proc").join(pid.to_string()).exists() {
-                continue;
+            let line = format!("-:{}/{}", p.group, p.event);
+            match write_command(self.root(), p.kind.control_file(), &line) {
+                Ok(()) => removed.push(p),
+                Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::EBUSY) => {}
+                // Gone meanwhile (its run ended and removed it).
+                Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(e),
             }
-            remove_event(self.root(), p.kind, &p.group, &p.event)?;
-            removed.push(p);
         }
         Ok(removed)
     }
 
-    /// [`Tracefs::clean_dead_in`] for [`GROUP`].
+    /// [`Tracefs::clean_unused_in`] for each of [`OUR_GROUPS`].
     ///
     /// # Errors
-    /// As [`Tracefs::clean_dead_in`].
-    pub fn clean_dead(&self) -> Result<Vec<ListedProbe>, Error> {
-        self.clean_dead_in(GROUP)
+    /// As [`Tracefs::clean_unused_in`].
+    pub fn clean_unused(&self) -> Result<Vec<ListedProbe>, Error> {
+        let mut removed = Vec::new();
+        for group in OUR_GROUPS {
+            removed.extend(self.clean_unused_in(group)?);
+        }
+        Ok(removed)
     }
 }
 
 /// `p_<pid>_<n>_<func>` (or `r_`), the function part reduced to `[A-Za-z0-9_]` and the
-/// whole cut to [`MAX_EVENT_NAME_LEN`].
+/// whole cut to [`MAX_EVENT_NAME_LEN`]: the name of a probe made in the initial PID
+/// namespace ([`event_name_in`] with `None`).
 #[must_use]
 pub fn event_name(kind: ProbeKind, pid: u32, n: u32, func: &str) -> String {
+    event_name_in(kind, pid, None, n, func)
+}
+
+/// The initial PID namespace's inode number (`PROC_PID_INIT_INO`).
+const INIT_PID_NAMESPACE: u64 = 0xEFFF_FFFC;
+
+/// The inode of this process's PID namespace when it is not the initial one: pids repeat
+/// across namespaces (every container's first process is 1), the namespace's inode does
+/// not while it lives. `None` in the initial namespace or when `/proc` cannot say.
+#[must_use]
+pub fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    let ino = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+    (ino != INIT_PID_NAMESPACE).then_some(ino)
+}
+
+/// A probe's event name: [`event_name`]'s in the initial PID namespace, and
+/// `p_<pid>_<n>_ns<inode>_<func>` in another, so that two runs with the same pid in two
+/// namespaces never share a name (tracefs would append the second definition to the
+/// first event, or refuse it).
+#[must_use]
+pub fn event_name_in(
+    kind: ProbeKind,
+    pid: u32,
+    namespace: Option<u64>,
+    n: u32,
+    func: &str,
+) -> String {
     let prefix = if kind.is_return() { 'r' } else { 'p' };
-    let mut name = format!("{prefix}_{pid}_{n}_");
+    let mut name = match namespace {
+        None => format!("{prefix}_{pid}_{n}_"),
+        Some(ns) => format!("{prefix}_{pid}_{n}_ns{ns}_"),
+    };
     let room = MAX_EVENT_NAME_LEN.saturating_sub(name.len());
     name.extend(
         func.chars()
@@ -390,18 +445,25 @@ pub fn event_name(kind: ProbeKind, pid: u32, n: u32, func: &str) -> String {
     name
 }
 
-/// The pid in an event name made by [`event_name`].
+/// The pid in an event name made by [`event_name`] in the initial PID namespace; `None`
+/// for another name, and for one made in another namespace (its pid is not one this
+/// namespace can look up).
 #[must_use]
 pub fn pid_of_event(event: &str) -> Option<u32> {
     let rest = event
         .strip_prefix("p_")
         .or_else(|| event.strip_prefix("r_"))?;
     let (pid, rest) = rest.split_once('_')?;
-    let (n, _) = rest.split_once('_')?;
+    let (n, rest) = rest.split_once('_')?;
     if pid.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     if !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let namespaced = rest.strip_prefix("ns").and_then(|r| r.split_once('_'));
+    if namespaced.is_some_and(|(ino, _)| !ino.is_empty() && ino.bytes().all(|b| b.is_ascii_digit()))
+    {
         return None;
     }
     pid.parse().ok()
