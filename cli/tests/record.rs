@@ -448,3 +448,47 @@ fn an_error_mid_way_leaves_nothing_and_never_runs_the_workload() {
     let text = std::fs::read_to_string(tracefs().join("uprobe_events")).unwrap();
     assert!(!text.contains("sluice_cli_uprobe_target"), "{text}");
 }
+
+/// A uprobe target that is no regular file is refused at once, as bad input: `/dev/zero`
+/// used to be read until memory ran out, and a FIFO blocked the run for good, deaf to
+/// Ctrl-C (issue 14, item 9). So is an object that is no regular file.
+#[test]
+fn uprobe_targets_and_objects_must_be_regular_files() {
+    let dir = std::env::temp_dir().join(format!("sluice-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let fifo_s = fifo.display().to_string();
+    for (target, says) in [
+        ("/dev/zero", "a character device"),
+        (fifo_s.as_str(), "a FIFO"),
+    ] {
+        let (code, _, err) = sluice(&["inspect", target]);
+        assert_eq!((code, err.contains(says)), (2, true), "{err}");
+        if !rustix::process::geteuid().is_root() {
+            common::skip("uprobe_targets_and_objects_must_be_regular_files (record)");
+            continue;
+        }
+        let spec = format!("arg_at_least=uprobe/{target}:main");
+        let (code, _, err) = sluice(&[
+            "record",
+            "-e",
+            &fixture("record_filter.o"),
+            "--event",
+            &spec,
+            "--",
+            "true",
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("{target}: cannot probe \"main\"")) && err.contains(says),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -28,7 +28,7 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     }
     match file {
         Some(path) => {
-            let bytes = std::fs::read(&path)
+            let bytes = sluice_runtime::sys::file::read_regular(&path)
                 .map_err(|e| Failure::input(format!("{}: cannot read: {e}", path.display())))?;
             inspect(
                 &path.display().to_string(),

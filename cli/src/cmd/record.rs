@@ -168,7 +168,7 @@ fn read_objects(paths: &[std::path::PathBuf]) -> Result<Vec<ObjectSource>, Failu
     paths
         .iter()
         .map(|p| {
-            std::fs::read(p)
+            sluice_runtime::sys::file::read_regular(p)
                 .map(|bytes| ObjectSource {
                     name: p.display().to_string(),
                     bytes,
@@ -189,6 +189,14 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     match e {
         E::Open { .. } | E::Spec { .. } | E::Cpu { .. } => Failure::input(e.to_string()),
         E::Load { source, .. } if source.is_bad_object() => Failure::input(e.to_string()),
+        // A uprobe target that is no ELF file with that symbol, or a path tracefs cannot
+        // take: what the user named is wrong, whatever the kernel.
+        E::Tracefs {
+            source:
+                sluice_runtime::tracefs::Error::Symbol { .. }
+                | sluice_runtime::tracefs::Error::Request { .. },
+            ..
+        } => Failure::input(e.to_string()),
         _ => Failure::runtime(e.to_string(), detail),
     }
 }

@@ -229,7 +229,7 @@ struct Target {
 }
 
 fn read_target(path: &std::path::Path) -> Result<Target> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let bytes = crate::sys::file::read_regular(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
     })?;

@@ -29,13 +29,14 @@ unsafe impl Send for Mmap {}
 unsafe impl Sync for Mmap {}
 
 impl Mmap {
-    /// Maps the file at `path`.
+    /// Maps the regular file at `path` ([`super::file::open_regular`]: a FIFO or a device
+    /// is refused, never waited on or read without end).
     ///
     /// # Errors
-    /// The `std::io::Error` of opening, `fstat` or `mmap(2)`; a file larger than the
-    /// address space is `EFBIG`.
+    /// The `std::io::Error` of opening, `fstat` or `mmap(2)`; `InvalidInput` for a file
+    /// that is not regular; a file larger than the address space is `EFBIG`.
     pub fn open(path: &Path) -> std::io::Result<Mmap> {
-        let file = File::open(path)?;
+        let file = super::file::open_regular(path)?;
         Self::of(&file)
     }
 

@@ -39,6 +39,7 @@ use x86_64 as funnel;
 pub mod bpf;
 #[cfg(test)]
 pub mod fake;
+pub mod file;
 pub mod mmap;
 pub mod perf_event;
 pub mod process;

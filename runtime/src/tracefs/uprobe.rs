@@ -2,6 +2,7 @@
 
 use super::error::{Error, SymbolProblem};
 use super::probe::ProbeTarget;
+use crate::sys::mmap::Mmap;
 use sluice_core::elf::{
     Elf, Symbol, SHT_DYNSYM, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT,
 };
@@ -84,8 +85,9 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
         func: func.to_owned(),
         problem,
     };
-    let data = std::fs::read(path).map_err(|e| err(SymbolProblem::Read(e)))?;
-    let elf = Elf::parse(&data).map_err(|e| err(SymbolProblem::NotElf(e)))?;
+    // Mapped, not read: a C library is megabytes and only its symbol tables are needed.
+    let data = Mmap::open(path).map_err(|e| err(SymbolProblem::Read(e)))?;
+    let elf = Elf::parse(data.bytes()).map_err(|e| err(SymbolProblem::NotElf(e)))?;
     let (addr, size) = defined_symbol(&elf, SHT_SYMTAB, func)
         .or_else(|| defined_symbol(&elf, SHT_DYNSYM, func))
         .ok_or_else(|| err(SymbolProblem::NoSuchSymbol))?;
