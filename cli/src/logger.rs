@@ -17,7 +17,7 @@ impl Log for Stderr {
                 Level::Info => "info",
                 Level::Debug | Level::Trace => "debug",
             };
-            eprintln!("sluice: {tag}: {}", r.args());
+            crate::console::say!("sluice: {tag}: {}", r.args());
         }
     }
     fn flush(&self) {}

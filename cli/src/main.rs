@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod console;
 mod demo;
 mod fail;
 mod logger;
@@ -49,9 +50,9 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sluice: {}", e.message);
+            console::say!("sluice: {}", e.message);
             if let Some(detail) = &e.detail {
-                eprintln!("{detail}");
+                console::say!("{detail}");
             }
             ExitCode::from(e.code)
         }
@@ -67,12 +68,10 @@ fn run() -> Result<(), fail::Failure> {
             Some(Short('v')) => verbose = verbose.saturating_add(1),
             Some(Long("verbose")) => verbose = verbose.saturating_add(1),
             Some(Short('h') | Long("help")) => {
-                println!("{USAGE}");
-                return Ok(());
+                return console::out(&format!("{USAGE}\n"));
             }
             Some(Long("version") | Short('V')) => {
-                println!("sluice {}", env!("CARGO_PKG_VERSION"));
-                return Ok(());
+                return console::out(&format!("sluice {}\n", env!("CARGO_PKG_VERSION")));
             }
             Some(Value(cmd)) => {
                 logger::init(verbose);

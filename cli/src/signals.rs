@@ -19,6 +19,9 @@ pub mod libc_consts {
     pub const SIGHUP: i32 = 1;
     /// Ctrl-C.
     pub const SIGINT: i32 = 2;
+    /// A write to a pipe without a reader (ignored by Rust programs: the write returns
+    /// `EPIPE`; `record` raises it itself to stop on a closed stdout).
+    pub const SIGPIPE: i32 = 13;
     /// Termination request.
     pub const SIGTERM: i32 = 15;
     /// A child changed state.

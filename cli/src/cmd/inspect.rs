@@ -56,9 +56,9 @@ fn inspect(
     let obj =
         Object::open(bytes, &mut storage).map_err(|e| Failure::input(format!("{name}: {e}")))?;
     check_btf(&obj).map_err(|e| Failure::input(format!("{name}: .BTF: {e}")))?;
-    print!("{}", render(name, &obj, disasm));
+    crate::console::out(&render(name, &obj, disasm))?;
     if let Some(opts) = load {
-        print!("{}", load_report(name, &obj, opts)?);
+        crate::console::out(&load_report(name, &obj, opts)?)?;
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 
 use crate::fail::Failure;
 use sluice_runtime::tracefs::Tracefs;
+use std::fmt::Write as _;
 
 /// Parses `probes`' arguments and runs it.
 pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
@@ -27,30 +28,35 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         let removed = tracefs
             .clean_unused()
             .map_err(|e| Failure::runtime(format!("removing probes: {e}"), None))?;
+        let mut text = String::new();
         for p in &removed {
-            println!(
+            let _ = writeln!(
+                text,
                 "removed {}/{} (no perf event used it; pid {})",
                 p.group,
                 p.event,
                 pid_text(p.pid)
             );
         }
+        crate::console::out(&text)?;
         let left = listed.len().saturating_sub(removed.len());
-        eprintln!(
+        crate::console::say!(
             "sluice probes: removed {}, {left} left (in use by a perf event)",
             removed.len()
         );
         return Ok(());
     }
+    let mut text = String::new();
     for p in &listed {
         let state = match p.pid {
             Some(_) if alive(p.pid) => "alive",
             Some(_) => "dead",
             None => "no-pid",
         };
-        println!("{:<6} {:<7} {}", pid_text(p.pid), state, p.definition);
+        let _ = writeln!(text, "{:<6} {:<7} {}", pid_text(p.pid), state, p.definition);
     }
-    eprintln!(
+    crate::console::out(&text)?;
+    crate::console::say!(
         "sluice probes: {} event(s) in groups {}",
         listed.len(),
         sluice_runtime::tracefs::OUR_GROUPS.join(", ")

@@ -68,27 +68,21 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
                 "prologue: --lines lists lines; --emit writes the specs of one place".into(),
             ));
         }
-        print!(
-            "{}",
-            render_lines(arch, &spec, &parsed, debuginfo.as_deref())?
-        );
-        return Ok(());
+        return crate::console::out(&render_lines(arch, &spec, &parsed, debuginfo.as_deref())?);
     }
     if debuginfo::spec_needs_debug_info(&parsed) {
         let (text, specs) = render_sites(arch, &spec, &parsed, debuginfo.as_deref())?;
         if let Some(out) = &emit {
             write_specs(out, &spec, &specs)?;
         }
-        print!("{text}");
-        return Ok(());
+        return crate::console::out(&text);
     }
     if let Some(out) = &emit {
         // Nothing to resolve: the spec is its own resolved form.
         write_specs(out, &spec, &[Ok(spec.clone())])?;
     }
     let arch = arch.or(Arch::native()).unwrap_or(Arch::X86_64);
-    print!("{}", render(arch, &spec)?);
-    Ok(())
+    crate::console::out(&render(arch, &spec)?)
 }
 
 fn parse(spec: &str) -> Result<ProbeSpec<'_>, Failure> {

@@ -260,9 +260,11 @@ fn record(args: Args) -> Result<(), Failure> {
     // On failure `held` is dropped unreleased: the child exits without running the command.
     let mut session = Session::start(&objects, &opts).map_err(|e| session_failure(&e))?;
     for s in session.skipped() {
-        eprintln!(
+        crate::console::say!(
             "sluice: warning: {}: program '{}' skipped: {}",
-            s.object, s.program, s.why
+            s.object,
+            s.program,
+            s.why
         );
     }
     if session.sources().is_empty() {
@@ -295,10 +297,19 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
-    let mut sink = |s: &Session, e: &Event| match e {
-        Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
-        Event::Sample { source, sample } => {
-            pairer.push(*source, sample, &mut |item| lines.item(s, item));
+    let mut stopped_by_output = false;
+    let mut sink = |s: &Session, e: &Event| {
+        match e {
+            Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
+            Event::Sample { source, sample } => {
+                pairer.push(*source, sample, &mut |item| lines.item(s, item));
+            }
+        }
+        // Nothing more can be written (the reader of stdout is gone, the disk is full):
+        // end the run as a stopping signal does (drain, probes removed, summary).
+        if lines.error.is_some() && !stopped_by_output {
+            stopped_by_output = true;
+            sigs.raise(signals::libc_consts::SIGPIPE);
         }
     };
     let ctl = RunControl {
@@ -321,7 +332,7 @@ fn record(args: Args) -> Result<(), Failure> {
     // Release everything (events, then probes, then programs) before reporting.
     let closed = session.close();
     for (name, e) in &closed.errors {
-        eprintln!(
+        crate::console::say!(
             "sluice: warning: probe {name} left behind ({e}); `sluice probes --clean` removes it"
         );
     }
@@ -345,10 +356,11 @@ fn record(args: Args) -> Result<(), Failure> {
     let why = match stop {
         Stop::Exited(st) => format!("workload exited ({st})"),
         Stop::Duration => "duration elapsed".to_owned(),
+        Stop::Signal(signals::libc_consts::SIGPIPE) => "output closed".to_owned(),
         Stop::Signal(s) => format!("signal {s}"),
         Stop::ProcessExited => format!("process {} exited", args.pid.unwrap_or(0)),
     };
-    eprintln!(
+    crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
          probes removed {}; stopped: {why}",
         started.elapsed().as_secs_f64(),
@@ -357,6 +369,8 @@ fn record(args: Args) -> Result<(), Failure> {
         closed.probes_removed,
     );
     match write_error {
+        // The reader has what it wanted (`| head`): a clean end, as after Ctrl-C.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Some(e) => Err(Failure::runtime(
             format!(
                 "writing the samples to {}: {e}",
@@ -401,7 +415,7 @@ impl Lines {
             json::lost_line(&mut self.buf, name, cpu, lost);
             self.put();
         } else {
-            eprintln!(
+            crate::console::say!(
                 "sluice: LOST {lost} records of {name} on CPU {}",
                 cpu.map_or_else(|| "?".into(), |c| c.to_string())
             );

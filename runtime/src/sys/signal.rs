@@ -41,7 +41,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 #[derive(Debug)]
 pub struct SignalPipe {
     read: OwnedFd,
-    _write: OwnedFd,
+    write: OwnedFd,
     previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
@@ -69,7 +69,7 @@ impl SignalPipe {
         PIPE_WRITE.store(write.as_raw_fd(), Ordering::SeqCst);
         let mut pipe = SignalPipe {
             read,
-            _write: write,
+            write,
             previous: Vec::new(),
         };
         for &sig in signals {
@@ -99,6 +99,19 @@ impl SignalPipe {
     #[must_use]
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.read.as_fd()
+    }
+
+    /// Reports `sig` as if it had arrived (the next [`SignalPipe::take`] returns it, and the
+    /// pipe wakes a waiting loop): for a stop that is found outside a handler, such as
+    /// stdout closed under a recording (`SIGPIPE`, which Rust ignores).
+    pub fn raise(&self, sig: i32) {
+        if let Ok(bit) = u32::try_from(sig) {
+            if bit < 64 {
+                PENDING.fetch_or(1u64 << bit, Ordering::SeqCst);
+            }
+        }
+        // A full pipe is fine: the loop is already due to wake.
+        let _ = rustix::io::write(&self.write, &[1u8]);
     }
 
     /// Empties the pipe and returns the signals that arrived since the last call.
