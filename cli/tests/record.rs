@@ -586,3 +586,57 @@ fn record_ends_cleanly_when_its_reader_goes() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+/// `-o FILE` (issue 14, item 8): a symbolic link of another user is not followed (a link
+/// planted in /tmp overwrote a root-owned file), one of root's or the user's is
+/// (`/dev/stdout`); a run that fails before recording leaves an earlier file as it was.
+#[test]
+fn output_file_is_created_late_and_never_through_a_foreign_link() {
+    if !rustix::process::geteuid().is_root() {
+        common::skip("output_file_is_created_late_and_never_through_a_foreign_link: not root");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("sluice-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"precious\n").unwrap();
+    let link = dir.join("planted");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    // The link belongs to user 65534 (nobody), as if another user had made it.
+    rustix::fs::chownat(
+        rustix::fs::CWD,
+        &link,
+        Some(rustix::fs::Uid::from_raw(65534)),
+        None,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+    let link_s = link.display().to_string();
+    let (code, _, err) = sluice(&["record", "-o", &link_s, "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("symbolic link of user 65534"), "{err}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    // A run that fails at load keeps the earlier output.
+    let kept = dir.join("kept.txt");
+    std::fs::write(&kept, b"earlier run\n").unwrap();
+    let kept_s = kept.display().to_string();
+    let (code, _, err) = sluice(&[
+        "record",
+        "-e",
+        &fixture("bad_verifier.o"),
+        "-o",
+        &kept_s,
+        "--",
+        "true",
+    ]);
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"earlier run\n");
+    // Root's own link is followed.
+    let own = dir.join("own");
+    let target = dir.join("target.txt");
+    std::os::unix::fs::symlink(&target, &own).unwrap();
+    let (code, _, err) = sluice(&["record", "-o", &own.display().to_string(), "--", "true"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(target.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

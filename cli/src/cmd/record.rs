@@ -215,14 +215,11 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Some(n) = args.wakeup_events {
         ring.wakeup = Wakeup::Events(n);
     }
-    // The output file before anything is loaded: a bad path costs nothing.
-    let file = match &args.output {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .map_err(|e| Failure::input(format!("{}: cannot create: {e}", path.display())))?,
-        ),
-        None => None,
-    };
+    // The output path checked before anything is loaded (a bad path costs nothing); the
+    // file itself is created only once the recording has started.
+    if let Some(path) = &args.output {
+        output::file::check(path)?;
+    }
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -272,6 +269,12 @@ fn record(args: Args) -> Result<(), Failure> {
             "record: no program has a probe and no map an output: nothing to record".into(),
         ));
     }
+    // Loaded and attached: now the output may be created, before the workload is let go
+    // (on failure `held` is dropped unreleased, and the session releases everything).
+    let file = match &args.output {
+        Some(path) => Some(output::file::create(path)?),
+        None => None,
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command

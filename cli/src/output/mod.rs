@@ -3,6 +3,7 @@
 //! ([`pair`]). RAW data is decoded by the event's tracefs `format`; nothing in a sample is
 //! trusted (a field that does not fit prints as `?`).
 
+pub mod file;
 pub mod json;
 pub mod pair;
 pub mod text;

@@ -55,6 +55,50 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Whether a symbolic link may be followed for writing: it belongs to this user or to root
+/// (`/dev/stdout`), the rule `fs.protected_symlinks` applies in sticky directories, so a
+/// link another user planted in `/tmp` cannot make a root run overwrite what it points to.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming the link's owner when it may not be followed.
+pub fn trusted_link(link: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    if link.uid() == 0 || link.uid() == me {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidInput,
+        format!(
+            "is a symbolic link of user {} (neither yours nor root's): not followed",
+            link.uid()
+        ),
+    ))
+}
+
+/// Creates (or truncates) `path` for writing with `O_NOFOLLOW`; a symbolic link is then
+/// followed only when [`trusted_link`] allows it.
+///
+/// # Errors
+/// [`trusted_link`]'s; the `open(2)` error.
+pub fn create_output(path: &Path) -> std::io::Result<File> {
+    let open = |follow: bool| {
+        let mut o = OpenOptions::new();
+        o.write(true).create(true).truncate(true);
+        if !follow {
+            o.custom_flags(libc::O_NOFOLLOW);
+        }
+        o.open(path)
+    };
+    match open(false) {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            trusted_link(&std::fs::symlink_metadata(path)?)?;
+            open(true)
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
