@@ -106,8 +106,13 @@ impl Session {
             scope,
             ring: opts.ring,
         };
-        for src in objects {
-            s.add_object(src, opts, &linker)?;
+        {
+            // Probes made and their events opened under the shared lock, so that a
+            // `sluice probes --clean` meanwhile never takes a new probe for a leftover.
+            let _setup = crate::tracefs::SetupLock::take(crate::tracefs::LockKind::Shared);
+            for src in objects {
+                s.add_object(src, opts, &linker)?;
+            }
         }
         s.map_rings(opts.ring.data_pages)?;
         // Output events were opened first so no program writes into nothing; all start now,

@@ -26,7 +26,7 @@ pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;
 pub use probe::{
-    event_name, event_name_in, pid_namespace, pid_of_event, ListedProbe, ProbeGuard, ProbeKind,
-    ProbeRequest, ProbeTarget, GROUP, MAX_EVENT_NAME_LEN, OUR_GROUPS,
+    event_name, event_name_in, pid_namespace, pid_of_event, ListedProbe, LockKind, ProbeGuard,
+    ProbeKind, ProbeRequest, ProbeTarget, SetupLock, GROUP, MAX_EVENT_NAME_LEN, OUR_GROUPS,
 };
 pub use uprobe::{uprobe_offset, UprobeSpec};

@@ -390,11 +390,66 @@ impl Tracefs {
     /// # Errors
     /// As [`Tracefs::clean_unused_in`].
     pub fn clean_unused(&self) -> Result<Vec<ListedProbe>, Error> {
+        // No run is between creating a probe and opening its events meanwhile.
+        let _alone = SetupLock::take(LockKind::Exclusive);
         let mut removed = Vec::new();
         for group in OUR_GROUPS {
             removed.extend(self.clean_unused_in(group)?);
         }
         Ok(removed)
+    }
+}
+
+/// How a run and `sluice probes --clean` keep out of each other's way: a run holds the
+/// lock shared while it creates probes and opens their perf events (a probe is unused for
+/// the moment between the two), `--clean` holds it exclusively while it removes what is
+/// unused. `flock(2)` locks go with their process, so a killed run holds nothing.
+#[derive(Debug)]
+pub struct SetupLock {
+    _file: Option<std::fs::File>,
+}
+
+/// Whether a [`SetupLock`] is shared (runs setting up) or exclusive (`--clean`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// Many runs at once.
+    Shared,
+    /// Alone.
+    Exclusive,
+}
+
+impl SetupLock {
+    /// Takes the lock (waiting for it), on `/run/lock/sluice-probes.lock` (else in `/tmp`).
+    /// Where neither can be opened (a read-only system), nothing is locked and the race the
+    /// lock closes stays open: a best effort, never a failure of the run.
+    #[must_use]
+    pub fn take(kind: LockKind) -> SetupLock {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let dir = ["/run/lock", "/tmp"]
+            .into_iter()
+            .find(|d| Path::new(d).is_dir());
+        let file = dir.and_then(|d| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(Path::new(d).join("sluice-probes.lock"))
+                .ok()
+        });
+        let op = match kind {
+            LockKind::Shared => rustix::fs::FlockOperation::LockShared,
+            LockKind::Exclusive => rustix::fs::FlockOperation::LockExclusive,
+        };
+        let file = file.filter(|f| loop {
+            match rustix::fs::flock(f, op) {
+                Err(rustix::io::Errno::INTR) => {}
+                r => break r.is_ok(),
+            }
+        });
+        SetupLock { _file: file }
     }
 }
 
