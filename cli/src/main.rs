@@ -76,6 +76,9 @@ fn run() -> Result<(), fail::Failure> {
             Some(Value(cmd)) => {
                 logger::init(verbose);
                 let cmd = cmd.string().map_err(fail::usage)?;
+                if let Some(text) = help_of(&cmd) {
+                    return console::out(&text);
+                }
                 return match cmd.as_str() {
                     "inspect" => cmd::inspect::run(&mut parser),
                     "record" => cmd::record::run(&mut parser),
@@ -94,4 +97,33 @@ fn run() -> Result<(), fail::Failure> {
             }
         }
     }
+}
+
+/// `sluice CMD --help` (or `-h`, anywhere before a `--`): CMD's part of the usage.
+fn help_of(cmd: &str) -> Option<String> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let at = args.iter().position(|a| a == cmd)?;
+    let asked = args
+        .get(at + 1..)?
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--help" || a == "-h");
+    if !asked {
+        return None;
+    }
+    // The lines from `  sluice ... CMD` to the next command's.
+    let mut out = String::from("usage:\n");
+    let mut inside = false;
+    for line in USAGE.lines() {
+        if let Some(rest) = line.strip_prefix("  sluice ") {
+            let named = rest.split_whitespace().find(|w| !w.starts_with(['[', '-']));
+            inside = named == Some(cmd);
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("\nexit codes: 0 success, 1 runtime failure, 2 bad input or usage\n");
+    Some(out)
 }

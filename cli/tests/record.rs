@@ -641,3 +641,59 @@ fn output_file_is_created_late_and_never_through_a_foreign_link() {
     assert!(target.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A workload that ignores `SIGINT` and `SIGTERM`, with a child of its own that does too,
+/// is ended as a whole at Ctrl-C — the shell, its child, and an orphan whose parent already
+/// exited — not only the direct child (issue 14, item 11).
+#[test]
+fn ctrl_c_ends_the_whole_workload_tree() {
+    if !kernel("ctrl_c_ends_the_whole_workload_tree") {
+        return;
+    }
+    let marker = format!("sluice_tree_{}", std::process::id());
+    // The shell ignores both signals, starts a child that ignores them (inherited), and
+    // an orphan (its parent subshell exits at once).
+    let script = format!(
+        "{marker}=1; trap '' INT TERM; sleep 300 & (sleep 301 &) ; while :; do sleep 1; done"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sluice_pid = child.id();
+    let tree = || {
+        let out = Command::new("ps")
+            .args(["-e", "-o", "pid=,args="])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains(&marker) || l.contains("sleep 300") || l.contains("sleep 301"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let until = Instant::now() + Duration::from_secs(20);
+    while tree().len() < 3 {
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("the workload never started its children: {:?}", tree());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(sluice_pid as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let left = tree();
+    if !left.is_empty() {
+        let _ = Command::new("pkill").args(["-f", "sleep 30[01]"]).status();
+        let _ = Command::new("pkill").args(["-f", &marker]).status();
+    }
+    assert!(left.is_empty(), "left running: {left:?}");
+}

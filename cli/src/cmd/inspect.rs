@@ -111,7 +111,7 @@ fn check_btf(obj: &Object<'_, '_>) -> Result<(), String> {
 }
 
 fn runtime_failure(name: &str, e: &sluice_runtime::Error) -> Failure {
-    if e.is_bad_object() {
+    if e.is_bad_input() {
         return Failure::input(format!("{name}: {e}"));
     }
     let text = e.to_string();

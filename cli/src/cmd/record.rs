@@ -188,7 +188,7 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     };
     match e {
         E::Open { .. } | E::Spec { .. } | E::Cpu { .. } => Failure::input(e.to_string()),
-        E::Load { source, .. } if source.is_bad_object() => Failure::input(e.to_string()),
+        E::Load { source, .. } if source.is_bad_input() => Failure::input(e.to_string()),
         // A uprobe target that is no ELF file with that symbol, or a path tracefs cannot
         // take: what the user named is wrong, whatever the kernel.
         E::Tracefs {

@@ -355,14 +355,15 @@ impl Error {
         }
     }
 
-    /// Whether the object itself is at fault, whatever the kernel: BTF that does not parse,
-    /// a DATASEC naming what the object lacks, a relocation the core refuses. Such an
-    /// object is bad input (exit 2), found at load only because open did not need to read
-    /// that part.
+    /// Whether the input is at fault, whatever the kernel: a probe spec that does not parse
+    /// (a section name or `--event`), BTF that does not parse, a DATASEC naming what the
+    /// object lacks, a relocation the core refuses. Such input is bad (exit 2), found at
+    /// load only because open did not need to read that part.
     #[must_use]
-    pub fn is_bad_object(&self) -> bool {
+    pub fn is_bad_input(&self) -> bool {
         match self {
-            Error::ObjectBtf { .. }
+            Error::BadSpec { .. }
+            | Error::ObjectBtf { .. }
             | Error::DatasecSection { .. }
             | Error::DatasecVariable { .. } => true,
             Error::Core(e) => !matches!(e, sluice_core::Error::Capacity { .. }),

@@ -41,6 +41,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Read { path, source } => write!(f, "{}: {source}", path.display()),
+            // A list from the command line has no file to name.
+            Error::Parse { path, text, what } if path.as_os_str().is_empty() => {
+                write!(f, "{what} in CPU list {text:?}")
+            }
             Error::Parse { path, text, what } => {
                 write!(f, "{}: {what} in CPU list {text:?}", path.display())
             }

@@ -39,28 +39,36 @@ pub(super) fn process_exited(pidfd: &OwnedFd) -> bool {
     matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
 }
 
-/// Sends `sig` to the workload, waits up to [`WORKLOAD_GRACE`], then kills it; reaps it.
+/// Ends the workload and everything it started: `sig` to every descendant of this process
+/// (what a terminal's Ctrl-C does to a foreground job), up to [`WORKLOAD_GRACE`] for them
+/// all to exit, then `SIGKILL` to whatever is left (a workload that ignores the signal, the
+/// children a shell left behind); reaps them.
 pub(super) fn end_workload(child: &mut Child, sig: i32) {
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    let pid = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw);
-    let signal =
-        rustix::process::Signal::from_named_raw(sig).unwrap_or(rustix::process::Signal::TERM);
-    if let Some(pid) = pid {
-        let _ = rustix::process::kill_process(pid, signal);
-    }
+    use crate::sys::tree;
+    let pid = i32::try_from(child.id()).unwrap_or(0);
+    let running = |child: &mut Child| !matches!(child.try_wait(), Ok(Some(_)));
+    tree::signal_all(&tree::descendants(), sig);
     let until = Instant::now() + WORKLOAD_GRACE;
     while Instant::now() < until {
-        if matches!(child.try_wait(), Ok(Some(_))) {
+        tree::reap_except(pid);
+        if !running(child) && tree::descendants().is_empty() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    // A process may fork while it is being killed: a few rounds until nothing is left.
+    for _ in 0..50 {
+        let left = tree::descendants();
+        if left.is_empty() {
+            break;
+        }
+        tree::signal_all(&left, libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(5));
+        tree::reap_except(pid);
+    }
     let _ = child.kill();
     let _ = child.wait();
+    tree::reap_except(pid);
 }
 
 /// Sleeps until a ring of `rings`, the signal pipe or the `process` pidfd is readable, or

@@ -45,6 +45,7 @@ pub mod perf_event;
 pub mod process;
 pub(crate) mod ring_map;
 pub mod signal;
+pub mod tree;
 
 use rustix::io::Errno;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

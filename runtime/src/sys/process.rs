@@ -65,6 +65,8 @@ impl HeldChild {
     /// report its pid).
     pub fn spawn(mut cmd: Command) -> io::Result<HeldChild> {
         use rustix::pipe::{pipe_with, PipeFlags};
+        // What the workload starts stays ours to end, even when its parent exits first.
+        super::tree::become_subreaper()?;
         let (ready_r, ready_w) = pipe_with(PipeFlags::CLOEXEC)?;
         let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC)?;
         let (ready_raw, go_raw, go_w_raw) =
