@@ -411,3 +411,27 @@ fn emitted_specs_need_no_debug_info_and_lines_list_where_variables_live() {
     assert_eq!(code, 2);
     assert!(err.contains("--lines scans the whole function"), "{err}");
 }
+
+/// A function's public alias (an ELF symbol at the same address, like libc's `fwrite` for
+/// `_IO_fwrite`) resolves to the definition's DWARF, at the same place as the definition's
+/// own name (issue 14, item 5).
+#[test]
+fn a_public_alias_resolves_to_its_definition() {
+    let Some(bin) = build("alias", "0") else {
+        return;
+    };
+    let path = bin.display().to_string();
+    let by_alias = sluice(&["prologue", &format!("uprobe/{path}:public_write(count)")]);
+    assert_eq!(by_alias.0, 0, "{}", by_alias.2);
+    let by_name = sluice(&["prologue", &format!("uprobe/{path}:impl_write(count)")]);
+    assert_eq!(by_name.0, 0, "{}", by_name.2);
+    // The same fetch-args at the same file offset, whichever name was typed.
+    let fetch = |out: &str| {
+        out.lines()
+            .filter(|l| l.contains("tracefs:"))
+            .map(|l| l.replace("public_write", "F").replace("impl_write", "F"))
+            .collect::<Vec<_>>()
+    };
+    assert!(!fetch(&by_alias.1).is_empty(), "{}", by_alias.1);
+    assert_eq!(fetch(&by_alias.1), fetch(&by_name.1));
+}

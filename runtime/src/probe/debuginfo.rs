@@ -212,10 +212,10 @@ impl DebugInfo {
 
     fn sites_for(&self, spec: &ProbeSpec<'_>, kernel: Kernel) -> Result<Vec<Site>> {
         self.with_resolver(spec, kernel, |ctx, func, dwarf_args| {
-            let resolved = ctx
-                .resolver
-                .resolve(func, spec.place(), dwarf_args)
-                .map_err(|e| ctx.dwarf(func, e))?;
+            let resolved = by_name_or_alias(&ctx.code, func, |name| {
+                ctx.resolver.resolve(name, spec.place(), dwarf_args)
+            })
+            .map_err(|e| ctx.dwarf(func, e))?;
             resolved.iter().map(|site| ctx.site(spec, site)).collect()
         })
     }
@@ -231,10 +231,10 @@ impl DebugInfo {
     #[allow(clippy::type_complexity)]
     pub fn lines(&self, spec: &ProbeSpec<'_>) -> Result<Vec<(u32, Result<Vec<Site>>)>> {
         self.with_resolver(spec, Kernel::LinkTime, |ctx, func, dwarf_args| {
-            let scan = ctx
-                .resolver
-                .resolve_lines(func, dwarf_args)
-                .map_err(|e| ctx.dwarf(func, e))?;
+            let scan = by_name_or_alias(&ctx.code, func, |name| {
+                ctx.resolver.resolve_lines(name, dwarf_args)
+            })
+            .map_err(|e| ctx.dwarf(func, e))?;
             Ok(scan
                 .into_iter()
                 .map(|(line, found)| {
@@ -304,6 +304,59 @@ impl DebugInfo {
         };
         f(&c, func, &dwarf_args)
     }
+}
+
+/// `resolve(func)`, and when the debug info has no function of that name, `resolve` of each
+/// other name the ELF symbol tables give the same address: users type a library's public
+/// alias (`fwrite`), DWARF names the definition (`_IO_fwrite`).
+fn by_name_or_alias<T>(
+    code: &Elf<'_>,
+    func: &str,
+    mut resolve: impl FnMut(&str) -> std::result::Result<T, sluice_core::dwarf::Error>,
+) -> std::result::Result<T, sluice_core::dwarf::Error> {
+    match resolve(func) {
+        Err(e @ sluice_core::dwarf::Error::FunctionNotFound(_)) => {
+            for alias in aliases(code, func) {
+                if let Ok(found) = resolve(alias) {
+                    return Ok(found);
+                }
+            }
+            Err(e)
+        }
+        other => other,
+    }
+}
+
+/// The other defined function names at the address of function symbol `func`, from
+/// `.symtab` and `.dynsym`.
+fn aliases<'s>(code: &Elf<'s>, func: &str) -> Vec<&'s str> {
+    let tables: Vec<_> = code
+        .sections()
+        .filter_map(|(i, sh)| match sh.sh_type {
+            SHT_SYMTAB => code.symbol_table(i).ok(),
+            sluice_core::elf::SHT_DYNSYM => code.dynamic_symbol_table(i).ok(),
+            _ => None,
+        })
+        .collect();
+    let defined = |s: &sluice_core::elf::Symbol| s.kind() == STT_FUNC && s.shndx != 0;
+    let Some(addr) = tables.iter().find_map(|t| {
+        t.iter()
+            .find(|(_, s)| defined(s) && t.name(s) == Some(func))
+            .map(|(_, s)| s.value)
+    }) else {
+        return Vec::new();
+    };
+    let mut out: Vec<&'s str> = Vec::new();
+    for t in &tables {
+        for (_, s) in t.iter() {
+            if let Some(name) = t.name(&s).filter(|n| *n != func && !n.is_empty()) {
+                if defined(&s) && s.value == addr && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What turning a resolved [`ProbeSite`] into a [`Site`] needs.
