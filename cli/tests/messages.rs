@@ -59,3 +59,67 @@ fn a_spec_that_does_not_parse_is_bad_input() {
     assert!(err.contains("unbalanced '('"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// As a user who may not read tracefs (it is root's, mode 0700), `record` says so, not
+/// "tracefs not found".
+#[test]
+fn tracefs_unreadable_is_said_as_such() {
+    if !rustix::process::geteuid().is_root() {
+        common::skip("tracefs_unreadable_is_said_as_such: needs root to become another user");
+        return;
+    }
+    let readable_by_others = std::fs::metadata("/sys/kernel/tracing")
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o005 != 0)
+        .unwrap_or(true);
+    if readable_by_others {
+        eprintln!("SKIPPED tracefs_unreadable_is_said_as_such: tracefs is readable by all here");
+        return;
+    }
+    // A copy every user can run, run as nobody.
+    let dir = std::env::temp_dir().join(format!("sluice-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("sluice");
+    std::fs::copy(env!("CARGO_BIN_EXE_sluice"), &bin).unwrap();
+    for p in [&dir, &bin] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin)
+        .args(["record", "--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("not readable by this user"), "{err}");
+    assert!(!err.contains("not found"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A program the verifier refuses: its log once, after one line naming object and program,
+/// with `-v` too (it was printed twice, three times with `-v`).
+#[test]
+fn the_verifier_log_is_printed_once() {
+    if !rustix::process::geteuid().is_root() {
+        common::skip("the_verifier_log_is_printed_once: not root");
+        return;
+    }
+    for v in [&[][..], &["-v"][..]] {
+        let mut args: Vec<&str> = v.to_vec();
+        let bad = fixture("bad_verifier.o");
+        args.extend(["record", "-e", &bad, "--", "true"]);
+        let (code, _, err) = sluice(&args);
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.lines().any(|l| l.starts_with("sluice: ")
+                && l.contains("the verifier refused program 'null_deref'")),
+            "{err}"
+        );
+        assert_eq!(
+            err.matches("R0 invalid mem access 'map_value_or_null'")
+                .count(),
+            1,
+            "{v:?}: {err}"
+        );
+    }
+}

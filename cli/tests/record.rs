@@ -454,6 +454,8 @@ fn an_error_mid_way_leaves_nothing_and_never_runs_the_workload() {
 /// Ctrl-C (issue 14, item 9). So is an object that is no regular file.
 #[test]
 fn uprobe_targets_and_objects_must_be_regular_files() {
+    // Each run's filter shares its tracepoints with the others' (see `serial`).
+    let _serial = serial();
     let dir = std::env::temp_dir().join(format!("sluice-fifo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fifo = dir.join("fifo");
@@ -545,6 +547,8 @@ fn record_ends_cleanly_when_its_reader_goes() {
         common::skip("record_ends_cleanly_when_its_reader_goes: not root");
         return;
     }
+    // Each run's filter shares its tracepoints with the others' (see `serial`).
+    let _serial = serial();
     use std::io::BufRead as _;
     // Opens of a file under /etc/ from the workload itself (the demo filter's), endlessly.
     let marker = format!("sluice_epipe_{}", std::process::id());
@@ -597,6 +601,8 @@ fn output_file_is_created_late_and_never_through_a_foreign_link() {
         common::skip("output_file_is_created_late_and_never_through_a_foreign_link: not root");
         return;
     }
+    // Each run's filter shares its tracepoints with the others' (see `serial`).
+    let _serial = serial();
     let dir = std::env::temp_dir().join(format!("sluice-out-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let victim = dir.join("victim");
@@ -650,6 +656,8 @@ fn ctrl_c_ends_the_whole_workload_tree() {
     if !kernel("ctrl_c_ends_the_whole_workload_tree") {
         return;
     }
+    // Each run's filter shares its tracepoints with the others' (see `serial`).
+    let _serial = serial();
     let marker = format!("sluice_tree_{}", std::process::id());
     // The shell ignores both signals, starts a child that ignores them (inherited), and
     // an orphan (its parent subshell exits at once).

@@ -180,12 +180,17 @@ fn read_objects(paths: &[std::path::PathBuf]) -> Result<Vec<ObjectSource>, Failu
 
 fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     use sluice_runtime::session::Error as E;
-    let detail = match e {
-        E::Load { source, .. } => source
-            .verifier_log()
-            .map(|l| String::from_utf8_lossy(l).trim_end().to_owned()),
-        _ => None,
-    };
+    // A refused program's message holds the verifier log after its first line: the line
+    // is the message, the log its detail, each printed once.
+    if let E::Load { source, .. } = e {
+        if source.verifier_log().is_some() {
+            let text = e.to_string();
+            let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            let detail = (!rest.trim().is_empty()).then(|| rest.trim_end().to_owned());
+            return Failure::runtime(first.to_owned(), detail);
+        }
+    }
+    let detail = None;
     match e {
         E::Open { .. } | E::Spec { .. } | E::Cpu { .. } => Failure::input(e.to_string()),
         E::Load { source, .. } if source.is_bad_input() => Failure::input(e.to_string()),

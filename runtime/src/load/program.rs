@@ -242,11 +242,13 @@ pub fn program(p: &ProgramLoad<'_>, log: &LoadLog) -> Result<(OwnedFd, Vec<u8>)>
     match load_prepared_with_log(p, &prep, level.max(1), size) {
         Ok((fd, _)) => Ok((fd, Vec::new())),
         Err(e) => {
+            // The error carries the log to whoever reports it; the dump the seed's libbpf
+            // prints is for debugging only, so a user sees the log once.
             if let Error::Verifier { log, .. } = &e {
-                log::warn!("bpf: load: failed to load program '{}':", p.name);
-                log::warn!("-- BEGIN DUMP LOG ---");
-                log::warn!("{}", String::from_utf8_lossy(log));
-                log::warn!("-- END LOG --");
+                log::debug!("bpf: load: failed to load program '{}':", p.name);
+                log::debug!("-- BEGIN DUMP LOG ---");
+                log::debug!("{}", String::from_utf8_lossy(log));
+                log::debug!("-- END LOG --");
             }
             Err(e)
         }

@@ -15,6 +15,13 @@ pub enum Error {
         /// Why mounting was not possible, if it was tried.
         mount: Option<rustix::io::Errno>,
     },
+    /// tracefs is mounted but this user may not read it (it is root's, mode 0700).
+    NotReadable {
+        /// Where it is mounted.
+        path: PathBuf,
+        /// What reading it said.
+        source: std::io::Error,
+    },
     /// Reading or writing a tracefs file failed.
     Io {
         /// The file.
@@ -66,6 +73,11 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::NotReadable { path, source } => write!(
+                f,
+                "tracefs at {} is not readable by this user ({source}): run as root",
+                path.display()
+            ),
             Error::NotFound { tried, mount } => {
                 write!(f, "tracefs not found (tried")?;
                 for t in tried {
@@ -120,6 +132,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { source, .. } => Some(source),
             Error::NotFound { mount: Some(e), .. } => Some(e),
+            Error::NotReadable { source, .. } => Some(source),
             Error::Symbol { problem, .. } => Some(problem),
             _ => None,
         }

@@ -44,6 +44,17 @@ impl Tracefs {
         }
         let tried = CANDIDATES.iter().map(PathBuf::from).collect();
         if !rustix::process::geteuid().is_root() {
+            // Mounted, but root's alone (mode 0700): say that, not "not found".
+            for c in CANDIDATES {
+                if let Err(source) = std::fs::read_dir(c) {
+                    if source.kind() == std::io::ErrorKind::PermissionDenied {
+                        return Err(Error::NotReadable {
+                            path: PathBuf::from(c),
+                            source,
+                        });
+                    }
+                }
+            }
             return Err(Error::NotFound { tried, mount: None });
         }
         let target = CANDIDATES[0];

@@ -174,10 +174,12 @@ fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
         .open(&path)
         .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
     result.map_err(|source| {
-        // Since 5.4 the kernel explains refused probe definitions in error_log.
+        // Since 5.4 the kernel explains refused probe definitions in error_log; its last
+        // entry is ours only if it quotes this command (an old entry, or another tool's,
+        // would explain something else).
         let detail = std::fs::read_to_string(root.join("error_log"))
             .ok()
-            .and_then(|log| last_error_reason(&log));
+            .and_then(|log| error_reason_for(&log, line));
         Error::Io {
             path,
             op: format!("write {line:?}"),
@@ -187,12 +189,19 @@ fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
     })
 }
 
-/// The reason of the last entry of tracefs `error_log`, whose entries read
-/// `[time] trace_uprobe: error: REASON` then `  Command: ...` and a caret line.
-fn last_error_reason(log: &str) -> Option<String> {
-    let line = log.lines().rev().find(|l| l.contains("error: "))?;
-    let (_, reason) = line.split_once("error: ")?;
-    Some(reason.trim().to_owned())
+/// The reason of the last tracefs `error_log` entry, whose entries read
+/// `[time] trace_uprobe: error: REASON` then `  Command: COMMAND` and a caret line, when
+/// that entry's command is `command`.
+fn error_reason_for(log: &str, command: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let at = lines.iter().rposition(|l| l.contains("error: "))?;
+    let (_, reason) = lines.get(at)?.split_once("error: ")?;
+    let quoted = lines
+        .get(at + 1)?
+        .trim_start()
+        .strip_prefix("Command:")?
+        .trim();
+    (quoted == command.trim()).then(|| reason.trim().to_owned())
 }
 
 /// A probe of group `sluice` found in a control file.
@@ -591,9 +600,12 @@ mod tests {
         let log = "[  12.5] trace_uprobe: error: Parse error\n  Command: p:x/y /bin/true:0x10 %zz\n   ^\n\
                    [  13.0] trace_uprobe: error: Invalid register name\n  Command: p:x/y %q\n   ^\n";
         assert_eq!(
-            last_error_reason(log).as_deref(),
+            error_reason_for(log, "p:x/y %q").as_deref(),
             Some("Invalid register name")
         );
-        assert_eq!(last_error_reason(""), None);
+        // The last entry explains another command (an old one, another tool's): not ours.
+        assert_eq!(error_reason_for(log, "p:x/y /bin/true:0x10 %zz"), None);
+        assert_eq!(error_reason_for(log, "p:sluice/p_1_0_f /bin/x:0x1"), None);
+        assert_eq!(error_reason_for("", "p:x/y %q"), None);
     }
 }
