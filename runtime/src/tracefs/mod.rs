@@ -9,6 +9,7 @@
 //! - [`Tracefs::event_id`] and [`Tracefs::event_format`] read an event's `id` (the
 //!   `config` of a `PERF_TYPE_TRACEPOINT` perf event) and its `format` (where each field
 //!   sits in the sample's RAW data).
+//! - [`Tracefs::tracing_texts`] reads the headers and formats a perf.data file carries.
 //! - [`Tracefs::list_ours`] and [`Tracefs::clean_dead`] find leftovers of killed runs, for
 //!   `sluice probes --clean`.
 //! - [`uprobe_offset`] turns `PATH:FUNC[+OFF]` into the FILE offset that uprobe_events
@@ -19,12 +20,14 @@ mod format;
 mod mount;
 mod places;
 mod probe;
+mod texts;
 mod uprobe;
 
 pub use error::{Error, SymbolProblem};
 pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;
+pub use texts::TracingTexts;
 pub use probe::{
     event_name, pid_of_event, ListedProbe, ProbeGuard, ProbeKind, ProbeRequest, ProbeTarget, GROUP,
     MAX_EVENT_NAME_LEN,
