@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
 use crate::output::pair::{Item, Pairer};
-use crate::output::{self, json, text, Comms};
+use crate::output::{self, json, perf_data, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
 use sluice_runtime::ring::{RingConfig, Wakeup};
@@ -49,6 +49,7 @@ struct Args {
     pid: Option<i32>,
     cpus: Option<Vec<u32>>,
     output: Option<std::path::PathBuf>,
+    perf_data: Option<std::path::PathBuf>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
     command: Vec<OsString>,
@@ -136,6 +137,9 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             Short('o') | Long("output") => {
                 a.output = Some(parser.value().map_err(crate::fail::usage)?.into());
             }
+            Long("perf-data") => {
+                a.perf_data = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
             Value(v) => {
                 a.command.push(v);
                 a.command
@@ -214,6 +218,16 @@ fn record(args: Args) -> Result<(), Failure> {
         ),
         None => None,
     };
+    // The perf.data target too (`-` is pipe mode on stdout): a symbolic link is refused
+    // before anything is loaded. Text lines then go only to `-o FILE`, when given.
+    let perf_target = match &args.perf_data {
+        Some(path) => Some(perf_data::Target::open(path).map_err(|e| match e {
+            perf_data::TargetError::Symlink(_) => Failure::input(e.to_string()),
+            perf_data::TargetError::Io { .. } => Failure::runtime(e.to_string(), None),
+        })?),
+        None => None,
+    };
+    let text_out = perf_target.is_none() || file.is_some();
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -261,6 +275,25 @@ fn record(args: Args) -> Result<(), Failure> {
             "record: no program has a probe and no map an output: nothing to record".into(),
         ));
     }
+    // The perf.data preamble (attrs and ids, formats, side-band event, /proc) before the
+    // workload runs.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut recording = match perf_target {
+        Some(t) => {
+            let setup = perf_data::Setup {
+                scope,
+                ring,
+                argv: &argv,
+            };
+            Some(
+                perf_data::Recording::begin(t, &session, &setup)
+                    .map_err(|e| Failure::runtime(e.to_string(), None))?,
+            )
+        }
+        None => None,
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command
@@ -274,7 +307,8 @@ fn record(args: Args) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let sink_to: Box<dyn std::io::Write> = match file {
         Some(f) => Box::new(f),
-        None => Box::new(stdout.lock()),
+        None if text_out => Box::new(stdout.lock()),
+        None => Box::new(std::io::sink()),
     };
     let mut lines = Lines {
         out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
@@ -286,10 +320,18 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
-    let mut sink = |s: &Session, e: &Event| match e {
-        Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
-        Event::Sample { source, sample } => {
-            pairer.push(*source, sample, &mut |item| lines.item(s, item));
+    let mut sink = |s: &Session, e: &Event| {
+        if let Some(r) = recording.as_mut() {
+            r.event(s, e);
+            if !text_out {
+                return;
+            }
+        }
+        match e {
+            Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
+            Event::Sample { source, sample } => {
+                pairer.push(*source, sample, &mut |item| lines.item(s, item));
+            }
         }
     };
     let ctl = RunControl {
@@ -307,6 +349,7 @@ fn record(args: Args) -> Result<(), Failure> {
         write_error.get_or_insert(e);
     }
     drop(lines);
+    let perf_result = recording.map(perf_data::Recording::finish);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
     // Release everything (events, then probes, then programs) before reporting.
@@ -347,6 +390,23 @@ fn record(args: Args) -> Result<(), Failure> {
         summary.malformed,
         closed.probes_removed,
     );
+    match &perf_result {
+        Some(Ok(st)) => eprintln!(
+            "sluice record: perf.data {}: {} samples, {} lost records, {} side-band, {} \
+             synthesized, {} rounds, {} skipped as malformed",
+            args.perf_data
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            st.samples,
+            st.lost,
+            st.side_band,
+            st.synthesized,
+            st.rounds,
+            st.malformed,
+        ),
+        Some(Err(e)) => return Err(Failure::runtime(e.to_string(), None)),
+        None => {}
+    }
     match write_error {
         Some(e) => Err(Failure::runtime(
             format!(

@@ -5,6 +5,7 @@
 
 pub mod json;
 pub mod pair;
+pub mod perf_data;
 pub mod text;
 
 use std::collections::HashMap;

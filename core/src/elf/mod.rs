@@ -21,7 +21,7 @@ mod symbol;
 
 pub use file::Elf;
 pub use header::{Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
-pub use note::{NT_GNU_BUILD_ID, SHT_NOTE};
+pub use note::{build_id_in_notes, NT_GNU_BUILD_ID, SHT_NOTE};
 pub use record::Class;
 pub use reloc::{Rel, RelTable};
 pub use section::{

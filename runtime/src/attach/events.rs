@@ -110,17 +110,26 @@ pub fn tracepoint_sample_type(ip: bool) -> SampleType {
     }
 }
 
-/// The sample layout of `PERF_COUNT_SW_BPF_OUTPUT` events: IDENTIFIER, TID, TIME, CPU, RAW.
+/// The sample layout of `PERF_COUNT_SW_BPF_OUTPUT` events: IDENTIFIER, IP, TID, TIME, CPU,
+/// RAW. IP (where in the kernel the program called `bpf_perf_event_output`) is what
+/// `perf record -e bpf-output` samples too; `perf script` refuses software events without
+/// it.
 #[must_use]
 pub fn bpf_output_sample_type() -> SampleType {
-    SampleType::IDENTIFIER | SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::RAW
+    SampleType::IDENTIFIER
+        | SampleType::IP
+        | SampleType::TID
+        | SampleType::TIME
+        | SampleType::CPU
+        | SampleType::RAW
 }
 
-/// The sample layout of the side-band event of [`open_tracking`]: its records carry only
-/// the sample-id trailer (`sample_id_all`): IDENTIFIER, TID, TIME, CPU.
+/// The sample layout of the side-band event of [`open_tracking`]: it never samples; its
+/// records carry the sample-id trailer (`sample_id_all`) of IDENTIFIER, TID, TIME, CPU
+/// (and IP, which `perf script` wants of every software event).
 #[must_use]
 pub fn tracking_sample_type() -> SampleType {
-    SampleType::IDENTIFIER | SampleType::TID | SampleType::TIME | SampleType::CPU
+    SampleType::IDENTIFIER | SampleType::IP | SampleType::TID | SampleType::TIME | SampleType::CPU
 }
 
 /// The attr flags every event of a session has: `sample_id_all`, so that non-sample

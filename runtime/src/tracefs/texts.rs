@@ -1,10 +1,34 @@
 //! The tracefs files a perf.data file carries in its tracing data, as the kernel wrote
-//! them: the ring-buffer page and event headers, the `ftrace` events' formats, the
-//! formats of the events recorded, `printk_formats` and `saved_cmdlines`. Read while the
+//! them: the ring-buffer page and event headers, the formats of the events recorded, `printk_formats` and `saved_cmdlines`. Read while the
 //! events exist (a dynamic probe's format goes with its probe).
+
+use std::io::Read as _;
+use std::path::Path;
 
 use super::error::{io_err, Error};
 use super::mount::Tracefs;
+
+/// Reads a tracefs file whole, with reads of at least 64 KiB: some files (`header_page`,
+/// `header_event`) are generated at each `read(2)` and end after the first, so a small
+/// first read (`std::fs::read` probes with 32 bytes when the size is unknown) truncates
+/// them.
+fn read_whole(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = f.read(buf.get_mut(len..).unwrap_or_default())?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
 
 /// The raw tracefs texts for `HEADER_TRACING_DATA`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,8 +37,6 @@ pub struct TracingTexts {
     pub header_page: Vec<u8>,
     /// `events/header_event`.
     pub header_event: Vec<u8>,
-    /// `events/ftrace/*/format`, by event name.
-    pub ftrace: Vec<Vec<u8>>,
     /// The systems of the events asked for, in first-seen order, each with the `format`
     /// of its events in the order asked.
     pub systems: Vec<(String, Vec<Vec<u8>>)>,
@@ -36,7 +58,7 @@ impl Tracefs {
             .join(group)
             .join(event)
             .join("format");
-        std::fs::read(&path).map_err(io_err(&path, "read"))
+        read_whole(&path).map_err(io_err(&path, "read"))
     }
 
     /// The tracing texts for `events` (`(group, event)` pairs; repeats are read once).
@@ -46,7 +68,7 @@ impl Tracefs {
     pub fn tracing_texts(&self, events: &[(&str, &str)]) -> Result<TracingTexts, Error> {
         let read = |rel: &str| -> Result<Vec<u8>, Error> {
             let path = self.root().join(rel);
-            std::fs::read(&path).map_err(io_err(&path, "read"))
+            read_whole(&path).map_err(io_err(&path, "read"))
         };
         let mut t = TracingTexts {
             header_page: read("events/header_page")?,
@@ -55,20 +77,6 @@ impl Tracefs {
             cmdlines: read("saved_cmdlines").unwrap_or_default(),
             ..TracingTexts::default()
         };
-        let ftrace = self.root().join("events/ftrace");
-        if let Ok(dir) = std::fs::read_dir(&ftrace) {
-            let mut names: Vec<_> = dir
-                .filter_map(|e| e.ok())
-                .filter(|e| e.path().join("format").is_file())
-                .map(|e| e.file_name())
-                .collect();
-            names.sort();
-            for n in names {
-                if let Ok(f) = std::fs::read(ftrace.join(n).join("format")) {
-                    t.ftrace.push(f);
-                }
-            }
-        }
         let mut seen: Vec<(&str, &str)> = Vec::new();
         for &(group, event) in events {
             if seen.contains(&(group, event)) {

@@ -322,6 +322,29 @@ pub struct Mapping<'a> {
     pub filename: &'a [u8],
 }
 
+/// Writes `PERF_RECORD_MMAP` (the old layout, what perf synthesizes for the kernel:
+/// pid -1, `[kernel.kallsyms]_text` with `pgoff` the address of `_text`).
+///
+/// # Errors
+/// [`Error::Capacity`] beyond [`MAX_RECORD`]; the sink's.
+pub fn mmap<S: Sink>(
+    out: &mut S,
+    layout: IdLayout,
+    misc: u16,
+    m: &Mapping<'_>,
+    id: &SampleId,
+) -> Result<(), S::Error> {
+    let size = record_size(32 + align8(m.filename.len() + 1) + layout.size())?;
+    header(out, RECORD_MMAP, misc, size)?;
+    out.u32(m.pid)?;
+    out.u32(m.tid)?;
+    out.u64(m.addr)?;
+    out.u64(m.len)?;
+    out.u64(m.pgoff)?;
+    string(out, m.filename)?;
+    layout.write(out, id)
+}
+
 /// Writes `PERF_RECORD_MMAP2` (`misc` carries the CPU mode: [`MISC_USER`] or
 /// [`MISC_KERNEL`]).
 ///
