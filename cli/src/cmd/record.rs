@@ -236,6 +236,14 @@ fn record(args: Args) -> Result<(), Failure> {
         Some((prog, rest)) => {
             let mut cmd = std::process::Command::new(prog);
             cmd.args(rest);
+            // In pipe mode stdout carries the perf.data stream: the workload's own output
+            // goes to stderr instead.
+            if perf_target.as_ref().is_some_and(perf_data::Target::is_pipe) {
+                use std::os::fd::AsFd as _;
+                if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+                    cmd.stdout(fd);
+                }
+            }
             Some(HeldChild::spawn(cmd).map_err(|e| {
                 Failure::runtime(
                     format!("cannot start {}: {e}", prog.to_string_lossy()),
