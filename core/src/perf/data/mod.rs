@@ -14,3 +14,12 @@ mod sink;
 pub mod tracing;
 
 pub use sink::{CountSink, Sink, SliceSink};
+
+#[cfg(test)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+mod tests;
