@@ -46,7 +46,9 @@ fn setup(test: &str) -> Option<Setup> {
         .arg(repo().join("tests/record/perf_data.c"))
         .status();
     if !built.is_ok_and(|s| s.success()) {
-        skip(&format!("{test}: cc is needed to build tests/record/perf_data.c"));
+        skip(&format!(
+            "{test}: cc is needed to build tests/record/perf_data.c"
+        ));
         return None;
     }
     Some(Setup { dir, bin })
@@ -154,11 +156,16 @@ fn perf_lines(out: &str, tids: bool) -> Vec<Line> {
             continue;
         }
         if let Some(dump) = t.strip_prefix("BPF output: ").or_else(|| {
-            (t.len() > 6 && t.as_bytes()[4] == b':' && t[..4].bytes().all(|b| b.is_ascii_hexdigit()))
-                .then_some(t)
+            (t.len() > 6
+                && t.as_bytes()[4] == b':'
+                && t[..4].bytes().all(|b| b.is_ascii_hexdigit()))
+            .then_some(t)
         }) {
             let bytes = dump.split_once(": ").unwrap().1;
-            let hex: Vec<&str> = bytes.split_whitespace().take_while(|w| w.len() == 2).collect();
+            let hex: Vec<&str> = bytes
+                .split_whitespace()
+                .take_while(|w| w.len() == 2)
+                .collect();
             let last = lines.last_mut().unwrap();
             last.payload
                 .extend(hex.iter().filter_map(|w| u8::from_str_radix(w, 16).ok()));
@@ -200,7 +207,8 @@ fn perf_lines(out: &str, tids: bool) -> Vec<Line> {
             let mut words = body.split_whitespace().peekable();
             while let Some(w) = words.next() {
                 if let Some(ip) = w.strip_prefix('(').and_then(|w| w.strip_suffix(')')) {
-                    line.fields.insert("ip".into(), u64::from_str_radix(ip, 16).unwrap());
+                    line.fields
+                        .insert("ip".into(), u64::from_str_radix(ip, 16).unwrap());
                 } else if let Some((k, v)) = w.split_once('=') {
                     line.fields.insert(k.into(), num(v));
                 } else if let Some(k) = w.strip_suffix(':') {
@@ -232,14 +240,20 @@ fn same_samples(perf: &[Line], ours: &[Line]) {
         }
     }
     // Every kind of event, with the values the workload passed.
-    let v: Vec<u64> = ours.iter().filter_map(|l| l.fields.get("v").copied()).collect();
+    let v: Vec<u64> = ours
+        .iter()
+        .filter_map(|l| l.fields.get("v").copied())
+        .collect();
     assert_eq!(v, (0..CALLS as u64).map(|i| i * 3).collect::<Vec<_>>());
     let pids: Vec<u64> = ours
         .iter()
         .filter(|l| l.event == "syscalls:sys_enter_getpgid")
         .map(|l| l.fields["pid"])
         .collect();
-    assert_eq!(pids, (0..CALLS as u64).map(|i| 3_000_000 + i).collect::<Vec<_>>());
+    assert_eq!(
+        pids,
+        (0..CALLS as u64).map(|i| 3_000_000 + i).collect::<Vec<_>>()
+    );
 }
 
 fn no_warnings(what: &str, err: &str) {
@@ -289,7 +303,10 @@ fn perf_script_and_report_read_the_file_as_sluice_printed_it() {
         .collect();
     assert_eq!(got.len(), trace.len(), "{out}");
     for (p, o) in got.iter().zip(&trace) {
-        assert_eq!((p.pid, p.tid, &p.time, &p.fields), (o.pid, o.tid, &o.time, &o.fields));
+        assert_eq!(
+            (p.pid, p.tid, &p.time, &p.fields),
+            (o.pid, o.tid, &o.time, &o.fields)
+        );
     }
 
     let (code, out, err) = perf(&["report", "--stdio"], &data);
@@ -310,9 +327,9 @@ fn perf_script_and_report_read_the_file_as_sluice_printed_it() {
         .find(|part| part.contains("traced_call'"))
         .unwrap_or_else(|| panic!("{out}"));
     assert!(
-        probe
-            .lines()
-            .any(|l| l.contains("100.00%") && l.contains("perf_data") && l.contains("[.] traced_call")),
+        probe.lines().any(|l| l.contains("100.00%")
+            && l.contains("perf_data")
+            && l.contains("[.] traced_call")),
         "{probe}"
     );
 
@@ -353,10 +370,22 @@ fn check_read_back(file: &reader::Parsed, record_err: &str, samples: usize) {
     assert!(names.contains(&"syscalls:sys_enter_getpgid"), "{names:?}");
     assert!(names.contains(&"bpf-output:notes"), "{names:?}");
     assert_eq!(names.last(), Some(&"dummy:u"));
-    assert!(file.kinds.contains_key(&3), "COMM records: {:?}", file.kinds);
-    assert!(file.kinds.contains_key(&10), "MMAP2 records: {:?}", file.kinds);
+    assert!(
+        file.kinds.contains_key(&3),
+        "COMM records: {:?}",
+        file.kinds
+    );
+    assert!(
+        file.kinds.contains_key(&10),
+        "MMAP2 records: {:?}",
+        file.kinds
+    );
     for f in [1, 2, 3, 4, 5, 6, 7, 8, 11, 12] {
-        assert!(file.features.contains(&f), "feature {f}: {:?}", file.features);
+        assert!(
+            file.features.contains(&f),
+            "feature {f}: {:?}",
+            file.features
+        );
     }
     assert!(file.tracing_events.iter().any(|e| e == "sys_enter_getpgid"));
 }
@@ -428,7 +457,10 @@ fn symlinks_are_refused_and_an_earlier_file_is_kept_as_old() {
     let old = std::fs::read(s.dir.join("again.data.old")).unwrap();
     let new = std::fs::read(&data).unwrap();
     assert_eq!(&old[..8], b"PERFILE2");
-    assert_ne!(old, new, "the second recording replaced the first, kept as .old");
+    assert_ne!(
+        old, new,
+        "the second recording replaced the first, kept as .old"
+    );
     // No temporary file is left beside them.
     let left: Vec<_> = std::fs::read_dir(&s.dir)
         .unwrap()
@@ -507,7 +539,10 @@ mod reader {
         while at < b.len() {
             let kind = u32_at(b, at);
             let size = u16_at(b, at + 6) as usize;
-            assert!(size >= 8 && at + size <= b.len(), "record at {at}: size {size}");
+            assert!(
+                size >= 8 && at + size <= b.len(),
+                "record at {at}: size {size}"
+            );
             let rec = &b[at..at + size];
             *p.kinds.entry(kind).or_default() += 1;
             match kind {
@@ -612,7 +647,9 @@ mod reader {
             p.attrs.push(Attr {
                 name: String::new(),
                 sample_type: u64_at(a, 24),
-                ids: (0..ids_len / 8).map(|k| u64_at(b, ids_off + 8 * k)).collect(),
+                ids: (0..ids_len / 8)
+                    .map(|k| u64_at(b, ids_off + 8 * k))
+                    .collect(),
             });
         }
         records(&b[data_off..data_off + data_len], &mut p);
@@ -645,7 +682,10 @@ mod reader {
             match kind {
                 64 => {
                     let asize = u32_at(rec, 12) as usize;
-                    let ids = (8 + asize..size).step_by(8).map(|o| u64_at(rec, o)).collect();
+                    let ids = (8 + asize..size)
+                        .step_by(8)
+                        .map(|o| u64_at(rec, o))
+                        .collect();
                     p.attrs.push(Attr {
                         name: String::new(),
                         sample_type: u64_at(rec, 8 + 24),

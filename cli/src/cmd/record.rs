@@ -1,9 +1,12 @@
 //! `sluice record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
-//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [-- CMD ARGS...]`: load
+//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [--perf-data FILE|-]
+//! [-- CMD ARGS...]`: load
 //! filters, attach them, run the workload (like `perf record`: forked, held until the
 //! events exist, events enabled at its `exec`) or follow a running process (`-p`, every
 //! thread, with `inherit`), print every sample that passed (on stdout or into `-o FILE`),
 //! and a summary on stderr: samples per event, lost records per CPU, probes removed.
+//! `--perf-data FILE` (or `-` for perf's pipe format on stdout) writes perf.data instead
+//! ([`crate::output::perf_data`]).
 //!
 //! A program that sends a bpf-output record and returns 1 (so the probe's own sample is
 //! recorded too) gets both printed on one line, its payload's words beside the kernel's

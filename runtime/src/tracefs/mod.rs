@@ -27,9 +27,9 @@ pub use error::{Error, SymbolProblem};
 pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;
-pub use texts::TracingTexts;
 pub use probe::{
     event_name, pid_of_event, ListedProbe, ProbeGuard, ProbeKind, ProbeRequest, ProbeTarget, GROUP,
     MAX_EVENT_NAME_LEN,
 };
+pub use texts::TracingTexts;
 pub use uprobe::{uprobe_offset, UprobeSpec};

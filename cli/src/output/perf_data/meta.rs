@@ -38,8 +38,8 @@ pub fn cpu_desc() -> String {
 /// CPUs available (highest present + 1) and online.
 pub fn nr_cpus() -> (u32, u32) {
     let online = sluice_runtime::kernel::cpus::online().unwrap_or_default();
-    let present = sluice_runtime::kernel::cpus::read("/sys/devices/system/cpu/present")
-        .unwrap_or_default();
+    let present =
+        sluice_runtime::kernel::cpus::read("/sys/devices/system/cpu/present").unwrap_or_default();
     let avail = present
         .iter()
         .chain(&online)

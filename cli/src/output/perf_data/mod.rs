@@ -321,7 +321,8 @@ impl Recording {
                 let Some(Some(src)) = self.sources.get(*source) else {
                     return;
                 };
-                let r = records::sample(&mut self.buf, src.sample_type, &sample.fields, &sample.raw);
+                let r =
+                    records::sample(&mut self.buf, src.sample_type, &sample.fields, &sample.raw);
                 if r.is_ok() {
                     self.stats.samples += 1;
                     self.last_time = self.last_time.max(sample.fields.time.unwrap_or(0));
@@ -385,6 +386,7 @@ impl Recording {
             return;
         };
         let (buf, stats) = (&mut self.buf, &mut self.stats);
+        let (layout, time) = (self.layout, self.last_time);
         let mut wrote = false;
         for ring in &mut t.rings {
             let result = ring.drain(|rec| {
@@ -396,14 +398,14 @@ impl Recording {
                         let sid = SampleId {
                             pid: u32::MAX,
                             tid: u32::MAX,
+                            time,
                             id,
-                            ..SampleId::default()
+                            cpu: 0,
                         };
-                        records::lost(buf, IdLayout::default(), lost, &sid).is_ok()
-                            && {
-                                stats.lost += 1;
-                                true
-                            }
+                        records::lost(buf, layout, lost, &sid).is_ok() && {
+                            stats.lost += 1;
+                            true
+                        }
                     }
                     _ => return,
                 };
@@ -524,7 +526,7 @@ fn count_records(bytes: &[u8]) -> u64 {
     let mut n = 0;
     let mut at = 0usize;
     while let Some(size) = bytes.get(at + 6..at + 8) {
-        let size = u16::from_ne_bytes([size[0], size[1]]) as usize;
+        let size = size.try_into().map_or(0, u16::from_ne_bytes) as usize;
         if size == 0 {
             break;
         }

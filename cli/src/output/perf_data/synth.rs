@@ -82,7 +82,11 @@ fn mapping(pid: u32, line: &str) -> Option<Mapping<'_>> {
         prot,
         // MAP_SHARED 1, MAP_PRIVATE 2.
         flags: if p.get(3) == Some(&b's') { 1 } else { 2 },
-        filename: if path.is_empty() { b"//anon" } else { path.as_bytes() },
+        filename: if path.is_empty() {
+            b"//anon"
+        } else {
+            path.as_bytes()
+        },
     })
 }
 
@@ -133,8 +137,14 @@ mod tests {
             "55d0c0a00000-55d0c0a21000 r-xp 00002000 fd:01 1234   /usr/bin/cat",
         );
         let m = m.unwrap_or_default();
-        assert_eq!((m.addr, m.len, m.pgoff), (0x55d0_c0a0_0000, 0x21000, 0x2000));
-        assert_eq!((m.maj, m.min, m.ino, m.prot, m.flags), (0xfd, 1, 1234, 5, 2));
+        assert_eq!(
+            (m.addr, m.len, m.pgoff),
+            (0x55d0_c0a0_0000, 0x21000, 0x2000)
+        );
+        assert_eq!(
+            (m.maj, m.min, m.ino, m.prot, m.flags),
+            (0xfd, 1, 1234, 5, 2)
+        );
         assert_eq!(m.filename, b"/usr/bin/cat");
         assert!(mapping(7, "7f00-7f10 rw-p 00000000 00:00 0").is_none());
         let anon = mapping(7, "7f00-7f10 r-xp 00000000 00:00 0 ");

@@ -77,10 +77,9 @@ impl Target {
             return Ok(Target::Pipe(std::io::stdout()));
         }
         refuse_symlink(path)?;
-        let name = path.file_name().map_or_else(
-            || "perf.data".into(),
-            |n| n.to_string_lossy().into_owned(),
-        );
+        let name = path
+            .file_name()
+            .map_or_else(|| "perf.data".into(), |n| n.to_string_lossy().into_owned());
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         for n in 0..100u32 {
             let temp_name = format!(".{name}.sluice-{}-{n}.tmp", std::process::id());

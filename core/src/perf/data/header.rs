@@ -120,12 +120,23 @@ pub fn attr_bytes(attr: &PerfEventAttr) -> Result<[u8; ATTR_SIZE as usize], Erro
     let a = attr;
     s.u32(a.type_)?;
     s.u32(ATTR_SIZE)?;
-    for v in [a.config, a.sample_period, a.sample_type, a.read_format, a.flags] {
+    for v in [
+        a.config,
+        a.sample_period,
+        a.sample_type,
+        a.read_format,
+        a.flags,
+    ] {
         s.u64(v)?;
     }
     s.u32(a.wakeup_events)?;
     s.u32(a.bp_type)?;
-    for v in [a.config1, a.config2, a.branch_sample_type, a.sample_regs_user] {
+    for v in [
+        a.config1,
+        a.config2,
+        a.branch_sample_type,
+        a.sample_regs_user,
+    ] {
         s.u64(v)?;
     }
     s.u32(a.sample_stack_user)?;
@@ -144,11 +155,7 @@ pub fn attr_bytes(attr: &PerfEventAttr) -> Result<[u8; ATTR_SIZE as usize], Erro
 ///
 /// # Errors
 /// As [`attr_bytes`]; the sink's.
-pub fn file_attr<S: Sink>(
-    out: &mut S,
-    attr: &PerfEventAttr,
-    ids: Section,
-) -> Result<(), S::Error> {
+pub fn file_attr<S: Sink>(out: &mut S, attr: &PerfEventAttr, ids: Section) -> Result<(), S::Error> {
     out.put(&attr_bytes(attr)?)?;
     ids.write(out)
 }

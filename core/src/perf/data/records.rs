@@ -288,7 +288,12 @@ pub fn comm<S: Sink>(
     id: &SampleId,
 ) -> Result<(), S::Error> {
     let size = record_size(8 + align8(comm.len() + 1) + layout.size())?;
-    header(out, RECORD_COMM, if exec { MISC_COMM_EXEC } else { 0 }, size)?;
+    header(
+        out,
+        RECORD_COMM,
+        if exec { MISC_COMM_EXEC } else { 0 },
+        size,
+    )?;
     out.u32(pid)?;
     out.u32(tid)?;
     string(out, comm)?;

@@ -130,7 +130,10 @@ fn the_file_header_and_attrs_sit_where_perf_reads_them() {
     assert_eq!(b.len() as u64, FILE_HEADER_SIZE);
     assert_eq!(&b[..8], b"PERFILE2");
     assert_eq!((u64_at(b, 8), u64_at(b, 16)), (104, 144));
-    assert_eq!((u64_at(b, 24), u64_at(b, 40), u64_at(b, 48)), (120, 264, 4000));
+    assert_eq!(
+        (u64_at(b, 24), u64_at(b, 40), u64_at(b, 48)),
+        (120, 264, 4000)
+    );
     assert_eq!(u64_at(b, 72), (1 << 1) | (1 << 12));
     assert_eq!(h.features.iter().collect::<std::vec::Vec<_>>(), [1, 12]);
 
@@ -139,7 +142,10 @@ fn the_file_header_and_attrs_sit_where_perf_reads_them() {
     a.flags = 1 | (1 << 18);
     a.wakeup_events = 7;
     let bytes = header::attr_bytes(&a).unwrap();
-    assert_eq!(u32::from_ne_bytes(bytes[4..8].try_into().unwrap()), ATTR_SIZE);
+    assert_eq!(
+        u32::from_ne_bytes(bytes[4..8].try_into().unwrap()),
+        ATTR_SIZE
+    );
     assert_eq!(u64_at(&bytes, 8), 291);
     assert_eq!(u64_at(&bytes, 24), 0x1_0586);
     assert_eq!(u64_at(&bytes, 40), 1 | (1 << 18));
