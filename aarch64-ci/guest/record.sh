@@ -51,15 +51,19 @@ for arch in "${arches[@]}"; do
       awk '{split($2, p, "/"); print p[2], $3, $4, $5}' > "$w/$arch.want"
     if ! command -v perf >/dev/null; then
       report+=("  perf.data: no perf on this host to read it"); rc=1
-    elif ! perf script -i "$w/$arch.data" -F comm,tid,cpu,time,event 2>"$w/$arch.perr" |
+    elif ! perf script -i "$w/$arch.data" -F comm,tid,cpu,time,event 2>"$w/$arch.perr0" |
         grep '_do_filp_open:' | awk '{print $2, $3, $4, $5}' > "$w/$arch.got" ||
+        # An x86_64 perf built with only its own arch's libunwind says so once per task of a
+        # file from another arch (any such file, whoever wrote it): not about the file.
+        ! { grep -vx 'unwind: target platform=[a-z0-9_]* is not supported' "$w/$arch.perr0" \
+              > "$w/$arch.perr" || true; } ||
         [ -s "$w/$arch.perr" ] || [ ! -s "$w/$arch.want" ] ||
         ! cmp -s "$w/$arch.want" "$w/$arch.got"; then
       report+=("  perf.data: the host's perf script disagrees with the guest's sluice:")
       while IFS= read -r l; do report+=("    $l"); done < <(diff "$w/$arch.want" "$w/$arch.got"; cat "$w/$arch.perr")
       rc=1
     else
-      report+=("  perf.data: the host's $(perf --version) read $(wc -l < "$w/$arch.got") do_filp_open samples of the guest's file ($(stat -c %s "$w/$arch.data") bytes), as the guest's sluice printed them")
+      report+=("  perf.data: the host's $(perf --version) read $(wc -l < "$w/$arch.got") do_filp_open samples of the guest's file ($(stat -c %s "$w/$arch.data") bytes), as the guest's sluice printed them; perf's other stderr lines: $(grep -c . "$w/$arch.perr0") (unwinder support)")
     fi
   fi
   while IFS= read -r l; do report+=("  $l"); done < <(tr -d '\r' < "$w/$arch.log" |
