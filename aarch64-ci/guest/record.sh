@@ -9,7 +9,9 @@
 # env:   GUEST_SMP (2), CROSS_OPT_LEVEL (1, as cross-test.sh: the same aarch64 artifacts serve both),
 #        GUEST_LOG_DIR, GUEST_TIMEOUT: see run.sh
 # Prints the guests' consoles, then per arch the test binary's `guest-figures` lines, its exit code
-# and boot→poweroff time; exits non-zero if any build or guest run failed.
+# and boot→poweroff time, and whether this host's `perf script` reads the perf.data file the guest
+# wrote (sent over the console in base64) with the samples the guest printed; exits non-zero if any
+# build, guest run or that comparison failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 arches=("$@"); [ ${#arches[@]} -gt 0 ] || arches=(amd64 arm64)
@@ -38,6 +40,32 @@ for arch in "${arches[@]}"; do
     aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch.log"
   r=${PIPESTATUS[0]}; [ "$r" -eq 0 ] || rc=1
   report+=("--- $arch ($t, build ${build_s} s, ${GUEST_SMP:-2} vCPUs): exit $r")
+  # The perf.data file the guest's sluice wrote (sluice_record_perf_data_goes_to_the_host),
+  # read by this host's perf: the same do_filp_open samples (tid, CPU, time, event) as the
+  # guest's sluice printed (its comm may be ":TID" for a task gone before printing; perf
+  # has it from the COMM records), and nothing on perf's stderr.
+  if [ "$r" -eq 0 ]; then
+    tr -d '\r' < "$w/$arch.log" | sed -n 's/^.*guest-perf-data \([A-Za-z0-9+/=]*\)$/\1/p' |
+      base64 -d > "$w/$arch.data" 2>/dev/null
+    tr -d '\r' < "$w/$arch.log" | sed -n 's/^.*guest-perf-text //p' | grep '_do_filp_open:' |
+      awk '{split($2, p, "/"); print p[2], $3, $4, $5}' > "$w/$arch.want"
+    if ! command -v perf >/dev/null; then
+      report+=("  perf.data: no perf on this host to read it"); rc=1
+    elif ! perf script -i "$w/$arch.data" -F comm,tid,cpu,time,event 2>"$w/$arch.perr0" |
+        grep '_do_filp_open:' | awk '{print $2, $3, $4, $5}' > "$w/$arch.got" ||
+        # An x86_64 perf built with only its own arch's libunwind says so once per task of a
+        # file from another arch (any such file, whoever wrote it): not about the file.
+        ! { grep -vx 'unwind: target platform=[a-z0-9_]* is not supported' "$w/$arch.perr0" \
+              > "$w/$arch.perr" || true; } ||
+        [ -s "$w/$arch.perr" ] || [ ! -s "$w/$arch.want" ] ||
+        ! cmp -s "$w/$arch.want" "$w/$arch.got"; then
+      report+=("  perf.data: the host's perf script disagrees with the guest's sluice:")
+      while IFS= read -r l; do report+=("    $l"); done < <(diff "$w/$arch.want" "$w/$arch.got"; cat "$w/$arch.perr")
+      rc=1
+    else
+      report+=("  perf.data: the host's $(perf --version) read $(wc -l < "$w/$arch.got") do_filp_open samples of the guest's file ($(stat -c %s "$w/$arch.data") bytes), as the guest's sluice printed them; perf's other stderr lines: $(grep -c . "$w/$arch.perr0") (unwinder support)")
+    fi
+  fi
   while IFS= read -r l; do report+=("  $l"); done < <(tr -d '\r' < "$w/$arch.log" |
     grep -oE 'guest-figures .*|^test result: .*|[^ ].*boot→poweroff' | sed 's/^guest-figures [a-z0-9_]*: //')
 done

@@ -63,6 +63,8 @@ pub struct Session {
     skipped: Vec<Skipped>,
     summary: Summary,
     enabled: bool,
+    /// Drains that handed out at least one event ([`Session::rounds`]).
+    rounds: u64,
 }
 
 impl fmt::Debug for Session {
@@ -93,6 +95,7 @@ impl Session {
             skipped: Vec::new(),
             summary: Summary::default(),
             enabled: false,
+            rounds: 0,
         };
         let scope = opts.scope.unwrap_or(Scope::System);
         let tracefs = Tracefs::find().map_err(|source| Error::Tracefs {
@@ -263,6 +266,21 @@ impl Session {
         &self.loaded
     }
 
+    /// The perf events of source `source` (an index into [`Session::sources`]): their
+    /// attr and ids, for a perf.data file.
+    #[must_use]
+    pub fn events(&self, source: usize) -> Option<&crate::attach::PerCpuEvents> {
+        self.links.get(source).and_then(Link::events)
+    }
+
+    /// How many drains so far handed out events: it changes between two events exactly
+    /// when every ring was read again (perf's rounds: a sink that sees it change may write
+    /// `FINISHED_ROUND`).
+    #[must_use]
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
     /// Names of the tracefs probes made (`group/event`).
     #[must_use]
     pub fn probe_names(&self) -> Vec<String> {
@@ -288,6 +306,9 @@ impl Session {
         self.rings.take_errors();
         self.summary.samples.resize(self.sources.len(), 0);
         let n = batch.len();
+        if n > 0 {
+            self.rounds += 1;
+        }
         for (_, ev) in batch.drain(..) {
             let out = match ev {
                 RingEvent::Sample(sample) => {

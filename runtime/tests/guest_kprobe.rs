@@ -661,3 +661,109 @@ fn sluice_record_leaves_nothing_and_probes_clean_removes_a_killed_run() {
     );
     assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
 }
+
+/// The standard base64 alphabet, with `=` padding (what `base64 -d` reads).
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for k in 0..4 {
+            if k <= c.len() {
+                out.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// `sluice record --perf-data` in the guest: the file and sluice's own text lines of the
+/// same run go to the console (`guest-perf-data` base64 lines, `guest-perf-text` lines)
+/// for `aarch64-ci/guest/record.sh` to read the file with the host's `perf script` (the
+/// x86_64 perf reading what the aarch64 build wrote, on the arm64 guest) and compare.
+#[test]
+fn sluice_record_perf_data_goes_to_the_host() {
+    let _g = serial();
+    let test = "sluice_record_perf_data_goes_to_the_host";
+    if kprobes(test).is_none() {
+        return;
+    }
+    let Some(bin) = sluice_bin() else {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KPROBES").as_deref() != Ok("1"),
+            "{test}: no sluice binary (set SLUICE_BIN)"
+        );
+        eprintln!("\n*** SKIPPED {test}: no sluice binary (set SLUICE_BIN) ***\n");
+        return;
+    };
+    let fixture = common::fixture_dir().join(FIXTURE);
+    let files = Files::new("perf-data", 3);
+    let redirs: Vec<String> = files
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(k, p)| format!("{}<{}", k + 3, p.display()))
+        .collect();
+    let script = format!("exec {}", redirs.join(" "));
+    let dir = std::env::temp_dir();
+    let data = dir.join(format!("sluice-guest-{}.data", std::process::id()));
+    let text = dir.join(format!("sluice-guest-{}.txt", std::process::id()));
+    let (code, _, err) = run_sluice(
+        &bin,
+        &[
+            "record",
+            "-e",
+            fixture.to_str().unwrap(),
+            "--perf-data",
+            data.to_str().unwrap(),
+            "-o",
+            text.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let bytes = std::fs::read(&data).unwrap();
+    let lines = std::fs::read_to_string(&text).unwrap();
+    let _ = std::fs::remove_file(&data);
+    let _ = std::fs::remove_file(&text);
+    assert_eq!(&bytes[..8], b"PERFILE2");
+    let opens = lines
+        .lines()
+        .filter(|l| l.contains("_do_filp_open:"))
+        .count();
+    assert_eq!(opens, files.paths.len(), "{lines}");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record: perf.data"))
+        .unwrap_or_else(|| panic!("{err}"));
+    println!("guest-perf-data-begin {} {} bytes", arch(), bytes.len());
+    for chunk in base64(&bytes).as_bytes().chunks(76) {
+        println!("guest-perf-data {}", std::str::from_utf8(chunk).unwrap());
+    }
+    println!("guest-perf-data-end");
+    for l in lines.lines() {
+        println!("guest-perf-text {l}");
+    }
+    eprintln!(
+        "guest-figures {}: sluice record --perf-data -- sh -c '{script}': {opens} do_filp_open \
+         samples, {} bytes; {summary}",
+        arch(),
+        bytes.len()
+    );
+}
+
+#[test]
+fn base64_is_the_standard_alphabet() {
+    assert_eq!(base64(b""), "");
+    assert_eq!(base64(b"f"), "Zg==");
+    assert_eq!(base64(b"fo"), "Zm8=");
+    assert_eq!(base64(b"foo"), "Zm9v");
+    assert_eq!(base64(&[0xff, 0xfe, 0x00, 0x01]), "//4AAQ==");
+}

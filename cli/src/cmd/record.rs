@@ -1,9 +1,12 @@
 //! `sluice record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
-//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [-- CMD ARGS...]`: load
+//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [--perf-data FILE|-]
+//! [-- CMD ARGS...]`: load
 //! filters, attach them, run the workload (like `perf record`: forked, held until the
 //! events exist, events enabled at its `exec`) or follow a running process (`-p`, every
 //! thread, with `inherit`), print every sample that passed (on stdout or into `-o FILE`),
 //! and a summary on stderr: samples per event, lost records per CPU, probes removed.
+//! `--perf-data FILE` (or `-` for perf's pipe format on stdout) writes perf.data instead
+//! ([`crate::output::perf_data`]).
 //!
 //! A program that sends a bpf-output record and returns 1 (so the probe's own sample is
 //! recorded too) gets both printed on one line, its payload's words beside the kernel's
@@ -24,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
 use crate::output::pair::{Item, Pairer};
-use crate::output::{self, json, text, Comms};
+use crate::output::{self, json, perf_data, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
 use sluice_runtime::ring::{RingConfig, Wakeup};
@@ -49,6 +52,7 @@ struct Args {
     pid: Option<i32>,
     cpus: Option<Vec<u32>>,
     output: Option<std::path::PathBuf>,
+    perf_data: Option<std::path::PathBuf>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
     command: Vec<OsString>,
@@ -135,6 +139,9 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             }
             Short('o') | Long("output") => {
                 a.output = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
+            Long("perf-data") => {
+                a.perf_data = Some(parser.value().map_err(crate::fail::usage)?.into());
             }
             Value(v) => {
                 a.command.push(v);
@@ -225,6 +232,16 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Some(path) = &args.output {
         output::file::check(path)?;
     }
+    // The perf.data target too (`-` is pipe mode on stdout): a symbolic link is refused
+    // before anything is loaded. Text lines then go only to `-o FILE`, when given.
+    let perf_target = match &args.perf_data {
+        Some(path) => Some(perf_data::Target::open(path).map_err(|e| match e {
+            perf_data::TargetError::Symlink(_) => Failure::input(e.to_string()),
+            perf_data::TargetError::Io { .. } => Failure::runtime(e.to_string(), None),
+        })?),
+        None => None,
+    };
+    let text_out = perf_target.is_none() || args.output.is_some();
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -233,6 +250,14 @@ fn record(args: Args) -> Result<(), Failure> {
         Some((prog, rest)) => {
             let mut cmd = std::process::Command::new(prog);
             cmd.args(rest);
+            // In pipe mode stdout carries the perf.data stream: the workload's own output
+            // goes to stderr instead.
+            if perf_target.as_ref().is_some_and(perf_data::Target::is_pipe) {
+                use std::os::fd::AsFd as _;
+                if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+                    cmd.stdout(fd);
+                }
+            }
             Some(HeldChild::spawn(cmd).map_err(|e| {
                 Failure::runtime(
                     format!("cannot start {}: {e}", prog.to_string_lossy()),
@@ -280,6 +305,25 @@ fn record(args: Args) -> Result<(), Failure> {
         Some(path) => Some(output::file::create(path)?),
         None => None,
     };
+    // The perf.data preamble (attrs and ids, formats, side-band event, /proc) before the
+    // workload runs.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut recording = match perf_target {
+        Some(t) => {
+            let setup = perf_data::Setup {
+                scope,
+                ring,
+                argv: &argv,
+            };
+            Some(
+                perf_data::Recording::begin(t, &session, &setup)
+                    .map_err(|e| Failure::runtime(e.to_string(), None))?,
+            )
+        }
+        None => None,
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command
@@ -293,7 +337,8 @@ fn record(args: Args) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let sink_to: Box<dyn std::io::Write> = match file {
         Some(f) => Box::new(f),
-        None => Box::new(stdout.lock()),
+        None if text_out => Box::new(stdout.lock()),
+        None => Box::new(std::io::sink()),
     };
     let mut lines = Lines {
         out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
@@ -307,6 +352,16 @@ fn record(args: Args) -> Result<(), Failure> {
     let mut pairer = Pairer::new(session.sources());
     let mut stopped_by_output = false;
     let mut sink = |s: &Session, e: &Event| {
+        if let Some(r) = recording.as_mut() {
+            r.event(s, e);
+            if r.failed() && !stopped_by_output {
+                stopped_by_output = true;
+                sigs.raise(signals::libc_consts::SIGPIPE);
+            }
+            if !text_out {
+                return;
+            }
+        }
         match e {
             Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
             Event::Sample { source, sample } => {
@@ -335,6 +390,7 @@ fn record(args: Args) -> Result<(), Failure> {
         write_error.get_or_insert(e);
     }
     drop(lines);
+    let perf_result = recording.map(perf_data::Recording::finish);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
     // Release everything (events, then probes, then programs) before reporting.
@@ -376,6 +432,25 @@ fn record(args: Args) -> Result<(), Failure> {
         summary.malformed,
         closed.probes_removed,
     );
+    match &perf_result {
+        Some(Ok(st)) => crate::console::say!(
+            "sluice record: perf.data {}: {} samples, {} lost records, {} side-band, {} \
+             synthesized, {} rounds, {} skipped as malformed",
+            args.perf_data
+                .as_ref()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            st.samples,
+            st.lost,
+            st.side_band,
+            st.synthesized,
+            st.rounds,
+            st.malformed,
+        ),
+        // The reader of the pipe has what it wanted: a clean end, as after Ctrl-C.
+        Some(Err(e)) if e.is_broken_pipe() => {}
+        Some(Err(e)) => return Err(Failure::runtime(e.to_string(), None)),
+        None => {}
+    }
     match write_error {
         // The reader has what it wanted (`| head`): a clean end, as after Ctrl-C.
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -6,6 +6,7 @@
 pub mod file;
 pub mod json;
 pub mod pair;
+pub mod perf_data;
 pub mod text;
 
 use std::collections::HashMap;

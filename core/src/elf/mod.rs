@@ -8,10 +8,12 @@
 //!
 //! Files, each using only those listed before it: `record` (the class and fields of
 //! fixed-size records), `header`, `section` (section headers, string tables), `file`
-//! ([`Elf`]), `symbol`, `reloc` (with the [`Elf`] methods that hand their tables out).
+//! ([`Elf`]), `symbol`, `reloc` (with the [`Elf`] methods that hand their tables out), `note`
+//! (the GNU build id).
 
 mod file;
 mod header;
+mod note;
 mod record;
 mod reloc;
 mod section;
@@ -19,6 +21,7 @@ mod symbol;
 
 pub use file::Elf;
 pub use header::{Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
+pub use note::{build_id_in_notes, NT_GNU_BUILD_ID, SHT_NOTE};
 pub use record::Class;
 pub use reloc::{Rel, RelTable};
 pub use section::{

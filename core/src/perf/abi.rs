@@ -495,8 +495,18 @@ pub mod attr_flags {
     pub const ENABLE_ON_EXEC: u64 = 1 << 12;
     /// `wakeup_events` counts bytes (`wakeup_watermark`).
     pub const WATERMARK: u64 = 1 << 14;
+    /// `PERF_RECORD_MMAP` of executable mappings.
+    pub const MMAP: u64 = 1 << 8;
+    /// `PERF_RECORD_COMM` (a task's name set, by `exec` or `prctl`).
+    pub const COMM: u64 = 1 << 9;
+    /// `PERF_RECORD_FORK` and `PERF_RECORD_EXIT`.
+    pub const TASK: u64 = 1 << 13;
     /// `sample_type` fields on non-sample records too.
     pub const SAMPLE_ID_ALL: u64 = 1 << 18;
+    /// Mappings as `PERF_RECORD_MMAP2` (device, inode, protection).
+    pub const MMAP2: u64 = 1 << 23;
+    /// Flag the `COMM` of an `exec` (`PERF_RECORD_MISC_COMM_EXEC`).
+    pub const COMM_EXEC: u64 = 1 << 24;
 }
 
 /// `PERF_TYPE_*` values.
@@ -513,6 +523,9 @@ pub mod perf_type {
 pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
 /// `PERF_COUNT_SW_BPF_OUTPUT`: the software event for `bpf_perf_event_output`.
 pub const PERF_COUNT_SW_BPF_OUTPUT: u64 = 10;
+/// `PERF_COUNT_SW_DUMMY`: a software event that never counts, for side-band records
+/// (what perf's `dummy:u` tracking event is).
+pub const PERF_COUNT_SW_DUMMY: u64 = 9;
 /// `PERF_FLAG_FD_CLOEXEC`: open the event fd close-on-exec.
 pub const PERF_FLAG_FD_CLOEXEC: u32 = 1 << 3;
 

@@ -7,7 +7,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    attr_flags, perf_type, PerfEventAttr, PERF_COUNT_SW_BPF_OUTPUT, PERF_FLAG_FD_CLOEXEC,
+    attr_flags, perf_type, PerfEventAttr, PERF_COUNT_SW_BPF_OUTPUT, PERF_COUNT_SW_DUMMY,
+    PERF_FLAG_FD_CLOEXEC,
 };
 use sluice_core::perf::record::{SampleFormat, SampleType};
 
@@ -87,11 +88,21 @@ impl Default for EventOptions {
     }
 }
 
-/// The sample layout of tracepoint events: TID, TIME, CPU, PERIOD, RAW (and IP if asked).
+/// The sample layout of tracepoint events: IDENTIFIER, TID, TIME, CPU, PERIOD, RAW (and IP
+/// if asked).
+///
+/// Every event of a session carries `PERF_SAMPLE_IDENTIFIER` and `sample_id_all`
+/// ([`IDENTIFIED`]), as `perf record`'s do when it records several events: each record
+/// then names the event that wrote it (the id of `PERF_EVENT_IOC_ID`, see
+/// [`PerCpuEvents::ids`]), which is what a perf.data file needs to map records to attrs.
 #[must_use]
 pub fn tracepoint_sample_type(ip: bool) -> SampleType {
-    let base =
-        SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::PERIOD | SampleType::RAW;
+    let base = SampleType::IDENTIFIER
+        | SampleType::TID
+        | SampleType::TIME
+        | SampleType::CPU
+        | SampleType::PERIOD
+        | SampleType::RAW;
     if ip {
         base | SampleType::IP
     } else {
@@ -99,11 +110,31 @@ pub fn tracepoint_sample_type(ip: bool) -> SampleType {
     }
 }
 
-/// The sample layout of `PERF_COUNT_SW_BPF_OUTPUT` events: TID, TIME, CPU, RAW.
+/// The sample layout of `PERF_COUNT_SW_BPF_OUTPUT` events: IDENTIFIER, IP, TID, TIME, CPU,
+/// RAW. IP (where in the kernel the program called `bpf_perf_event_output`) is what
+/// `perf record -e bpf-output` samples too; `perf script` refuses software events without
+/// it.
 #[must_use]
 pub fn bpf_output_sample_type() -> SampleType {
-    SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::RAW
+    SampleType::IDENTIFIER
+        | SampleType::IP
+        | SampleType::TID
+        | SampleType::TIME
+        | SampleType::CPU
+        | SampleType::RAW
 }
+
+/// The sample layout of the side-band event of [`open_tracking`]: it never samples; its
+/// records carry the sample-id trailer (`sample_id_all`) of IDENTIFIER, TID, TIME, CPU
+/// (and IP, which `perf script` wants of every software event).
+#[must_use]
+pub fn tracking_sample_type() -> SampleType {
+    SampleType::IDENTIFIER | SampleType::IP | SampleType::TID | SampleType::TIME | SampleType::CPU
+}
+
+/// The attr flags every event of a session has: `sample_id_all`, so that non-sample
+/// records (LOST, and the side-band of [`open_tracking`]) end with the sample id.
+pub const IDENTIFIED: u64 = attr_flags::SAMPLE_ID_ALL;
 
 /// Errors of attaching.
 #[derive(Debug)]
@@ -147,6 +178,15 @@ pub enum Error {
     },
     /// `PERF_EVENT_IOC_ENABLE` refused.
     Enable {
+        /// The event.
+        what: String,
+        /// The CPU.
+        cpu: u32,
+        /// The errno.
+        errno: Errno,
+    },
+    /// `PERF_EVENT_IOC_ID` refused.
+    Id {
         /// The event.
         what: String,
         /// The CPU.
@@ -205,6 +245,9 @@ impl fmt::Display for Error {
                     "PERF_EVENT_IOC_SET_OUTPUT of {what} on CPU {cpu}: {errno}"
                 )
             }
+            Error::Id { what, cpu, errno } => {
+                write!(f, "PERF_EVENT_IOC_ID of {what} on CPU {cpu}: {errno}")
+            }
             Error::MapUpdate { map, cpu, source } => {
                 write!(
                     f,
@@ -221,7 +264,8 @@ impl std::error::Error for Error {
             Error::Open { errno, .. }
             | Error::SetBpf { errno, .. }
             | Error::Enable { errno, .. }
-            | Error::SetOutput { errno, .. } => Some(errno),
+            | Error::SetOutput { errno, .. }
+            | Error::Id { errno, .. } => Some(errno),
             Error::Process { source, .. } => Some(source),
             Error::MapUpdate { source, .. } => Some(source.as_ref()),
         }
@@ -243,6 +287,8 @@ pub struct CpuEvent {
 pub struct PerCpuEvents {
     what: String,
     format: SampleFormat,
+    /// The attr the events were opened with (the kernel may have written `size` back).
+    attr: PerfEventAttr,
     /// One per CPU: each has a ring.
     events: Vec<CpuEvent>,
     /// Events of other threads ([`Scope::Process`]) writing into the ring of the event of
@@ -263,6 +309,30 @@ impl PerCpuEvents {
     #[must_use]
     pub fn format(&self) -> SampleFormat {
         self.format
+    }
+
+    /// The attr they were opened with (what a perf.data file describes them by).
+    #[must_use]
+    pub fn attr(&self) -> &PerfEventAttr {
+        &self.attr
+    }
+
+    /// The kernel's id of every event with a ring or following one
+    /// (`PERF_EVENT_IOC_ID`): what `PERF_SAMPLE_IDENTIFIER` of their records says.
+    /// Tasks created under `inherit` carry the id of the event they inherited.
+    ///
+    /// # Errors
+    /// [`Error::Id`] for the first event that refuses.
+    pub fn ids(&self) -> Result<Vec<u64>, Error> {
+        self.all()
+            .map(|e| {
+                perf_event::id(e.fd.as_fd()).map_err(|errno| Error::Id {
+                    what: self.what.clone(),
+                    cpu: e.cpu,
+                    errno,
+                })
+            })
+            .collect()
     }
 
     /// The events that own a ring, by CPU.
@@ -406,6 +476,7 @@ fn open_all(
     let mut out = PerCpuEvents {
         what: what.to_owned(),
         format,
+        attr: *attr,
         events: Vec::with_capacity(cpus.len()),
         followers: Vec::new(),
         anchor: None,
@@ -439,7 +510,7 @@ pub fn open_tracepoint(
     let mut attr = PerfEventAttr::new(perf_type::TRACEPOINT, id);
     attr.sample_period = 1;
     attr.sample_type = sample_type.0;
-    attr.flags = attr_flags::DISABLED;
+    attr.flags = attr_flags::DISABLED | IDENTIFIED;
     if let Scope::Task { on_exec, .. } = opts.scope {
         attr.flags |= attr_flags::INHERIT;
         if on_exec {
@@ -522,7 +593,7 @@ pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<Per
     let mut attr = PerfEventAttr::new(perf_type::SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT);
     attr.sample_period = 1;
     attr.sample_type = sample_type.0;
-    attr.flags = attr_flags::DISABLED;
+    attr.flags = attr_flags::DISABLED | IDENTIFIED;
     ring.apply(&mut attr);
     let usable: Vec<u32> = cpus
         .iter()
@@ -551,6 +622,50 @@ pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<Per
             })?;
     }
     Ok(events)
+}
+
+/// Opens the side-band event of a recording (perf's `dummy:u` tracking event): a
+/// `PERF_COUNT_SW_DUMMY` per CPU of `cpus` that never samples but writes, for the tasks
+/// of `scope`, `PERF_RECORD_COMM` (with the `exec` flag), `PERF_RECORD_MMAP2` of
+/// executable mappings, `PERF_RECORD_FORK` and `PERF_RECORD_EXIT`, each with the sample
+/// id of [`tracking_sample_type`]: what a perf.data reader needs to name tasks and
+/// resolve their addresses to symbols. Disabled; [`Scope::Task`] with `on_exec` starts at
+/// the workload's `exec` by itself. Its rings are the caller's to map (and, for
+/// [`Scope::Process`], [`PerCpuEvents::redirect_followers`]).
+///
+/// # Errors
+/// [`Error::Open`], [`Error::Process`].
+pub fn open_tracking(scope: Scope, cpus: &[u32], ring: &RingConfig) -> Result<PerCpuEvents, Error> {
+    let sample_type = tracking_sample_type();
+    let mut attr = PerfEventAttr::new(perf_type::SOFTWARE, PERF_COUNT_SW_DUMMY);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type.0;
+    attr.flags = attr_flags::DISABLED
+        | IDENTIFIED
+        | attr_flags::COMM
+        | attr_flags::COMM_EXEC
+        | attr_flags::MMAP
+        | attr_flags::MMAP2
+        | attr_flags::TASK
+        | attr_flags::EXCLUDE_KERNEL
+        | attr_flags::EXCLUDE_HV;
+    ring.apply(&mut attr);
+    let format = SampleFormat::new(sample_type);
+    let what = "dummy:u";
+    match scope {
+        Scope::System => open_all(what, &attr, -1, cpus, format),
+        Scope::Task { pid, on_exec } => {
+            attr.flags |= attr_flags::INHERIT;
+            if on_exec {
+                attr.flags |= attr_flags::ENABLE_ON_EXEC;
+            }
+            open_all(what, &attr, pid, cpus, format)
+        }
+        Scope::Process { pid } => {
+            attr.flags |= attr_flags::INHERIT;
+            Ok(open_process(what, &attr, pid, cpus, format)?.0)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ mod events;
 mod link;
 
 pub use events::{
-    bpf_output_sample_type, open_bpf_output, open_tracepoint, threads_of, tracepoint_sample_type,
-    CpuEvent, Error, EventOptions, PerCpuEvents, Scope, THREAD_LIST_PASSES,
+    bpf_output_sample_type, open_bpf_output, open_tracepoint, open_tracking, threads_of,
+    tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
+    Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
 pub use link::{Link, LinkError, Linker};

@@ -9,6 +9,7 @@
 //! - [`Tracefs::event_id`] and [`Tracefs::event_format`] read an event's `id` (the
 //!   `config` of a `PERF_TYPE_TRACEPOINT` perf event) and its `format` (where each field
 //!   sits in the sample's RAW data).
+//! - [`Tracefs::tracing_texts`] reads the headers and formats a perf.data file carries.
 //! - [`Tracefs::list_ours`] and [`Tracefs::clean_unused`] find leftovers of killed runs, for
 //!   `sluice probes --clean`.
 //! - [`uprobe_offset`] turns `PATH:FUNC[+OFF]` into the FILE offset that uprobe_events
@@ -19,6 +20,7 @@ mod format;
 mod mount;
 mod places;
 mod probe;
+mod texts;
 mod uprobe;
 
 pub use error::{Error, SymbolProblem};
@@ -29,4 +31,5 @@ pub use probe::{
     event_name, event_name_in, pid_namespace, pid_of_event, ListedProbe, LockKind, ProbeGuard,
     ProbeKind, ProbeRequest, ProbeTarget, SetupLock, GROUP, MAX_EVENT_NAME_LEN, OUR_GROUPS,
 };
+pub use texts::TracingTexts;
 pub use uprobe::{uprobe_offset, UprobeSpec};
