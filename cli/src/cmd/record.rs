@@ -354,23 +354,21 @@ fn record(args: Args) -> Result<(), Failure> {
     let mut sink = |s: &Session, e: &Event| {
         if let Some(r) = recording.as_mut() {
             r.event(s, e);
-            if r.failed() && !stopped_by_output {
-                stopped_by_output = true;
-                sigs.raise(signals::libc_consts::SIGPIPE);
-            }
-            if !text_out {
-                return;
+        }
+        if text_out {
+            match e {
+                Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
+                Event::Sample { source, sample } => {
+                    pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                }
             }
         }
-        match e {
-            Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
-            Event::Sample { source, sample } => {
-                pairer.push(*source, sample, &mut |item| lines.item(s, item));
-            }
-        }
-        // Nothing more can be written (the reader of stdout is gone, the disk is full):
-        // end the run as a stopping signal does (drain, probes removed, summary).
-        if lines.error.is_some() && !stopped_by_output {
+        // Nothing more can be written (the reader of stdout or of the perf.data pipe is
+        // gone, the disk is full): end the run as a stopping signal does (drain, probes
+        // removed, summary).
+        let failed =
+            lines.error.is_some() || recording.as_ref().is_some_and(perf_data::Recording::failed);
+        if failed && !stopped_by_output {
             stopped_by_output = true;
             sigs.raise(signals::libc_consts::SIGPIPE);
         }
