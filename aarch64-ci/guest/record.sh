@@ -51,19 +51,28 @@ for arch in "${arches[@]}"; do
       awk '{split($2, p, "/"); print p[2], $3, $4, $5}' > "$w/$arch.want"
     if ! command -v perf >/dev/null; then
       report+=("  perf.data: no perf on this host to read it"); rc=1
-    elif ! perf script -i "$w/$arch.data" -F comm,tid,cpu,time,event 2>"$w/$arch.perr0" |
-        grep '_do_filp_open:' | awk '{print $2, $3, $4, $5}' > "$w/$arch.got" ||
-        # An x86_64 perf built with only its own arch's libunwind says so once per task of a
-        # file from another arch (any such file, whoever wrote it): not about the file.
-        ! { grep -vx 'unwind: target platform=[a-z0-9_]* is not supported' "$w/$arch.perr0" \
-              > "$w/$arch.perr" || true; } ||
-        [ -s "$w/$arch.perr" ] || [ ! -s "$w/$arch.want" ] ||
-        ! cmp -s "$w/$arch.want" "$w/$arch.got"; then
-      report+=("  perf.data: the host's perf script disagrees with the guest's sluice:")
-      while IFS= read -r l; do report+=("    $l"); done < <(diff "$w/$arch.want" "$w/$arch.got"; cat "$w/$arch.perr")
-      rc=1
     else
-      report+=("  perf.data: the host's $(perf --version) read $(wc -l < "$w/$arch.got") do_filp_open samples of the guest's file ($(stat -c %s "$w/$arch.data") bytes), as the guest's sluice printed them; perf's other stderr lines: $(grep -c . "$w/$arch.perr0") (unwinder support)")
+      perf script -i "$w/$arch.data" -F comm,tid,cpu,time,event 2>"$w/$arch.perr0" |
+        grep '_do_filp_open:' | awk '{print $2, $3, $4, $5}' > "$w/$arch.got"
+      pr=${PIPESTATUS[0]}
+      # The kernel's build-id as the file's BUILD_ID feature gives it, read back by perf.
+      kid=$(perf buildid-list -i "$w/$arch.data" 2>/dev/null |
+              sed -n 's/^\([0-9a-f]*\) \[kernel.kallsyms\]$/\1/p')
+      # Two lines are about this host, not the file, and perf prints them for any file of
+      # that guest, whoever wrote it: an x86_64 perf built with only its own arch's libunwind
+      # says so once per task of a file from another arch, and perf resolving a sample's
+      # kernel address says it has not got the guest's kernel (that build-id).
+      grep -vx -e 'unwind: target platform=[a-z0-9_]* is not supported' \
+        -e "No kallsyms or vmlinux with build-id ${kid:-none} was found" "$w/$arch.perr0" \
+        > "$w/$arch.perr" || true
+      if [ "$pr" -ne 0 ] || [ -z "$kid" ] || [ -s "$w/$arch.perr" ] || [ ! -s "$w/$arch.want" ] ||
+          ! cmp -s "$w/$arch.want" "$w/$arch.got"; then
+        report+=("  perf.data: the host's perf script disagrees with the guest's sluice (perf exit $pr, kernel build-id '${kid}'):")
+        while IFS= read -r l; do report+=("    $l"); done < <(diff "$w/$arch.want" "$w/$arch.got"; cat "$w/$arch.perr")
+        rc=1
+      else
+        report+=("  perf.data: the host's $(perf --version) read $(wc -l < "$w/$arch.got") do_filp_open samples of the guest's file ($(stat -c %s "$w/$arch.data") bytes), as the guest's sluice printed them; kernel build-id $kid; perf's other stderr lines: $(grep -c . "$w/$arch.perr0") (unwinder support, the guest's kernel not on this host)")
+      fi
     fi
   fi
   while IFS= read -r l; do report+=("  $l"); done < <(tr -d '\r' < "$w/$arch.log" |
