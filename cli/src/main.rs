@@ -30,8 +30,8 @@ usage:
       stdout or into FILE; Ctrl-C, SIGTERM and SIGHUP end it cleanly (exit 0); a summary
       goes to stderr: samples per event, lost per CPU, probes removed;
       --perf-data FILE writes perf's perf.data format instead (for perf script and
-      perf report on any machine; atomically, an earlier FILE kept as FILE.old, a
-      symbolic link refused; text lines then only with -o FILE); --perf-data - writes
+      perf report on any machine; atomically, an earlier FILE kept as FILE.old, links
+      followed as for -o; text lines then only with -o FILE); --perf-data - writes
       perf's pipe format on stdout (| perf script), the workload's stdout on stderr
   sluice probes [--clean]
       list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes

@@ -430,8 +430,11 @@ fn pipe_mode_goes_through_perf_script() {
     check_read_back(&parsed, &err, ours.len());
 }
 
+/// Symbolic links follow the rule of `-o`: one of root (or the user) is written where it
+/// leads, the earlier file there kept as `.old`; one of another user is refused before
+/// anything is recorded, and what it points to is left alone.
 #[test]
-fn symlinks_are_refused_and_an_earlier_file_is_kept_as_old() {
+fn foreign_symlinks_are_refused_and_an_earlier_file_is_kept_as_old() {
     let Some(s) = setup("links") else {
         return;
     };
@@ -442,11 +445,37 @@ fn symlinks_are_refused_and_an_earlier_file_is_kept_as_old() {
     let link = s.dir.join("link.data");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&target, &link).unwrap();
+    // The link belongs to user 65534 (nobody), as if another user had made it.
+    rustix::fs::chownat(
+        rustix::fs::CWD,
+        &link,
+        Some(rustix::fs::Uid::from_raw(65534)),
+        None,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
     let args = record_args(&s, &link.display().to_string(), &text);
     let (code, _, err) = run(Command::new(env!("CARGO_BIN_EXE_sluice")).args(&args));
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("symbolic link"), "{err}");
+    assert!(err.contains("symbolic link of user 65534"), "{err}");
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+
+    // Root's own link, relative, is followed: the recording lands where it leads.
+    let own = s.dir.join("own.data");
+    let _ = std::fs::remove_file(&own);
+    std::os::unix::fs::symlink("elsewhere", &own).unwrap();
+    let args = record_args(&s, &own.display().to_string(), &text);
+    let (code, _, err) = run(Command::new(env!("CARGO_BIN_EXE_sluice")).args(&args));
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::symlink_metadata(&own)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(&std::fs::read(&target).unwrap()[..8], b"PERFILE2");
+    assert_eq!(
+        std::fs::read(s.dir.join("elsewhere.old")).unwrap(),
+        b"keep me"
+    );
 
     let data = s.dir.join("again.data");
     let args = record_args(&s, &data.display().to_string(), &text);

@@ -232,11 +232,11 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Some(path) = &args.output {
         output::file::check(path)?;
     }
-    // The perf.data target too (`-` is pipe mode on stdout): a symbolic link is refused
-    // before anything is loaded. Text lines then go only to `-o FILE`, when given.
+    // The perf.data target too (`-` is pipe mode on stdout): a symbolic link of another
+    // user is refused before anything is loaded, as for `-o`. Text lines then go only to `-o FILE`, when given.
     let perf_target = match &args.perf_data {
         Some(path) => Some(perf_data::Target::open(path).map_err(|e| match e {
-            perf_data::TargetError::Symlink(_) => Failure::input(e.to_string()),
+            perf_data::TargetError::Symlink { .. } => Failure::input(e.to_string()),
             perf_data::TargetError::Io { .. } => Failure::runtime(e.to_string(), None),
         })?),
         None => None,

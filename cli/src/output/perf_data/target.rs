@@ -3,10 +3,13 @@
 //! A file is written under a temporary name in its own directory (created with
 //! `O_CREAT | O_EXCL`, which never follows a symbolic link), and renamed over `FILE` only
 //! once complete; an earlier `FILE` is kept as `FILE.old`, as `perf record` keeps it.
-//! `FILE` being a symbolic link is refused before anything is recorded (and `rename(2)`
-//! would replace a link made meanwhile, never write through it). A recording that fails
-//! or is dropped removes its temporary file.
+//! Symbolic links follow the rule of `-o` ([`file::trusted_link`]): `FILE` being a link of
+//! the user or root is written where it leads (the temporary file beside the link's end,
+//! renamed over it), a link of anyone else is refused before anything is recorded, and a
+//! link made meanwhile is replaced by `rename(2)`, never written through. A recording that
+//! fails or is dropped removes its temporary file.
 
+use sluice_runtime::sys::file;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -14,8 +17,13 @@ use std::path::{Path, PathBuf};
 /// Why a target cannot be used.
 #[derive(Debug)]
 pub enum TargetError {
-    /// `FILE` is a symbolic link.
-    Symlink(PathBuf),
+    /// `FILE` is a symbolic link that may not be followed (of another user, or a loop).
+    Symlink {
+        /// The link.
+        path: PathBuf,
+        /// Why it is not followed.
+        why: std::io::Error,
+    },
     /// Creating, writing or renaming failed.
     Io {
         /// The file.
@@ -30,11 +38,7 @@ pub enum TargetError {
 impl std::fmt::Display for TargetError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TargetError::Symlink(p) => write!(
-                f,
-                "{}: is a symbolic link; refusing to write a perf.data file through it",
-                p.display()
-            ),
+            TargetError::Symlink { path, why } => write!(f, "{}: {why}", path.display()),
             TargetError::Io { path, what, source } => {
                 write!(f, "{}: {what}: {source}", path.display())
             }
@@ -67,8 +71,8 @@ fn io<'p>(path: &'p Path, what: &'static str) -> impl FnOnce(std::io::Error) -> 
 }
 
 impl Target {
-    /// `-` is stdout (pipe mode); anything else a file, refused when it is a symbolic
-    /// link, created under a temporary name beside it.
+    /// `-` is stdout (pipe mode); anything else a file, where its trusted links lead
+    /// ([`resolve`]), created under a temporary name beside it.
     ///
     /// # Errors
     /// [`TargetError::Symlink`]; [`TargetError::Io`] when the temporary file cannot be made.
@@ -76,7 +80,7 @@ impl Target {
         if path == Path::new("-") {
             return Ok(Target::Pipe(std::io::stdout()));
         }
-        refuse_symlink(path)?;
+        let path = &resolve(path)?;
         let name = path
             .file_name()
             .map_or_else(|| "perf.data".into(), |n| n.to_string_lossy().into_owned());
@@ -188,9 +192,48 @@ impl Drop for Target {
     }
 }
 
+/// Where `path` leads: each symbolic link on the way followed when it is the user's or
+/// root's ([`file::trusted_link`], the rule of `-o`), at most 40 of them (the kernel's
+/// `ELOOP` limit); a name that is no link (or does not exist yet) is the end.
+///
+/// # Errors
+/// [`TargetError::Symlink`] for a link that may not be followed or too many of them.
+pub fn resolve(path: &Path) -> Result<PathBuf, TargetError> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let link = match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => m,
+            _ => return Ok(at),
+        };
+        let refuse = |why| TargetError::Symlink {
+            path: at.clone(),
+            why,
+        };
+        file::trusted_link(&link).map_err(refuse)?;
+        let to = std::fs::read_link(&at).map_err(refuse)?;
+        at = match at.parent() {
+            Some(dir) if to.is_relative() => dir.join(to),
+            _ => to,
+        };
+    }
+    Err(TargetError::Symlink {
+        path: path.to_path_buf(),
+        why: std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "too many levels of symbolic links",
+        ),
+    })
+}
+
 fn refuse_symlink(path: &Path) -> Result<(), TargetError> {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => Err(TargetError::Symlink(path.to_path_buf())),
+        Ok(m) if m.file_type().is_symlink() => Err(TargetError::Symlink {
+            path: path.to_path_buf(),
+            why: std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "became a symbolic link while recording: not written through",
+            ),
+        }),
         _ => Ok(()),
     }
 }
