@@ -233,7 +233,8 @@ fn record(args: Args) -> Result<(), Failure> {
         output::file::check(path)?;
     }
     // The perf.data target too (`-` is pipe mode on stdout): a symbolic link of another
-    // user is refused before anything is loaded, as for `-o`. Text lines then go only to `-o FILE`, when given.
+    // user is refused before anything is loaded, as for `-o`. Text lines then go only to
+    // `-o FILE`, when given.
     let perf_target = match &args.perf_data {
         Some(path) => Some(perf_data::Target::open(path).map_err(|e| match e {
             perf_data::TargetError::Symlink { .. } => Failure::input(e.to_string()),
