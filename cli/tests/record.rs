@@ -705,3 +705,33 @@ fn ctrl_c_ends_the_whole_workload_tree() {
     }
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// A program compiled to take a probe's four arguments (tests/bpf/dwarf_words.o), attached
+/// by a spec that passes none: one error naming the program, the argument it misses and
+/// `--event`, exit 2, the verifier log after it (issue 14, item 6).
+#[test]
+fn a_program_given_no_arguments_is_told_how() {
+    if !kernel("a_program_given_no_arguments_is_told_how") {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let event = format!("p_words=uprobe/{}:sluice_cli_uprobe_target", exe.display());
+    let (code, _, err) = sluice(&[
+        "record",
+        "-e",
+        &fixture("dwarf_words.o"),
+        "--event",
+        &event,
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.contains("program 'p_words'")
+            && first.contains("its argument 4")
+            && first.contains("--event p_words=SPEC"),
+        "{first}"
+    );
+    assert!(err.contains("R5 !read_ok"), "the log follows: {err}");
+}

@@ -194,7 +194,11 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
             let text = e.to_string();
             let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
             let detail = (!rest.trim().is_empty()).then(|| rest.trim_end().to_owned());
-            return Failure::runtime(first.to_owned(), detail);
+            let mut failure = Failure::runtime(first.to_owned(), detail);
+            if source.is_bad_input() {
+                failure.code = 2;
+            }
+            return failure;
         }
     }
     let detail = None;

@@ -367,8 +367,24 @@ impl Error {
             | Error::DatasecSection { .. }
             | Error::DatasecVariable { .. } => true,
             Error::Core(e) => !matches!(e, sluice_core::Error::Capacity { .. }),
+            // A program given fewer arguments than it reads: the spec is what is wrong.
+            Error::Verifier { log, .. } => unpassed_argument(log).is_some(),
             _ => false,
         }
+    }
+}
+
+/// The argument register (2..=5) a refused program read before anything wrote it, as the
+/// log's last `R<n> !read_ok` says: a program compiled to take a probe's arguments (as the
+/// prologue passes them) loaded without them. Compiled code never reads r2..r5 otherwise
+/// (after a call they are scratch, and the compiler writes them before use).
+fn unpassed_argument(log: &[u8]) -> Option<u8> {
+    let text = String::from_utf8_lossy(log);
+    let line = text.lines().rev().find(|l| l.contains("!read_ok"))?;
+    let before = line.trim().strip_suffix(" !read_ok")?;
+    match before.rsplit(' ').next()?.as_bytes() {
+        [b'R', n @ b'2'..=b'5'] => Some(n - b'0'),
+        _ => None,
     }
 }
 
@@ -391,6 +407,15 @@ impl fmt::Display for Error {
                 log,
             } => {
                 write!(f, "the verifier refused program '{program}' ({errno})")?;
+                if let Some(reg) = unpassed_argument(log) {
+                    write!(
+                        f,
+                        ": it reads r{reg}, its argument {} (a probe's arguments come in \
+                         r2..r5), which its spec does not pass; name the arguments in its \
+                         section or give it one with --event {program}=SPEC",
+                        reg - 1
+                    )?;
+                }
                 if !log.is_empty() {
                     write!(f, ":\n{}", String::from_utf8_lossy(log).trim_end())?;
                 }

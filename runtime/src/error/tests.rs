@@ -634,3 +634,27 @@ fn verifier_display_keeps_bytes() {
     assert_eq!(e.verifier_log(), Some(&b"0: R2 !read_ok\xff\n"[..]));
     assert!(e.to_string().contains("R2 !read_ok"));
 }
+
+/// A program compiled to take a probe's arguments, loaded without them: the kernel's log
+/// ends in `R5 !read_ok` (tests/bpf/dwarf_words.o with a spec of three arguments); the
+/// message says which argument and how to give it (issue 14, item 6).
+#[test]
+fn an_argument_the_spec_does_not_pass_is_named() {
+    let log = b"8: (7b) *(u64 *)(r10 -8) = r5\nR5 !read_ok\nprocessed 9 insns (limit 1000000)\n";
+    let e = Error::Verifier {
+        program: "p_words".into(),
+        errno: Errno::ACCESS,
+        log: log.to_vec(),
+    };
+    let text = e.to_string();
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("it reads r5, its argument 4"), "{first}");
+    assert!(first.contains("--event p_words=SPEC"), "{first}");
+    // r1 (the context) or r0 are no arguments: no such hint.
+    let e = Error::Verifier {
+        program: "p".into(),
+        errno: Errno::ACCESS,
+        log: b"R0 !read_ok\n".to_vec(),
+    };
+    assert!(!e.to_string().contains("its argument"), "{e}");
+}
