@@ -24,6 +24,7 @@
 //! dropped the same way (fields drop in declaration order), so every exit path releases
 //! everything.
 
+mod choose;
 mod error;
 mod options;
 mod report;
@@ -113,8 +114,14 @@ impl Session {
             // Probes made and their events opened under the shared lock, so that a
             // `sluice probes --clean` meanwhile never takes a new probe for a leftover.
             let _setup = crate::tracefs::SetupLock::take(crate::tracefs::LockKind::Shared);
-            for src in objects {
-                s.add_object(src, opts, &linker)?;
+            // `--prog` names over every object: each object loads those it has.
+            let chosen = match &opts.load.programs {
+                Some(names) => Some(choose::per_object(objects, names)?),
+                None => None,
+            };
+            for (i, src) in objects.iter().enumerate() {
+                let programs = chosen.as_ref().and_then(|c| c.get(i)).cloned();
+                s.add_object(src, opts, programs, &linker)?;
             }
         }
         s.map_rings(opts.ring.data_pages)?;
@@ -139,6 +146,7 @@ impl Session {
         &mut self,
         src: &ObjectSource,
         opts: &SessionOptions,
+        programs: Option<Vec<String>>,
         linker: &Linker<'_>,
     ) -> Result<(), Error> {
         let object = || src.name.clone();
@@ -150,6 +158,7 @@ impl Session {
         // `--event PROG=SPEC` replaces a section name for the loader too, so the prologue
         // (and, with debug info, its probe site) is computed from the spec that is attached.
         let mut load_opts = opts.load.clone();
+        load_opts.programs = programs;
         set_specs(&obj, &opts.events, &mut load_opts);
         let load_err = |source| Error::Load {
             object: object(),

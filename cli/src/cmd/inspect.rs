@@ -15,6 +15,13 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     let mut opts = sluice_runtime::LoadOptions::default();
     let mut file = None;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        if let Long(flag) = arg {
+            if super::config::is_flag(flag) {
+                let flag = flag.to_owned();
+                super::config::parse(&flag, parser, &mut opts)?;
+                continue;
+            }
+        }
         match arg {
             Long("disasm") | Short('d') => disasm = true,
             Long("load") => load = true,
@@ -174,6 +181,14 @@ pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
             p.reloc_count(),
             p.map_reloc_count()
         );
+        if !p.autoload() {
+            let _ = writeln!(
+                s,
+                "      not loaded unless chosen (SEC(\"?{}\")): record --prog {}",
+                p.section_name,
+                p.name.unwrap_or(p.section_name)
+            );
+        }
         match p.section() {
             Section::Probe(spec) => {
                 let _ = writeln!(s, "      probe: {spec}");

@@ -55,6 +55,8 @@ struct Args {
     perf_data: Option<std::path::PathBuf>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
+    /// `--prog`, `--set`, `--map-size`, `--pin-root` ([`super::config`]).
+    load: sluice_runtime::LoadOptions,
     command: Vec<OsString>,
 }
 
@@ -63,6 +65,13 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
     let mut a = Args::default();
     let bad = |what: String| Failure::usage_msg(format!("record: {what} (see sluice --help)"));
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        if let Long(flag) = arg {
+            if super::config::is_flag(flag) {
+                let flag = flag.to_owned();
+                super::config::parse(&flag, parser, &mut a.load)?;
+                continue;
+            }
+        }
         match arg {
             Short('e') | Long("object") => a
                 .objects
@@ -280,6 +289,7 @@ fn record(args: Args) -> Result<(), Failure> {
         ring,
         events: args.events.clone(),
         cpus: args.cpus.clone(),
+        load: args.load.clone(),
         ..SessionOptions::default()
     };
     opts.load.target_btf = args.btf.clone();

@@ -609,15 +609,21 @@ pub(crate) fn create_maps(
 
 /// Writes the initial values of global data maps (`.rodata`, `.data`, `.kconfig`) and
 /// freezes the read-only ones, as libbpf does.
+///
+/// `values` (indexed like `defs`, from [`super::globals`]) replaces a map's initial value
+/// where it has one (`--set`), a `.bss` map's too.
 pub(crate) fn init_data_maps(
     defs: &[MapDef<'_>],
     maps: &[Map],
     kconfig: Option<&[u8]>,
+    values: &[Option<Vec<u8>>],
 ) -> Result<()> {
-    for (def, map) in defs.iter().zip(maps) {
-        let initial = match def.kind {
-            MapKind::Kconfig => kconfig.unwrap_or_default(),
-            MapKind::Rodata | MapKind::Data => def.initial,
+    for (i, (def, map)) in defs.iter().zip(maps).enumerate() {
+        let set = values.get(i).and_then(Option::as_deref);
+        let initial = match (def.kind, set) {
+            (MapKind::Kconfig, _) => kconfig.unwrap_or_default(),
+            (MapKind::Rodata | MapKind::Data | MapKind::Bss, Some(v)) => v,
+            (MapKind::Rodata | MapKind::Data, None) => def.initial,
             _ => continue,
         };
         let mut value = vec![0u8; def.value_size as usize];

@@ -6,6 +6,7 @@
 //! writes the workload's pid into the filters' [`TARGET_TGID_MAP`] ([`set_target_tgid`]).
 
 pub mod btf;
+mod globals;
 mod kconfig;
 mod map;
 mod object;
