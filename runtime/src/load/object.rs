@@ -329,7 +329,13 @@ pub fn load_planned(
         fd: btf_fd.as_ref().map(AsFd::as_fd),
         local: local.as_ref(),
     };
-    let maps = create_maps(obj.maps(), object_name, &map_btf)?;
+    let maps = create_maps(
+        obj.maps(),
+        object_name,
+        &map_btf,
+        &opts.map_sizes,
+        opts.pin_root.as_deref(),
+    )?;
     init_data_maps(obj.maps(), &maps, kconfig_value.as_deref(), &values)?;
     let map_fds: Vec<i32> = maps.iter().map(|m| m.as_fd().as_raw_fd()).collect();
     // CO-RE: the target BTF is read only when some relocation needs it.

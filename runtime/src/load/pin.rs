@@ -1,0 +1,89 @@
+//! Maps pinned by name (`LIBBPF_PIN_BY_NAME`, the BTF map attribute `pinning`): a map the
+//! object marks so lives at `ROOT/NAME` in the BPF file system (`/sys/fs/bpf` unless the
+//! caller says otherwise), shared by every run and every program that opens it. An existing
+//! pin is reused when it is the map the object defines (type, key and value size,
+//! `max_entries`, flags: libbpf's `map_is_reuse_compat`); otherwise the run stops naming the
+//! difference. A map not pinned yet is created and pinned.
+
+use std::ffi::CString;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
+use sluice_core::object::{MapDef, MapKind};
+
+use super::map::{Map, MapSpec};
+use crate::error::{ConfigError, Error, Result};
+use crate::sys::bpf as sys;
+
+/// `LIBBPF_PIN_BY_NAME`: the value of the `pinning` attribute that pins a map by its name.
+pub const PIN_BY_NAME: u32 = 1;
+
+/// Where pinned maps go when no root is given.
+pub const DEFAULT_PIN_ROOT: &str = "/sys/fs/bpf";
+
+/// The pin path of `def` under `root`, when the object pins it by name.
+#[must_use]
+pub fn pin_path(def: &MapDef<'_>, root: Option<&Path>) -> Option<PathBuf> {
+    (def.kind == MapKind::Btf && def.pinning == Some(PIN_BY_NAME))
+        .then(|| root.unwrap_or(Path::new(DEFAULT_PIN_ROOT)).join(def.name))
+}
+
+fn pin_error(map: &str, path: &Path, call: &'static str, errno: Errno) -> Error {
+    Error::Config(ConfigError::Pin {
+        map: map.to_owned(),
+        path: path.display().to_string(),
+        call,
+        errno,
+    })
+}
+
+/// The map pinned at `path` when it is `spec`'s; `None` when nothing is pinned there.
+///
+/// # Errors
+/// [`ConfigError::PinMismatch`] naming the first attribute that differs;
+/// [`ConfigError::Pin`] when the path cannot be opened.
+pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| pin_error(&spec.name, path, "bpf(BPF_OBJ_GET)", Errno::INVAL))?;
+    let (fd, info) = match sys::obj_get_map(&c) {
+        Ok(found) => found,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(pin_error(&spec.name, path, "bpf(BPF_OBJ_GET)", errno)),
+    };
+    let checks: [(&'static str, u32, u32); 5] = [
+        ("type", info.map_type, spec.map_type),
+        ("key_size", info.key_size, spec.key_size),
+        ("value_size", info.value_size, spec.value_size),
+        ("max_entries", info.max_entries, spec.max_entries),
+        ("map_flags", info.map_flags, spec.map_flags),
+    ];
+    if let Some((what, pinned, wanted)) = checks.into_iter().find(|(_, p, w)| p != w) {
+        return Err(Error::Config(ConfigError::PinMismatch {
+            map: spec.name.clone(),
+            path: path.display().to_string(),
+            what,
+            pinned: u64::from(pinned),
+            wanted: u64::from(wanted),
+        }));
+    }
+    log::info!(
+        "map '{}': reusing the map pinned at {}",
+        spec.name,
+        path.display()
+    );
+    Ok(Some(Map::from_fd(&spec.name, fd, info.max_entries)))
+}
+
+/// Pins `map` at `path`.
+///
+/// # Errors
+/// [`ConfigError::Pin`] with the kernel's refusal.
+pub(crate) fn pin(map: &Map, path: &Path) -> Result<()> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| pin_error(map.name(), path, "bpf(BPF_OBJ_PIN)", Errno::INVAL))?;
+    sys::obj_pin(map.as_fd(), &c)
+        .map_err(|errno| pin_error(map.name(), path, "bpf(BPF_OBJ_PIN)", errno))?;
+    log::info!("map '{}': pinned at {}", map.name(), path.display());
+    Ok(())
+}
