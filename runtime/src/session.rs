@@ -25,6 +25,7 @@
 //! everything.
 
 mod choose;
+mod counters;
 mod error;
 mod options;
 mod report;
@@ -59,6 +60,8 @@ pub struct Session {
     ring_source: Vec<usize>,
     /// One per source, indexed like `sources`.
     links: Vec<Link>,
+    /// The counters of `--pmu` maps (no ring, no source).
+    counters: Vec<crate::attach::PerCpuEvents>,
     loaded: Vec<LoadedObject>,
     sources: Vec<Source>,
     skipped: Vec<Skipped>,
@@ -91,6 +94,7 @@ impl Session {
             rings: RingSet::new(DRAIN_INTERVAL),
             ring_source: Vec::new(),
             links: Vec::new(),
+            counters: Vec::new(),
             loaded: Vec::new(),
             sources: Vec::new(),
             skipped: Vec::new(),
@@ -123,6 +127,7 @@ impl Session {
                 let programs = chosen.as_ref().and_then(|c| c.get(i)).cloned();
                 s.add_object(src, opts, programs, &linker)?;
             }
+            counters::check(&s.loaded, objects, &opts.pmu)?;
         }
         s.map_rings(opts.ring.data_pages)?;
         // Output events were opened first so no program writes into nothing; all start now,
@@ -135,6 +140,12 @@ impl Session {
             link.enable().map_err(|e| Error::Attach {
                 object: source.object.clone(),
                 source: e,
+            })?;
+        }
+        for c in &s.counters {
+            c.enable().map_err(|source| Error::Attach {
+                object: String::new(),
+                source,
             })?;
         }
         s.enabled = true;
@@ -176,6 +187,20 @@ impl Session {
         // Output events first: the trace programs write into them.
         for map in loaded.maps() {
             if map.map_type() != map_type::PERF_EVENT_ARRAY {
+                continue;
+            }
+            if let Some(event) = opts.pmu.get(map.name()) {
+                let events = counters::open(map, event, linker.cpus).map_err(|e| match e {
+                    counters::Failure::Config(source) => Error::Load {
+                        object: object(),
+                        source,
+                    },
+                    counters::Failure::Events(source) => Error::Attach {
+                        object: object(),
+                        source,
+                    },
+                })?;
+                self.counters.push(events);
                 continue;
             }
             let link = linker.output(map).map_err(|source| Error::Attach {
@@ -348,6 +373,7 @@ impl Session {
         let Session {
             rings,
             links,
+            counters,
             loaded,
             ..
         } = self;
@@ -359,6 +385,7 @@ impl Session {
                 Err(e) => closed.errors.push((name, e)),
             }
         }
+        drop(counters);
         drop(loaded);
         closed
     }
@@ -368,6 +395,9 @@ impl Session {
         if self.enabled {
             for link in &self.links {
                 link.disable();
+            }
+            for c in &self.counters {
+                c.disable();
             }
             self.enabled = false;
         }

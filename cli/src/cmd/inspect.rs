@@ -193,6 +193,16 @@ pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
             Section::Probe(spec) => {
                 let _ = writeln!(s, "      probe: {spec}");
             }
+            Section::Title(t)
+                if sluice_core::probe::program_type(t)
+                    == Some(sluice_core::perf::abi::prog_type::PERF_EVENT) =>
+            {
+                let _ = writeln!(
+                    s,
+                    "      sampling: cycles (cpu-clock without hardware counters) on every \
+                     CPU at -F HZ"
+                );
+            }
             Section::Title(t) => {
                 let _ = writeln!(s, "      title: {t} (no probe spec)");
             }

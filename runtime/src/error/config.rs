@@ -42,6 +42,20 @@ pub enum ConfigError {
         /// The maps that can be sized.
         maps: Vec<String>,
     },
+    /// `--pmu MAP=EVENT`: no perf event array of that name.
+    UnknownPmuMap {
+        /// The name asked for.
+        name: String,
+        /// The perf event arrays the objects have.
+        maps: Vec<String>,
+    },
+    /// `--pmu MAP=EVENT`: an event sluice does not know.
+    UnknownPmuEvent {
+        /// The event asked for.
+        event: String,
+        /// The events it knows.
+        events: Vec<String>,
+    },
     /// A map left at `max_entries` 0 for the loader to size, and not sized.
     ZeroEntries {
         /// The map.
@@ -113,6 +127,15 @@ impl fmt::Display for ConfigError {
                 write!(f, "--map-size {name}: no such map")?;
                 list(f, "maps", maps)
             }
+            ConfigError::UnknownPmuMap { name, maps } => {
+                write!(f, "--pmu {name}=...: no perf event array of that name")?;
+                list(f, "perf event arrays", maps)
+            }
+            ConfigError::UnknownPmuEvent { event, events } => write!(
+                f,
+                "--pmu ...={event}: unknown counter; known: {}",
+                events.join(", ")
+            ),
             ConfigError::ZeroEntries { map } => write!(
                 f,
                 "map '{map}' has max_entries 0 (the loader is to size it): \

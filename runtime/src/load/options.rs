@@ -56,6 +56,9 @@ pub struct LoadOptions {
     pub map_sizes: BTreeMap<String, u32>,
     /// Where maps pinned by name (`LIBBPF_PIN_BY_NAME`) live; `None`: `/sys/fs/bpf`.
     pub pin_root: Option<PathBuf>,
+    /// Samples a second of `perf_event` programs (`-F HZ`); `None`:
+    /// [`DEFAULT_SAMPLE_FREQ`](crate::attach::DEFAULT_SAMPLE_FREQ).
+    pub sample_freq: Option<u64>,
 }
 
 impl Default for LoadOptions {
@@ -76,6 +79,7 @@ impl Default for LoadOptions {
             globals: Vec::new(),
             map_sizes: BTreeMap::new(),
             pin_root: None,
+            sample_freq: None,
         }
     }
 }

@@ -75,11 +75,48 @@ pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
     Ok(Some(Map::from_fd(&spec.name, fd, info.max_entries)))
 }
 
-/// Pins `map` at `path`.
+/// `BPF_FS_MAGIC`: `statfs` of a BPF file system.
+const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
+
+fn is_bpffs(dir: &Path) -> bool {
+    rustix::fs::statfs(dir).is_ok_and(|s| i64::from(s.f_type) == BPF_FS_MAGIC)
+}
+
+/// Makes the folder of `path` ready for a pin: the BPF file system mounted on
+/// [`DEFAULT_PIN_ROOT`] when it is the root and nothing is mounted there (as bpftool
+/// does; systemd usually has done it), and the folder made if missing (as libbpf does).
+fn prepare(map: &str, path: &Path) -> Result<()> {
+    let Some(dir) = path.parent() else {
+        return Ok(());
+    };
+    let default = Path::new(DEFAULT_PIN_ROOT);
+    if dir.starts_with(default) && !is_bpffs(default) {
+        rustix::mount::mount(
+            "bpf",
+            default,
+            "bpf",
+            rustix::mount::MountFlags::empty(),
+            None,
+        )
+        .map_err(|errno| pin_error(map, default, "mount -t bpf", errno))?;
+        log::info!("mounted the BPF file system on {DEFAULT_PIN_ROOT}");
+    }
+    if !dir.is_dir() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+            pin_error(map, dir, "mkdir", errno)
+        })?;
+    }
+    Ok(())
+}
+
+/// Pins `map` at `path` (the BPF file system mounted and the folder made first, see
+/// [`prepare`]).
 ///
 /// # Errors
-/// [`ConfigError::Pin`] with the kernel's refusal.
+/// [`ConfigError::Pin`] with the kernel's refusal (`EPERM` outside a BPF file system).
 pub(crate) fn pin(map: &Map, path: &Path) -> Result<()> {
+    prepare(map.name(), path)?;
     let c = CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| pin_error(map.name(), path, "bpf(BPF_OBJ_PIN)", Errno::INVAL))?;
     sys::obj_pin(map.as_fd(), &c)

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sluice_core::object::{Object, Program};
+use sluice_core::perf::abi::prog_type::PERF_EVENT;
 use sluice_core::probe::{Place, ProbeKind, ProbeSpec, Section, Target};
 use sluice_core::Insn;
 
@@ -75,6 +76,12 @@ pub enum Attach {
     },
     /// A dynamic probe.
     Probe(ProbePlan),
+    /// A sampling program (`perf_event`): a sampling event per CPU, the hardware cycles
+    /// event or `cpu-clock` ([`crate::attach::open_sampling`]).
+    Sample {
+        /// Samples a second ([`LoadOptions::sample_freq`]).
+        freq: u64,
+    },
     /// Not attached: the section is an opaque title; says why.
     Skip(String),
     /// The spec cannot be attached; says why.
@@ -115,6 +122,11 @@ impl Plan {
         });
         let attach = match &parsed {
             Ok(Section::Probe(spec)) => attach_of(spec),
+            Ok(Section::Title(_)) if prog_type == Some(PERF_EVENT) => Attach::Sample {
+                freq: opts
+                    .sample_freq
+                    .unwrap_or(crate::attach::DEFAULT_SAMPLE_FREQ),
+            },
             Ok(Section::Title(t)) => Attach::Skip(format!(
                 "section '{t}' names no probe; map it with --event {program}=SPEC"
             )),
