@@ -766,3 +766,143 @@ fn real_objects_with_max_entries_0_load_with_map_size() {
         "{out}"
     );
 }
+
+/// A real libbpf-tools tool (`apt-get install libbpf-tools`), running until [`Real::stop`]:
+/// started, and its header line read, before the workload runs.
+struct Real {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Real {
+    /// `/usr/sbin/TOOL ARGS`, or `None` after saying why (CI installs the package).
+    fn start(tool: &str, args: &[&str]) -> Option<Real> {
+        let path = PathBuf::from("/usr/sbin").join(tool);
+        if !path.exists() {
+            common::skip(&format!(
+                "{} missing: apt-get install libbpf-tools",
+                path.display()
+            ));
+            return None;
+        }
+        // Line-buffered (its stdout is a pipe): the header shows when it is attached.
+        let mut child = std::process::Command::new("stdbuf")
+            .arg("-oL")
+            .arg(&path)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // The header comes once the programs are attached.
+        let header = lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{tool}: no header: {e}"));
+        assert!(header.contains("PID"), "{tool}: {header}");
+        Some(Real { child, lines })
+    }
+
+    /// Stops it (SIGINT, as Ctrl-C) once what it saw has been printed; its lines.
+    fn stop(mut self) -> Vec<String> {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+        let _ = self.child.wait();
+        self.lines.try_iter().collect()
+    }
+}
+
+/// The real tool's lines whose column `col` (0-based, split on whitespace) is `pid`.
+fn real_lines_of(lines: &[String], col: usize, pid: u32) -> Vec<String> {
+    let pid = pid.to_string();
+    lines
+        .iter()
+        .filter(|l| l.split_whitespace().nth(col) == Some(pid.as_str()))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn side_by_side_with_the_real_sigsnoop_and_opensnoop() {
+    let (Some(sig_obj), Some(open_obj)) = (real("sigsnoop.bpf.o"), real("opensnoop.bpf.o")) else {
+        return;
+    };
+    if !root("side_by_side") {
+        return;
+    }
+    let _g = serial();
+    const N: usize = 9;
+    let signals = format!("trap '' USR1; {}", vec!["kill -USR1 $$"; N].join("; "));
+    // sigsnoop -s 10 (signal_generate) beside --prog sig_trace; sigsnoop -k -s 10 (the kill
+    // syscall pair) beside --prog kill_entry,kill_exit.
+    for (real_args, prog) in [
+        (&["-s", "10"][..], "sig_trace"),
+        (&["-k", "-s", "10"][..], "kill_entry,kill_exit"),
+    ] {
+        let Some(tool) = Real::start("sigsnoop", real_args) else {
+            return;
+        };
+        let (pid, outs) = traced(
+            &["-e", &sig_obj, "--prog", prog, "--set", "target_signal=10"],
+            &signals,
+            "side-sigsnoop",
+        );
+        let theirs = real_lines_of(&tool.stop(), 1, pid);
+        let ours = outs.iter().filter(|o| o.pid == pid).count();
+        eprintln!(
+            "side by side: sigsnoop {real_args:?}: {} lines; sluice --prog {prog}: {ours} records \
+             ({N} signals sent)",
+            theirs.len()
+        );
+        assert_eq!((theirs.len(), ours), (N, N), "{theirs:?}");
+    }
+    // opensnoop -u 65534 beside --set targ_uid=65534.
+    let Some(tool) = Real::start("opensnoop", &["-u", "65534"]) else {
+        return;
+    };
+    let workload = "exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+                    cat /etc/hostname /proc/self/status >/dev/null";
+    let (pid, outs) = traced(
+        &["-e", &open_obj, "--set", "targ_uid=65534"],
+        workload,
+        "side-opensnoop",
+    );
+    let theirs = real_lines_of(&tool.stop(), 0, pid);
+    let ours: Vec<String> = outs
+        .iter()
+        .filter(|o| o.pid == pid)
+        .map(|o| {
+            let name = o.data[56..].split(|&b| b == 0).next().unwrap();
+            String::from_utf8_lossy(name).into_owned()
+        })
+        .collect();
+    eprintln!(
+        "side by side: opensnoop -u 65534: {} opens; sluice --set targ_uid=65534: {} opens",
+        theirs.len(),
+        ours.len()
+    );
+    assert!(ours.iter().any(|n| n == "/etc/hostname"), "{ours:?}");
+    assert_eq!(
+        theirs.len(),
+        ours.len(),
+        "real: {theirs:#?}\nsluice: {ours:#?}"
+    );
+    // The same files, in the same order (the tool prints the path last).
+    let real_paths: Vec<&str> = theirs
+        .iter()
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(real_paths, ours);
+}
