@@ -88,3 +88,77 @@ pub(crate) fn initial_values(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use sluice_core::object::ObjectStorage;
+
+    fn values(globals: &[(&str, &str)]) -> Result<Vec<Option<Vec<u8>>>> {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/bpf/prog_config.o"
+        ))
+        .unwrap();
+        let mut storage = ObjectStorage::new();
+        let obj = Object::open(&bytes, &mut storage).unwrap();
+        let mut index = vec![0u32; Btf::count_types(obj.btf_bytes().unwrap()).unwrap() as usize];
+        let btf = obj.parse_btf(&mut index).unwrap();
+        let g: Vec<(String, String)> = globals
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let out = initial_values(&obj, btf.as_ref(), &g)?;
+        // Only the maps a variable was set in change; every other byte is the section's.
+        for (def, v) in obj.maps().iter().zip(&out) {
+            if let Some(v) = v {
+                assert_eq!(v.len(), def.value_size as usize, "{}", def.name);
+            }
+        }
+        Ok(out)
+    }
+
+    fn map_index(name: &str) -> usize {
+        ["target_tgid", "events", "sized", ".rodata", ".data", ".bss"]
+            .iter()
+            .position(|n| *n == name)
+            .unwrap()
+    }
+
+    #[test]
+    fn values_land_at_the_variables_symbol() {
+        let out = values(&[("knob_u32", "0x01020304"), ("bss_knob", "5")]).unwrap();
+        let rodata = out[map_index(".rodata")].as_ref().unwrap();
+        // knob_u32 follows u8, s8, u16, s16 (1+1+2+2, padded to 8) in .rodata.
+        let at = rodata
+            .windows(4)
+            .position(|w| w == 0x0102_0304u32.to_ne_bytes())
+            .unwrap();
+        assert_eq!(at % 4, 0);
+        // The other knobs keep their initial values (knob_u8 = 1 is the first byte).
+        assert_eq!(rodata[0], 1);
+        let bss = out[map_index(".bss")].as_ref().unwrap();
+        assert_eq!(bss[..8], 5u64.to_ne_bytes());
+        assert!(out[map_index(".data")].is_none());
+        assert!(out[map_index("events")].is_none());
+    }
+
+    #[test]
+    fn unknown_names_and_bad_values_list_the_variables() {
+        let e = values(&[("nope", "1")]).unwrap_err();
+        assert!(e.is_bad_input());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("--set nope: no such global variable"),
+            "{text}"
+        );
+        assert!(text.contains("knob_mode (enum mode, .rodata)"), "{text}");
+        let e = values(&[("knob_u16", "65536")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--set knob_u16=65536: out of range (0..=65535) for u16;"),
+            "{e}"
+        );
+    }
+}

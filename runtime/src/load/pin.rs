@@ -124,3 +124,148 @@ pub(crate) fn pin(map: &Map, path: &Path) -> Result<()> {
     log::info!("map '{}': pinned at {}", map.name(), path.display());
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    //! The reuse decision on the syscall fake: nothing pinned, the same map, a different
+    //! one, a path the kernel refuses.
+    use super::*;
+    use crate::sys::fake::{self, Call, Cmd, Reply};
+    use sluice_core::perf::abi::MapInfoRaw;
+
+    fn spec() -> MapSpec {
+        MapSpec {
+            name: "shared".into(),
+            map_type: 2,
+            key_size: 4,
+            value_size: 8,
+            max_entries: 4,
+            map_flags: 0,
+        }
+    }
+
+    /// A fake whose `BPF_OBJ_GET` answers `get` and whose map info is `info`.
+    fn kernel(get: Result<(), Errno>, info: MapInfoRaw) -> fake::Fake {
+        fake::install(move |call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::Other(sluice_core::perf::abi::cmd::OBJ_GET) => {
+                get.map(|()| fake::fd())
+            }
+            Call::Bpf(mut b) if b.cmd == Cmd::ObjGetInfoByFd => {
+                b.write_info(&info);
+                Ok(Reply::Value(0))
+            }
+            other => panic!("unexpected {other:?}"),
+        })
+    }
+
+    fn same() -> MapInfoRaw {
+        MapInfoRaw {
+            map_type: 2,
+            key_size: 4,
+            value_size: 8,
+            max_entries: 4,
+            ..MapInfoRaw::default()
+        }
+    }
+
+    #[test]
+    fn nothing_pinned_means_create() {
+        let _f = kernel(Err(Errno::NOENT), same());
+        assert!(reuse(&spec(), Path::new("/sys/fs/bpf/shared"))
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn the_same_map_is_reused() {
+        let _f = kernel(Ok(()), same());
+        let m = reuse(&spec(), Path::new("/sys/fs/bpf/shared"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (m.name(), m.max_entries(), m.value_size()),
+            ("shared", 4, 8)
+        );
+    }
+
+    #[test]
+    fn a_different_map_names_the_difference() {
+        for (what, info) in [
+            (
+                "type",
+                MapInfoRaw {
+                    map_type: 1,
+                    ..same()
+                },
+            ),
+            (
+                "value_size",
+                MapInfoRaw {
+                    value_size: 16,
+                    ..same()
+                },
+            ),
+            (
+                "max_entries",
+                MapInfoRaw {
+                    max_entries: 8,
+                    ..same()
+                },
+            ),
+            (
+                "map_flags",
+                MapInfoRaw {
+                    map_flags: 1,
+                    ..same()
+                },
+            ),
+        ] {
+            let _f = kernel(Ok(()), info);
+            let e = reuse(&spec(), Path::new("/sys/fs/bpf/shared")).unwrap_err();
+            match &e {
+                Error::Config(ConfigError::PinMismatch { what: w, .. }) => assert_eq!(*w, what),
+                other => panic!("{other:?}"),
+            }
+            assert!(e.is_bad_input());
+            assert!(e.to_string().contains("/sys/fs/bpf/shared"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_refused_path_is_a_runtime_error() {
+        let _f = kernel(Err(Errno::PERM), same());
+        let e = reuse(&spec(), Path::new("/tmp/shared")).unwrap_err();
+        assert!(!e.is_bad_input());
+        assert_eq!(
+            e.to_string(),
+            "map 'shared': bpf(BPF_OBJ_GET) of /tmp/shared: Operation not permitted (os error 1)"
+        );
+    }
+
+    #[test]
+    fn only_btf_maps_pinned_by_name_have_a_path() {
+        let bytes = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/bpf/pinned.o"
+        ))
+        .unwrap();
+        let mut storage = sluice_core::object::ObjectStorage::new();
+        let obj = sluice_core::Object::open(&bytes, &mut storage).unwrap();
+        let paths: Vec<_> = obj
+            .maps()
+            .iter()
+            .filter_map(|m| pin_path(m, Some(Path::new("/x"))))
+            .collect();
+        assert_eq!(paths, [PathBuf::from("/x/sluice_pinned")]);
+        let sized = obj
+            .maps()
+            .iter()
+            .find(|m| m.name == "sluice_pinned")
+            .unwrap();
+        assert_eq!(
+            pin_path(sized, None),
+            Some(PathBuf::from("/sys/fs/bpf/sluice_pinned"))
+        );
+    }
+}
