@@ -668,7 +668,7 @@ fn real_sigsnoop_counts_each_signal_once_per_chosen_program_set() {
     const N: usize = 12;
     // SIGUSR1 ignored, sent N times by the shell to itself: N kill(2), N signals generated.
     // target_signal (sigsnoop -s 10) keeps other signals (the workload's SIGCHLD) out.
-    let workload = format!("trap '' USR1; {}", vec!["kill -USR1 $$"; N].join("; "));
+    let workload = format!("trap '' USR1; {}", ["kill -USR1 $$"; N].join("; "));
     let count = |extra: &[&str], label: &str| {
         let mut args = vec!["-e", obj.as_str(), "--set", "target_signal=10"];
         args.extend_from_slice(extra);
@@ -844,7 +844,7 @@ fn side_by_side_with_the_real_sigsnoop_and_opensnoop() {
     }
     let _g = serial();
     const N: usize = 9;
-    let signals = format!("trap '' USR1; {}", vec!["kill -USR1 $$"; N].join("; "));
+    let signals = format!("trap '' USR1; {}", ["kill -USR1 $$"; N].join("; "));
     // sigsnoop -s 10 (signal_generate) beside --prog sig_trace; sigsnoop -k -s 10 (the kill
     // syscall pair) beside --prog kill_entry,kill_exit.
     for (real_args, prog) in [

@@ -3,7 +3,12 @@
 //! spec without the `?` and its autoload flag off; every global of `.rodata`, `.data` and
 //! `.bss` is found by name with the type `--set` reads into it, and values land in the
 //! variable's bytes in the object's byte order.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use sluice_core::btf::{encode_value, find_global_var, global_vars, value_kind, Btf, ValueError};
 use sluice_core::object::ObjectStorage;

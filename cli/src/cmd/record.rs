@@ -314,7 +314,6 @@ fn record(args: Args) -> Result<(), Failure> {
         cpus: args.cpus.clone(),
         load: args.load.clone(),
         pmu: args.pmu.clone(),
-        ..SessionOptions::default()
     };
     opts.load.target_btf = args.btf.clone();
     opts.load.debuginfo = args.debuginfo.clone();

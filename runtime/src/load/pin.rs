@@ -78,6 +78,9 @@ pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
 /// `BPF_FS_MAGIC`: `statfs` of a BPF file system.
 const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 
+// `f_type` is an i64 on x86_64 and a 32-bit word on i686: the conversion is not useless
+// everywhere.
+#[allow(clippy::useless_conversion)]
 fn is_bpffs(dir: &Path) -> bool {
     rustix::fs::statfs(dir).is_ok_and(|s| i64::from(s.f_type) == BPF_FS_MAGIC)
 }
