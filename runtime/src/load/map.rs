@@ -647,15 +647,25 @@ pub(crate) fn create_maps(
             // Pinned by name: the pinned map when it is this one, else a new one pinned.
             let pin = super::pin::pin_path(def, pin_root);
             let reused = match &pin {
-                Some(path) => super::pin::reuse(&spec, path)?,
+                Some(path) => {
+                    let shape = super::pin::Shape {
+                        name: &spec.name,
+                        map_type: spec.map_type,
+                        key_size: spec.key_size,
+                        value_size: spec.value_size,
+                        max_entries: spec.max_entries,
+                        map_flags: spec.map_flags,
+                    };
+                    super::pin::reuse(&shape, path)?
+                }
                 None => None,
             };
             let m = match reused {
-                Some(m) => m,
+                Some((fd, max_entries)) => Map::from_fd(&spec.name, fd, max_entries),
                 None => {
                     let m = Map::create_with(&spec, inner, &btf.extra(def))?;
                     if let Some(path) = &pin {
-                        super::pin::pin(&m, path)?;
+                        super::pin::pin(m.name(), m.as_fd(), path)?;
                     }
                     m
                 }

@@ -6,13 +6,12 @@
 //! difference. A map not pinned yet is created and pinned.
 
 use std::ffi::CString;
-use std::os::fd::AsFd;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 use rustix::io::Errno;
 use sluice_core::object::{MapDef, MapKind};
 
-use super::map::{Map, MapSpec};
 use crate::error::{ConfigError, Error, Result};
 use crate::sys::bpf as sys;
 
@@ -38,18 +37,36 @@ fn pin_error(map: &str, path: &Path, call: &'static str, errno: Errno) -> Error 
     })
 }
 
-/// The map pinned at `path` when it is `spec`'s; `None` when nothing is pinned there.
+/// What a pinned map must have to be reused: the object's map as it would be created.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape<'a> {
+    /// The map's name.
+    pub(crate) name: &'a str,
+    /// `BPF_MAP_TYPE_*`.
+    pub(crate) map_type: u32,
+    /// Key size in bytes.
+    pub(crate) key_size: u32,
+    /// Value size in bytes.
+    pub(crate) value_size: u32,
+    /// Maximum number of entries.
+    pub(crate) max_entries: u32,
+    /// `BPF_F_*` creation flags.
+    pub(crate) map_flags: u32,
+}
+
+/// The map pinned at `path` when it has `spec`'s shape, with its `max_entries`; `None`
+/// when nothing is pinned there.
 ///
 /// # Errors
 /// [`ConfigError::PinMismatch`] naming the first attribute that differs;
 /// [`ConfigError::Pin`] when the path cannot be opened.
-pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
+pub(crate) fn reuse(spec: &Shape<'_>, path: &Path) -> Result<Option<(sys::MapFd, u32)>> {
     let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| pin_error(&spec.name, path, "bpf(BPF_OBJ_GET)", Errno::INVAL))?;
+        .map_err(|_| pin_error(spec.name, path, "bpf(BPF_OBJ_GET)", Errno::INVAL))?;
     let (fd, info) = match sys::obj_get_map(&c) {
         Ok(found) => found,
         Err(Errno::NOENT) => return Ok(None),
-        Err(errno) => return Err(pin_error(&spec.name, path, "bpf(BPF_OBJ_GET)", errno)),
+        Err(errno) => return Err(pin_error(spec.name, path, "bpf(BPF_OBJ_GET)", errno)),
     };
     let checks: [(&'static str, u32, u32); 5] = [
         ("type", info.map_type, spec.map_type),
@@ -60,7 +77,7 @@ pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
     ];
     if let Some((what, pinned, wanted)) = checks.into_iter().find(|(_, p, w)| p != w) {
         return Err(Error::Config(ConfigError::PinMismatch {
-            map: spec.name.clone(),
+            map: spec.name.to_owned(),
             path: path.display().to_string(),
             what,
             pinned: u64::from(pinned),
@@ -72,7 +89,7 @@ pub(crate) fn reuse(spec: &MapSpec, path: &Path) -> Result<Option<Map>> {
         spec.name,
         path.display()
     );
-    Ok(Some(Map::from_fd(&spec.name, fd, info.max_entries)))
+    Ok(Some((fd, info.max_entries)))
 }
 
 /// `BPF_FS_MAGIC`: `statfs` of a BPF file system.
@@ -118,13 +135,12 @@ fn prepare(map: &str, path: &Path) -> Result<()> {
 ///
 /// # Errors
 /// [`ConfigError::Pin`] with the kernel's refusal (`EPERM` outside a BPF file system).
-pub(crate) fn pin(map: &Map, path: &Path) -> Result<()> {
-    prepare(map.name(), path)?;
+pub(crate) fn pin(name: &str, map: BorrowedFd<'_>, path: &Path) -> Result<()> {
+    prepare(name, path)?;
     let c = CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| pin_error(map.name(), path, "bpf(BPF_OBJ_PIN)", Errno::INVAL))?;
-    sys::obj_pin(map.as_fd(), &c)
-        .map_err(|errno| pin_error(map.name(), path, "bpf(BPF_OBJ_PIN)", errno))?;
-    log::info!("map '{}': pinned at {}", map.name(), path.display());
+        .map_err(|_| pin_error(name, path, "bpf(BPF_OBJ_PIN)", Errno::INVAL))?;
+    sys::obj_pin(map, &c).map_err(|errno| pin_error(name, path, "bpf(BPF_OBJ_PIN)", errno))?;
+    log::info!("map '{name}': pinned at {}", path.display());
     Ok(())
 }
 
@@ -137,9 +153,9 @@ mod tests {
     use crate::sys::fake::{self, Call, Cmd, Reply};
     use sluice_core::perf::abi::MapInfoRaw;
 
-    fn spec() -> MapSpec {
-        MapSpec {
-            name: "shared".into(),
+    fn spec() -> Shape<'static> {
+        Shape {
+            name: "shared",
             map_type: 2,
             key_size: 4,
             value_size: 8,
@@ -183,13 +199,10 @@ mod tests {
     #[test]
     fn the_same_map_is_reused() {
         let _f = kernel(Ok(()), same());
-        let m = reuse(&spec(), Path::new("/sys/fs/bpf/shared"))
+        let (fd, max_entries) = reuse(&spec(), Path::new("/sys/fs/bpf/shared"))
             .unwrap()
             .unwrap();
-        assert_eq!(
-            (m.name(), m.max_entries(), m.value_size()),
-            ("shared", 4, 8)
-        );
+        assert_eq!((max_entries, fd.key_size(), fd.value_size()), (4, 4, 8));
     }
 
     #[test]
