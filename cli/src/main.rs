@@ -15,13 +15,15 @@ const USAGE: &str = "\
 sluice: load eBPF filters for perf events
 
 usage:
-  sluice [-v|-vv] inspect [--disasm] [--load [--btf FILE]] [FILE.o]
-      show an object (default: the embedded demo); --load loads it into the running
-      kernel and prints each program's id, tag and instruction count after the verifier;
+  sluice [-v|-vv] inspect [--disasm] [--load [--btf FILE] [CONFIG]] [FILE.o]
+      show an object (default: the embedded demo): its maps and the programs it offers,
+      each with what it attaches to; --load loads it into the running kernel and prints
+      each program's id, tag and instruction count after the verifier;
       --btf: the kernel BTF for CO-RE when /sys/kernel/btf/vmlinux is missing
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
                 [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
-                [--perf-data FILE|-] [--btf FILE] [--debuginfo VMLINUX] [-- CMD ARGS...]
+                [--perf-data FILE|-] [--btf FILE] [--debuginfo VMLINUX] [CONFIG]
+                [-F HZ] [--pmu MAP=EVENT]... [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
       system-wide until Ctrl-C or --duration; -p: the running process PID and every
@@ -32,7 +34,14 @@ usage:
       --perf-data FILE writes perf's perf.data format instead (for perf script and
       perf report on any machine; atomically, an earlier FILE kept as FILE.old, links
       followed as for -o; text lines then only with -o FILE); --perf-data - writes
-      perf's pipe format on stdout (| perf script), the workload's stdout on stderr
+      perf's pipe format on stdout (| perf script), the workload's stdout on stderr;
+      -F: samples a second of perf_event programs (default 49; the cycles counter,
+      else cpu-clock); --pmu: fill perf event array MAP with one counter per CPU
+      (cycles, instructions, cpu-clock, task-clock, ...) for bpf_perf_event_read_value
+      CONFIG: --prog NAME[,NAME...] load and attach only those programs (SEC(\"?...\")
+      programs are loaded only so); --set NAME=VALUE a .rodata/.data/.bss variable
+      (integer, bool, enumerator, string); --map-size NAME=N max_entries of a map;
+      --pin-root DIR where maps pinned by name live (default /sys/fs/bpf)
   sluice probes [--clean]
       list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes
       those no perf event uses (left by killed runs)

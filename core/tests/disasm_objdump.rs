@@ -289,7 +289,8 @@ fn decoding_agrees_with_llvm_objdump() {
             let mut storage = ObjectStorage::new();
             let obj = Object::open(&bytes, &mut storage).unwrap();
             for prog in obj.programs() {
-                let (_, insns) = &sections[prog.section_name];
+                // Keyed as llvm-objdump names the section: with the `?` of SEC("?...").
+                let (_, insns) = &sections[prog.elf_section_name()];
                 let start = prog.offset as usize / 8;
                 let ours: Vec<Insn> = prog.insns().collect();
                 assert_eq!(

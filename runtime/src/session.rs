@@ -24,6 +24,8 @@
 //! dropped the same way (fields drop in declaration order), so every exit path releases
 //! everything.
 
+mod choose;
+mod counters;
 mod error;
 mod options;
 mod report;
@@ -58,6 +60,8 @@ pub struct Session {
     ring_source: Vec<usize>,
     /// One per source, indexed like `sources`.
     links: Vec<Link>,
+    /// The counters of `--pmu` maps (no ring, no source).
+    counters: Vec<crate::attach::PerCpuEvents>,
     loaded: Vec<LoadedObject>,
     sources: Vec<Source>,
     skipped: Vec<Skipped>,
@@ -90,6 +94,7 @@ impl Session {
             rings: RingSet::new(DRAIN_INTERVAL),
             ring_source: Vec::new(),
             links: Vec::new(),
+            counters: Vec::new(),
             loaded: Vec::new(),
             sources: Vec::new(),
             skipped: Vec::new(),
@@ -113,9 +118,16 @@ impl Session {
             // Probes made and their events opened under the shared lock, so that a
             // `sluice probes --clean` meanwhile never takes a new probe for a leftover.
             let _setup = crate::tracefs::SetupLock::take(crate::tracefs::LockKind::Shared);
-            for src in objects {
-                s.add_object(src, opts, &linker)?;
+            // `--prog` names over every object: each object loads those it has.
+            let chosen = match &opts.load.programs {
+                Some(names) => Some(choose::per_object(objects, names)?),
+                None => None,
+            };
+            for (i, src) in objects.iter().enumerate() {
+                let programs = chosen.as_ref().and_then(|c| c.get(i)).cloned();
+                s.add_object(src, opts, programs, &linker)?;
             }
+            counters::check(&s.loaded, objects, &opts.pmu)?;
         }
         s.map_rings(opts.ring.data_pages)?;
         // Output events were opened first so no program writes into nothing; all start now,
@@ -130,6 +142,12 @@ impl Session {
                 source: e,
             })?;
         }
+        for c in &s.counters {
+            c.enable().map_err(|source| Error::Attach {
+                object: String::new(),
+                source,
+            })?;
+        }
         s.enabled = true;
         Ok(s)
     }
@@ -139,6 +157,7 @@ impl Session {
         &mut self,
         src: &ObjectSource,
         opts: &SessionOptions,
+        programs: Option<Vec<String>>,
         linker: &Linker<'_>,
     ) -> Result<(), Error> {
         let object = || src.name.clone();
@@ -150,6 +169,7 @@ impl Session {
         // `--event PROG=SPEC` replaces a section name for the loader too, so the prologue
         // (and, with debug info, its probe site) is computed from the spec that is attached.
         let mut load_opts = opts.load.clone();
+        load_opts.programs = programs;
         set_specs(&obj, &opts.events, &mut load_opts);
         let load_err = |source| Error::Load {
             object: object(),
@@ -167,6 +187,20 @@ impl Session {
         // Output events first: the trace programs write into them.
         for map in loaded.maps() {
             if map.map_type() != map_type::PERF_EVENT_ARRAY {
+                continue;
+            }
+            if let Some(event) = opts.pmu.get(map.name()) {
+                let events = counters::open(map, event, linker.cpus).map_err(|e| match e {
+                    counters::Failure::Config(source) => Error::Load {
+                        object: object(),
+                        source,
+                    },
+                    counters::Failure::Events(source) => Error::Attach {
+                        object: object(),
+                        source,
+                    },
+                })?;
+                self.counters.push(events);
                 continue;
             }
             let link = linker.output(map).map_err(|source| Error::Attach {
@@ -339,6 +373,7 @@ impl Session {
         let Session {
             rings,
             links,
+            counters,
             loaded,
             ..
         } = self;
@@ -350,6 +385,7 @@ impl Session {
                 Err(e) => closed.errors.push((name, e)),
             }
         }
+        drop(counters);
         drop(loaded);
         closed
     }
@@ -359,6 +395,9 @@ impl Session {
         if self.enabled {
             for link in &self.links {
                 link.disable();
+            }
+            for c in &self.counters {
+                c.disable();
             }
             self.enabled = false;
         }

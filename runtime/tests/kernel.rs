@@ -48,7 +48,44 @@ fn options_for(obj: &Object<'_, '_>) -> LoadOptions {
             }
         })
         .collect();
+    // Every program, SEC("?...") ones too; a size for the maps the loader is to size; pins
+    // (pinned.o) in a folder of this test run, not in /sys/fs/bpf.
+    o.programs = Some(
+        obj.programs()
+            .iter()
+            .filter(|p| !p.is_subprogram())
+            .filter_map(|p| p.name.map(str::to_owned))
+            .collect(),
+    );
+    for m in obj.maps() {
+        if m.max_entries == 0 && m.map_type != sluice_core::perf::abi::map_type::PERF_EVENT_ARRAY {
+            o.map_sizes.insert(m.name.to_owned(), 16);
+        }
+    }
+    o.pin_root = Some(pin_root());
     o
+}
+
+/// Where the fixtures' pinned maps go (removed by [`Pins`]).
+fn pin_root() -> std::path::PathBuf {
+    std::path::PathBuf::from(format!(
+        "/sys/fs/bpf/sluice-kernel-test-{}",
+        std::process::id()
+    ))
+}
+
+/// Removes the folder of [`pin_root`] and its pins when dropped.
+struct Pins;
+
+impl Drop for Pins {
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(pin_root()) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(pin_root());
+    }
 }
 
 #[test]
@@ -176,6 +213,7 @@ fn every_fixture_loads() {
     if !common::kernel("every_fixture_loads") {
         return;
     }
+    let _pins = Pins;
     let fixtures = common::fixtures();
     assert!(
         !fixtures.is_empty(),
@@ -212,6 +250,8 @@ fn every_fixture_loads() {
                 prog_type::TRACEPOINT
             } else if p.section_name() == "socket" {
                 prog_type::SOCKET_FILTER
+            } else if p.section_name() == "perf_event" {
+                prog_type::PERF_EVENT
             } else {
                 prog_type::KPROBE
             };

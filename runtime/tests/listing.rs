@@ -61,6 +61,11 @@ fn verifier_listing_equals_our_disassembly() {
     }
     let mut programs = 0;
     let mut lines = 0;
+    // pinned.o pins its map: in a folder of this run, removed at the end.
+    let pins = PinRoot(std::path::PathBuf::from(format!(
+        "/sys/fs/bpf/sluice-listing-test-{}",
+        std::process::id()
+    )));
     for path in common::fixtures() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&path).unwrap();
@@ -81,6 +86,7 @@ fn verifier_listing_equals_our_disassembly() {
                 }
             })
             .collect();
+        opts.pin_root = Some(pins.0.clone());
         let Ok(l) = load(&obj, &opts) else {
             continue; // bad_verifier.o, and what the core cannot relocate yet (kernel.rs checks both)
         };
@@ -135,4 +141,18 @@ fn verifier_listing_equals_our_disassembly() {
     }
     eprintln!("verifier listing: {programs} programs, {lines} instructions compared");
     assert!(programs >= 15, "only {programs} programs compared");
+}
+
+/// A folder of pins, removed with what it holds when dropped.
+struct PinRoot(std::path::PathBuf);
+
+impl Drop for PinRoot {
+    fn drop(&mut self) {
+        if let Ok(entries) = std::fs::read_dir(&self.0) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }

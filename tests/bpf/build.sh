@@ -45,6 +45,9 @@ dwarf_chain:
 dwarf_types:
 dwarf_words:
 bench_drain:
+prog_config:
+pinned:
+sampling:
 "
 
 for entry in $FIXTURES; do

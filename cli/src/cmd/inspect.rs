@@ -15,6 +15,13 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
     let mut opts = sluice_runtime::LoadOptions::default();
     let mut file = None;
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        if let Long(flag) = arg {
+            if super::config::is_flag(flag) {
+                let flag = flag.to_owned();
+                super::config::parse(&flag, parser, &mut opts)?;
+                continue;
+            }
+        }
         match arg {
             Long("disasm") | Short('d') => disasm = true,
             Long("load") => load = true,
@@ -174,9 +181,27 @@ pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
             p.reloc_count(),
             p.map_reloc_count()
         );
+        if !p.autoload() {
+            let _ = writeln!(
+                s,
+                "      not loaded unless chosen (SEC(\"?{}\")): record --prog {}",
+                p.section_name,
+                p.name.unwrap_or(p.section_name)
+            );
+        }
         match p.section() {
             Section::Probe(spec) => {
                 let _ = writeln!(s, "      probe: {spec}");
+            }
+            Section::Title(t)
+                if sluice_core::probe::program_type(t)
+                    == Some(sluice_core::perf::abi::prog_type::PERF_EVENT) =>
+            {
+                let _ = writeln!(
+                    s,
+                    "      sampling: cycles (cpu-clock without hardware counters) on every \
+                     CPU at -F HZ"
+                );
             }
             Section::Title(t) => {
                 let _ = writeln!(s, "      title: {t} (no probe spec)");

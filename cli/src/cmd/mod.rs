@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod config;
 pub mod inspect;
 pub mod probes;
 pub mod prologue;

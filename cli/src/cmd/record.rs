@@ -55,6 +55,10 @@ struct Args {
     perf_data: Option<std::path::PathBuf>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
+    /// `--prog`, `--set`, `--map-size`, `--pin-root` ([`super::config`]); `-F`.
+    load: sluice_runtime::LoadOptions,
+    /// `--pmu MAP=EVENT`.
+    pmu: BTreeMap<String, String>,
     command: Vec<OsString>,
 }
 
@@ -63,6 +67,13 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
     let mut a = Args::default();
     let bad = |what: String| Failure::usage_msg(format!("record: {what} (see sluice --help)"));
     while let Some(arg) = parser.next().map_err(crate::fail::usage)? {
+        if let Long(flag) = arg {
+            if super::config::is_flag(flag) {
+                let flag = flag.to_owned();
+                super::config::parse(&flag, parser, &mut a.load)?;
+                continue;
+            }
+        }
         match arg {
             Short('e') | Long("object") => a
                 .objects
@@ -112,6 +123,27 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 );
             }
             Long("json") => a.json = true,
+            // perf_event programs' sampling frequency.
+            Short('F') | Long("freq") => {
+                let v = parser.value().map_err(crate::fail::usage)?;
+                let text = v.to_string_lossy().into_owned();
+                match text.parse::<u64>() {
+                    Ok(hz) if hz > 0 => a.load.sample_freq = Some(hz),
+                    _ => return Err(bad(format!("-F {text}: want samples a second > 0"))),
+                }
+            }
+            Long("pmu") => {
+                let v = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .string()
+                    .map_err(crate::fail::usage)?;
+                let (map, event) = v
+                    .split_once('=')
+                    .filter(|(m, e)| !m.is_empty() && !e.is_empty())
+                    .ok_or_else(|| bad(format!("--pmu wants MAP=EVENT, got '{v}'")))?;
+                a.pmu.insert(map.to_owned(), event.to_owned());
+            }
             // The kernel's BTF for CO-RE when /sys/kernel/btf/vmlinux is missing (appliances
             // often lack it), and a vmlinux with DWARF for kprobe arguments that are variables.
             Long("btf") => a.btf = Some(parser.value().map_err(crate::fail::usage)?.into()),
@@ -285,7 +317,8 @@ fn record(args: Args) -> Result<(), Failure> {
         ring,
         events: args.events.clone(),
         cpus: args.cpus.clone(),
-        ..SessionOptions::default()
+        load: args.load.clone(),
+        pmu: args.pmu.clone(),
     };
     opts.load.target_btf = args.btf.clone();
     opts.load.debuginfo = args.debuginfo.clone();

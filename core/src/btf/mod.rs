@@ -39,6 +39,7 @@ mod header;
 pub(crate) mod maps;
 mod section;
 mod types;
+mod var;
 
 pub use core_relo::{
     essential_name_len, patch_insn, CandidateIndex, CoreReloKind, CoreResolver, CoreResult,
@@ -55,6 +56,10 @@ pub use section::{Btf, MAX_RESOLVE_DEPTH};
 pub use types::{
     ArrayInfo, Entries, Entry, EnumValue, IntInfo, Kind, Member, Param, Type, VarSecInfo, INT_BOOL,
     INT_CHAR, INT_SIGNED, LINKAGE_EXTERN, LINKAGE_GLOBAL, LINKAGE_STATIC, TYPE_HEADER_LEN,
+};
+pub use var::{
+    encode_value, find_global_var, global_vars, is_data_section, value_kind, GlobalVar, ValueError,
+    ValueKind,
 };
 
 #[cfg(test)]

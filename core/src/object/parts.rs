@@ -71,6 +71,9 @@ pub(super) struct ExecSection<'a> {
     pub(super) name: &'a str,
     pub(super) code: &'a [u8],
     pub(super) has_funcs: bool,
+    /// The section's name in the ELF file: `name`, or `?` and `name` for a section written
+    /// `SEC("?NAME")` (not loaded unless chosen: libbpf's `autoload = false`).
+    pub(super) elf_name: &'a str,
 }
 
 /// What a relocation against a symbol of a section loads.

@@ -34,6 +34,9 @@ pub struct Program<'a> {
     /// Whether a slot holds a bpf-to-bpf call (`src_reg = BPF_PSEUDO_CALL`), told at open
     /// for a function whose relocations are all map loads.
     pub(crate) calls: bool,
+    /// The section's name in the ELF file: [`Program::section_name`], with a leading `?`
+    /// for a section written `SEC("?NAME")` (libbpf's `autoload = false`).
+    pub(crate) elf_name: &'a str,
 }
 
 impl<'a> Program<'a> {
@@ -79,6 +82,21 @@ impl<'a> Program<'a> {
     #[must_use]
     pub fn map_reloc_count(&self) -> usize {
         self.map_reloc_count as usize
+    }
+
+    /// Whether the program is loaded when none is chosen by name: `false` for a section
+    /// written `SEC("?NAME")` (libbpf's `bpf_program__autoload`).
+    #[must_use]
+    #[doc(alias = "bpf_program__autoload")]
+    pub fn autoload(&self) -> bool {
+        self.elf_name.len() == self.section_name.len()
+    }
+
+    /// The section's name as the ELF file spells it (with the `?` of `SEC("?NAME")`):
+    /// what `.BTF.ext` names the program's section by.
+    #[must_use]
+    pub fn elf_section_name(&self) -> &'a str {
+        self.elf_name
     }
 
     /// Whether this is a `.text` function: a subprogram called by programs (bpf-to-bpf

@@ -199,6 +199,10 @@ fn exec_section<'a>(
             })
         }
     };
+    // libbpf's `SEC("?NAME")`: a program that is not loaded unless chosen; the `?` is no
+    // part of its spec.
+    let elf_name = name;
+    let name = name.strip_prefix('?').unwrap_or(name);
     if name != ".text" {
         crate::probe::validate(name).map_err(|error| Error::Probe {
             section: at(),
@@ -210,6 +214,7 @@ fn exec_section<'a>(
         name,
         code: elf.section_data(sh),
         has_funcs: false,
+        elf_name,
     };
     let cap = execs.capacity();
     execs.push(exec).map_err(|_| capacity("programs", cap))
@@ -299,6 +304,7 @@ pub(super) fn push_program<'a>(
         ref_first: 0,
         ref_len: 0,
         calls: false,
+        elf_name: e.elf_name,
     };
     let cap = programs.capacity();
     programs
@@ -474,6 +480,7 @@ mod tests {
                     name: "s",
                     code: &[],
                     has_funcs: true,
+                    elf_name: "s",
                 };
                 let name = names[i % names.len()];
                 push_program(programs.as_mut_view(), true, &e, Some(name), offset, &[]).unwrap();

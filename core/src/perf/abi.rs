@@ -35,6 +35,10 @@ pub mod cmd {
     pub const MAP_GET_NEXT_KEY: u32 = 4;
     /// `BPF_PROG_LOAD` (Linux 3.18).
     pub const PROG_LOAD: u32 = 5;
+    /// `BPF_OBJ_PIN` (Linux 4.4): a map or program given a path in the BPF file system.
+    pub const OBJ_PIN: u32 = 6;
+    /// `BPF_OBJ_GET` (Linux 4.4): an fd of the object pinned at a path.
+    pub const OBJ_GET: u32 = 7;
     /// `BPF_OBJ_GET_INFO_BY_FD` (Linux 4.13).
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
     /// `BPF_BTF_LOAD` (Linux 4.18).
@@ -295,6 +299,42 @@ pub struct ObjInfoAttr {
     pub info_len: u32,
     /// Address of the info buffer.
     pub info: u64,
+}
+
+/// `union bpf_attr` as used by `BPF_OBJ_PIN` and `BPF_OBJ_GET` (without `path_fd`, Linux
+/// 6.5: paths are absolute).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct ObjPinAttr {
+    /// Address of the NUL-terminated path.
+    pub pathname: u64,
+    /// `BPF_OBJ_PIN`: the fd to pin; `BPF_OBJ_GET`: 0.
+    pub bpf_fd: u32,
+    /// `BPF_OBJ_GET`: `BPF_F_RDONLY` / `BPF_F_WRONLY`, or 0.
+    pub file_flags: u32,
+}
+
+/// The head of `struct bpf_map_info` (`BPF_OBJ_GET_INFO_BY_FD` on a map, Linux 4.13): the
+/// kernel fills as much as `info_len` asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+#[doc(alias = "bpf_map_info")]
+pub struct MapInfoRaw {
+    /// `BPF_MAP_TYPE_*`.
+    pub map_type: u32,
+    /// The map's id.
+    pub id: u32,
+    /// Key size in bytes.
+    pub key_size: u32,
+    /// Value size in bytes.
+    pub value_size: u32,
+    /// Maximum number of entries.
+    pub max_entries: u32,
+    /// `BPF_F_*` creation flags.
+    pub map_flags: u32,
+    /// The map's name, NUL-padded.
+    pub name: [u8; BPF_OBJ_NAME_LEN],
 }
 
 /// `union bpf_attr` as used by `BPF_BTF_LOAD`, up to `btf_log_true_size` (Linux 6.4).
@@ -559,6 +599,8 @@ const _: () = {
     assert!(offset_of!(ProgLoadAttr, log_true_size) == 140);
 
     assert!(size_of::<ObjInfoAttr>() == 16);
+    assert!(size_of::<ObjPinAttr>() == 16);
+    assert!(size_of::<MapInfoRaw>() == 40);
     assert!(size_of::<BtfLoadAttr>() == 32);
     assert!(offset_of!(BtfLoadAttr, btf_log_true_size) == 28);
 

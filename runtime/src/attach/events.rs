@@ -466,7 +466,7 @@ impl Drop for PerCpuEvents {
     }
 }
 
-fn open_all(
+pub(super) fn open_all(
     what: &str,
     attr: &PerfEventAttr,
     pid: i32,
@@ -544,7 +544,7 @@ pub fn open_tracepoint(
 
 /// [`Scope::Process`]: the first thread's events own the rings, the others' follow (see
 /// [`PerCpuEvents::redirect_followers`]). Returns the events and that first thread.
-fn open_process(
+pub(super) fn open_process(
     what: &str,
     attr: &PerfEventAttr,
     pid: i32,

@@ -12,6 +12,7 @@ use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents, Scope};
+use super::sampling::open_sampling;
 use crate::load::{LoadedProgram, Map};
 use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace};
 use crate::ring::RingConfig;
@@ -166,6 +167,7 @@ impl Linker<'_> {
         prog: &LoadedProgram,
     ) -> Result<(Link, EventFormat), LinkError> {
         let (probe, group, event) = match plan.attach() {
+            Attach::Sample { freq } => return self.attach_sampling(*freq, prog),
             Attach::Skip(_) => return Err(LinkError::Spec(SpecProblem::Title)),
             Attach::Invalid(problem) => return Err(LinkError::Spec(problem.clone())),
             Attach::Tracepoint { category, name } => (None, category.clone(), name.clone()),
@@ -232,6 +234,36 @@ impl Linker<'_> {
                 .set_bpf(prog.name(), prog.as_fd())
                 .map_err(LinkError::Events)?;
         }
+        Ok((link, format))
+    }
+
+    /// A `perf_event` program on a sampling event per CPU ([`open_sampling`]): the link is
+    /// named after the event (`cycles`, `cpu-clock`), its format has no fields (the
+    /// samples carry no RAW data).
+    fn attach_sampling(
+        &self,
+        freq: u64,
+        prog: &LoadedProgram,
+    ) -> Result<(Link, EventFormat), LinkError> {
+        let (events, name) =
+            open_sampling(freq, self.scope, self.cpus, &self.ring).map_err(LinkError::Events)?;
+        log::info!("sampling {name} at {freq} Hz for '{}'", prog.name());
+        let link = Link {
+            name: name.to_owned(),
+            program: Some(prog.name().to_owned()),
+            events: Some(events),
+            bpf_link: None,
+            probe: None,
+        };
+        if let Some(events) = &link.events {
+            events
+                .set_bpf(prog.name(), prog.as_fd())
+                .map_err(LinkError::Events)?;
+        }
+        let format = EventFormat {
+            name: name.to_owned(),
+            ..EventFormat::default()
+        };
         Ok((link, format))
     }
 

@@ -30,6 +30,7 @@
 
 mod events;
 mod link;
+mod sampling;
 
 pub use events::{
     bpf_output_sample_type, open_bpf_output, open_tracepoint, open_tracking, threads_of,
@@ -37,3 +38,6 @@ pub use events::{
     Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
 pub use link::{Link, LinkError, Linker};
+pub use sampling::{
+    counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
+};

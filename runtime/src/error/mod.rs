@@ -8,7 +8,10 @@ use rustix::io::Errno;
 use std::fmt;
 use std::sync::Arc;
 
+mod config;
 mod problem;
+
+pub use config::ConfigError;
 
 pub use problem::{ArgProblem, KconfigProblem, SpecProblem};
 
@@ -331,6 +334,8 @@ pub enum Error {
     },
     /// The core refused something (object open or relocation).
     Core(sluice_core::Error),
+    /// A program choice, variable, map size or pin that does not fit the object.
+    Config(ConfigError),
 }
 
 impl Error {
@@ -369,6 +374,7 @@ impl Error {
             Error::Core(e) => !matches!(e, sluice_core::Error::Capacity { .. }),
             // A program given fewer arguments than it reads: the spec is what is wrong.
             Error::Verifier { log, .. } => unpassed_argument(log).is_some(),
+            Error::Config(e) => e.is_bad_input(),
             _ => false,
         }
     }
@@ -637,6 +643,7 @@ impl fmt::Display for Error {
             }
             Error::Io { path, source } => write!(f, "{path}: {source}"),
             Error::Core(e) => write!(f, "{e}"),
+            Error::Config(e) => write!(f, "{e}"),
         }
     }
 }
@@ -650,6 +657,7 @@ impl std::error::Error for Error {
             | Error::Permission { errno, .. } => Some(errno),
             Error::Io { source, .. } => Some(source),
             Error::Core(e) => Some(e),
+            Error::Config(e) => Some(e),
             Error::TargetBtf { source, .. }
             | Error::ObjectBtf { source }
             | Error::CoreRelocation { source, .. } => Some(source),

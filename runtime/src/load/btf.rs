@@ -303,14 +303,14 @@ pub fn ext_info(
             let shift = if main && at == 0 { 0 } else { prologue_len };
             u32::try_from(at as usize + part.start + shift).ok()
         };
-        if let Some(sec) = ext.func_info().section(p.section_name) {
+        if let Some(sec) = ext.func_info().section(p.elf_section_name()) {
             for r in sec.records() {
                 if let Some(at) = place(r.insn_off) {
                     out.func_info.push([at, r.type_id]);
                 }
             }
         }
-        if let Some(sec) = ext.line_info().section(p.section_name) {
+        if let Some(sec) = ext.line_info().section(p.elf_section_name()) {
             for r in sec.records() {
                 if let Some(at) = place(r.insn_off) {
                     out.line_info
@@ -351,7 +351,7 @@ pub fn apply_core(
         let Some(p) = obj.programs().get(part.program) else {
             continue;
         };
-        let Some(sec) = ext.core_relos().section(p.section_name) else {
+        let Some(sec) = ext.core_relos().section(p.elf_section_name()) else {
             continue;
         };
         let lo = u64::from(p.offset);

@@ -8,7 +8,7 @@
 //! The maps of an object are created here too ([`create_maps`]: plain maps first, then
 //! map-in-maps with their inner template; [`init_data_maps`]: global data set and frozen).
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::kernel::errno::bpf_error;
 use crate::sys::bpf::{self as sys, MapFd};
 use rustix::io::Errno;
@@ -17,6 +17,7 @@ use sluice_core::object::{MapDef, MapKind};
 use sluice_core::perf::abi::{
     map_type, object_name, MapCreateAttr, BPF_ANY, BPF_EXIST, BPF_NOEXIST,
 };
+use std::collections::BTreeMap;
 use std::os::fd::{AsFd, BorrowedFd};
 
 /// Plain data that can be a map key or value: fixed size, every byte pattern valid,
@@ -218,6 +219,15 @@ impl Map {
             fd,
             max_entries: spec.max_entries,
         })
+    }
+
+    /// A map opened rather than created (a pinned one), `max_entries` as the kernel says.
+    pub(crate) fn from_fd(name: &str, fd: MapFd, max_entries: u32) -> Map {
+        Map {
+            name: name.to_owned(),
+            fd,
+            max_entries,
+        }
     }
 
     /// Freezes the map (`BPF_MAP_FREEZE`): user space can no longer write it; a
@@ -493,9 +503,24 @@ impl Iterator for KeysBytes<'_> {
 }
 
 /// The kernel's map request for object map `def`: its kernel name (`<object>.rodata` for
-/// global data) and a perf event array sized to the possible CPUs when it says 0.
-pub(crate) fn map_spec(def: &MapDef<'_>, object_name: &str) -> Result<MapSpec> {
-    let mut max_entries = def.max_entries;
+/// global data), its size from `sizes` (`--map-size`) when named there, and a perf event
+/// array sized to the possible CPUs when it says 0.
+///
+/// # Errors
+/// [`ConfigError::ZeroEntries`] for any other map left at 0 entries.
+pub(crate) fn map_spec(
+    def: &MapDef<'_>,
+    object_name: &str,
+    sizes: &BTreeMap<String, u32>,
+) -> Result<MapSpec> {
+    let mut max_entries = sizes.get(def.name).copied().unwrap_or(def.max_entries);
+    // Local storage maps (sk, inode, task, cgroup) must say 0: the kernel sizes them.
+    let storage = matches!(def.map_type, 24 | 28 | 29 | 32);
+    if max_entries == 0 && def.map_type != map_type::PERF_EVENT_ARRAY && !storage {
+        return Err(Error::Config(ConfigError::ZeroEntries {
+            map: def.name.to_owned(),
+        }));
+    }
     if def.map_type == map_type::PERF_EVENT_ARRAY && max_entries == 0 {
         // One slot per CPU, what libbpf fills in when the object leaves it to the loader.
         max_entries = sys::possible_cpus()
@@ -557,11 +582,32 @@ impl MapBtf<'_, '_> {
     }
 }
 
+/// Creates the maps of `defs` (map-in-maps after the rest), sized by `sizes` where it
+/// names them; a map pinned by name under `pin_root` is reused, or created and pinned
+/// ([`super::pin`]).
+///
+/// # Errors
+/// [`ConfigError::UnknownMap`] for a name of `sizes` that is no map of `defs` (or a global
+/// data map, sized by its section); as [`map_spec`] and [`Map::create_with`].
 pub(crate) fn create_maps(
     defs: &[MapDef<'_>],
     object_name: &str,
     btf: &MapBtf<'_, '_>,
+    sizes: &BTreeMap<String, u32>,
+    pin_root: Option<&std::path::Path>,
 ) -> Result<Vec<Map>> {
+    let sizable = || defs.iter().filter(|d| !d.kind.is_internal());
+    if let Some(name) = sizes
+        .keys()
+        .find(|n| !sizable().any(|d| d.name == n.as_str()))
+    {
+        return Err(Error::Config(ConfigError::UnknownMap {
+            name: name.clone(),
+            maps: sizable()
+                .map(|d| format!("{} (max_entries {})", d.name, d.max_entries))
+                .collect(),
+        }));
+    }
     let mut maps: Vec<Option<Map>> = defs.iter().map(|_| None).collect();
     // Plain maps first, so every map-in-map finds its inner template created.
     for inner_pass in [false, true] {
@@ -570,7 +616,7 @@ pub(crate) fn create_maps(
             if inner_of(def).is_some() != inner_pass {
                 continue;
             }
-            let spec = map_spec(def, object_name)?;
+            let spec = map_spec(def, object_name, sizes)?;
             // A BTF-defined map-in-map: its inner definition is a template created for
             // the occasion (closed once the outer map holds its copy).
             let btf_inner = match def.inner {
@@ -598,7 +644,32 @@ pub(crate) fn create_maps(
                 )?),
                 (None, None) => None,
             };
-            let m = Map::create_with(&spec, inner, &btf.extra(def))?;
+            // Pinned by name: the pinned map when it is this one, else a new one pinned.
+            let pin = super::pin::pin_path(def, pin_root);
+            let reused = match &pin {
+                Some(path) => {
+                    let shape = super::pin::Shape {
+                        name: &spec.name,
+                        map_type: spec.map_type,
+                        key_size: spec.key_size,
+                        value_size: spec.value_size,
+                        max_entries: spec.max_entries,
+                        map_flags: spec.map_flags,
+                    };
+                    super::pin::reuse(&shape, path)?
+                }
+                None => None,
+            };
+            let m = match reused {
+                Some((fd, max_entries)) => Map::from_fd(&spec.name, fd, max_entries),
+                None => {
+                    let m = Map::create_with(&spec, inner, &btf.extra(def))?;
+                    if let Some(path) = &pin {
+                        super::pin::pin(m.name(), m.as_fd(), path)?;
+                    }
+                    m
+                }
+            };
             if let Some(slot) = maps.get_mut(i) {
                 *slot = Some(m);
             }
@@ -609,15 +680,21 @@ pub(crate) fn create_maps(
 
 /// Writes the initial values of global data maps (`.rodata`, `.data`, `.kconfig`) and
 /// freezes the read-only ones, as libbpf does.
+///
+/// `values` (indexed like `defs`, from [`super::globals`]) replaces a map's initial value
+/// where it has one (`--set`), a `.bss` map's too.
 pub(crate) fn init_data_maps(
     defs: &[MapDef<'_>],
     maps: &[Map],
     kconfig: Option<&[u8]>,
+    values: &[Option<Vec<u8>>],
 ) -> Result<()> {
-    for (def, map) in defs.iter().zip(maps) {
-        let initial = match def.kind {
-            MapKind::Kconfig => kconfig.unwrap_or_default(),
-            MapKind::Rodata | MapKind::Data => def.initial,
+    for (i, (def, map)) in defs.iter().zip(maps).enumerate() {
+        let set = values.get(i).and_then(Option::as_deref);
+        let initial = match (def.kind, set) {
+            (MapKind::Kconfig, _) => kconfig.unwrap_or_default(),
+            (MapKind::Rodata | MapKind::Data | MapKind::Bss, Some(v)) => v,
+            (MapKind::Rodata | MapKind::Data, None) => def.initial,
             _ => continue,
         };
         let mut value = vec![0u8; def.value_size as usize];

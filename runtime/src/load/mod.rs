@@ -6,10 +6,12 @@
 //! writes the workload's pid into the filters' [`TARGET_TGID_MAP`] ([`set_target_tgid`]).
 
 pub mod btf;
+mod globals;
 mod kconfig;
 mod map;
 mod object;
 mod options;
+mod pin;
 mod program;
 mod target;
 
@@ -17,6 +19,7 @@ pub use kconfig::kconfig_value;
 pub use map::{KeysBytes, Map, MapExtra, MapSpec, Plain, UpdateMode};
 pub use object::{load, load_planned, LoadedObject, LoadedProgram, ProgramReport};
 pub use options::LoadOptions;
+pub use pin::{pin_path, DEFAULT_PIN_ROOT, PIN_BY_NAME};
 pub use program::{
     prog_info, program, LoadLog, ProgInfo, ProgramLoad, DEFAULT_LOG_SIZE, MAX_LOG_SIZE,
 };

@@ -323,12 +323,20 @@ pub fn load_planned(
         },
         _ => None,
     };
+    // `--set` checked before anything is created.
+    let values = super::globals::initial_values(obj, local.as_ref(), &opts.globals)?;
     let map_btf = MapBtf {
         fd: btf_fd.as_ref().map(AsFd::as_fd),
         local: local.as_ref(),
     };
-    let maps = create_maps(obj.maps(), object_name, &map_btf)?;
-    init_data_maps(obj.maps(), &maps, kconfig_value.as_deref())?;
+    let maps = create_maps(
+        obj.maps(),
+        object_name,
+        &map_btf,
+        &opts.map_sizes,
+        opts.pin_root.as_deref(),
+    )?;
+    init_data_maps(obj.maps(), &maps, kconfig_value.as_deref(), &values)?;
     let map_fds: Vec<i32> = maps.iter().map(|m| m.as_fd().as_raw_fd()).collect();
     // CO-RE: the target BTF is read only when some relocation needs it.
     let has_core = ext

@@ -3,6 +3,7 @@
 use super::program::DEFAULT_LOG_SIZE;
 use sluice_core::perf::abi::prog_type;
 use sluice_core::Insn;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// How to load an object.
@@ -43,6 +44,21 @@ pub struct LoadOptions {
     /// Kernel configuration for `.kconfig` externs (a `.config`, plain or gzipped);
     /// `None`: `/proc/config.gz`, else `/boot/config-$(uname -r)`.
     pub kconfig: Option<PathBuf>,
+    /// The programs to load and attach, by function (or section) name (`--prog`); `None`:
+    /// every program not written `SEC("?...")`. A name the object lacks is
+    /// [`ConfigError::UnknownProgram`](crate::error::ConfigError::UnknownProgram).
+    pub programs: Option<Vec<String>>,
+    /// Global variables to set before load, `(name, value)` (`--set NAME=VALUE`): written
+    /// into their `.rodata*`, `.data*` or `.bss*` map's initial value, checked against
+    /// their BTF type ([`sluice_core::btf::encode_value`]).
+    pub globals: Vec<(String, String)>,
+    /// `max_entries` of maps by name (`--map-size NAME=N`), over the object's.
+    pub map_sizes: BTreeMap<String, u32>,
+    /// Where maps pinned by name (`LIBBPF_PIN_BY_NAME`) live; `None`: `/sys/fs/bpf`.
+    pub pin_root: Option<PathBuf>,
+    /// Samples a second of `perf_event` programs (`-F HZ`); `None`:
+    /// [`DEFAULT_SAMPLE_FREQ`](crate::attach::DEFAULT_SAMPLE_FREQ).
+    pub sample_freq: Option<u64>,
 }
 
 impl Default for LoadOptions {
@@ -59,6 +75,11 @@ impl Default for LoadOptions {
             object_name: None,
             target_btf: None,
             kconfig: None,
+            programs: None,
+            globals: Vec::new(),
+            map_sizes: BTreeMap::new(),
+            pin_root: None,
+            sample_freq: None,
         }
     }
 }

@@ -8,5 +8,8 @@ mod plan;
 mod spec;
 
 pub use fetch::{fetch_args, unique_arg_names};
-pub use plan::{plans, set_specs, Attach, Plan, ProbePlace, ProbePlan, Variant};
+pub use plan::{
+    chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
+    ProbePlan, Variant,
+};
 pub use spec::{program_spec, section_prog_type};

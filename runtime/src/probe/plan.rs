@@ -12,11 +12,12 @@
 //! one link per loaded program from its plan's [`Attach`] and the variant's [`Site`]. The
 //! plan owns what it keeps (no borrow of the spec text), so it outlives the object's bytes.
 
-use crate::error::SpecProblem;
+use crate::error::{ConfigError, SpecProblem};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sluice_core::object::{Object, Program};
+use sluice_core::perf::abi::prog_type::PERF_EVENT;
 use sluice_core::probe::{Place, ProbeKind, ProbeSpec, Section, Target};
 use sluice_core::Insn;
 
@@ -75,6 +76,12 @@ pub enum Attach {
     },
     /// A dynamic probe.
     Probe(ProbePlan),
+    /// A sampling program (`perf_event`): a sampling event per CPU, the hardware cycles
+    /// event or `cpu-clock` ([`crate::attach::open_sampling`]).
+    Sample {
+        /// Samples a second ([`LoadOptions::sample_freq`]).
+        freq: u64,
+    },
     /// Not attached: the section is an opaque title; says why.
     Skip(String),
     /// The spec cannot be attached; says why.
@@ -115,6 +122,11 @@ impl Plan {
         });
         let attach = match &parsed {
             Ok(Section::Probe(spec)) => attach_of(spec),
+            Ok(Section::Title(_)) if prog_type == Some(PERF_EVENT) => Attach::Sample {
+                freq: opts
+                    .sample_freq
+                    .unwrap_or(crate::attach::DEFAULT_SAMPLE_FREQ),
+            },
             Ok(Section::Title(t)) => Attach::Skip(format!(
                 "section '{t}' names no probe; map it with --event {program}=SPEC"
             )),
@@ -180,17 +192,80 @@ impl Plan {
     }
 }
 
-/// The plans of every program of `obj` (subprograms excluded), in the object's order.
+/// The plans of the programs of `obj` to load, in the object's order: those
+/// [`LoadOptions::programs`] names, else every program but those written `SEC("?...")`
+/// (subprograms never).
 ///
 /// # Errors
-/// As [`Plan::new`], for the first program that fails.
+/// [`ConfigError::UnknownProgram`] for a chosen name the object lacks; as [`Plan::new`],
+/// for the first program that fails.
 pub fn plans(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<Vec<Plan>> {
+    let chosen = chosen_programs(obj, opts.programs.as_deref())?;
     obj.programs()
         .iter()
         .enumerate()
-        .filter(|(_, p)| !p.is_subprogram())
+        .filter(|(i, _)| chosen.contains(i))
         .map(|(index, p)| Plan::new(p, index, opts))
         .collect()
+}
+
+/// Whether `p` answers to `name`: its function name, else its section name.
+pub fn program_named(p: &Program<'_>, name: &str) -> bool {
+    p.name == Some(name) || p.section_name == name
+}
+
+/// The indices (in [`Object::programs`]) of the programs to load: those `names` names
+/// (each must name one), else every program not written `SEC("?...")`; never a
+/// subprogram.
+///
+/// # Errors
+/// [`ConfigError::UnknownProgram`], listing the object's programs.
+pub fn chosen_programs(obj: &Object<'_, '_>, names: Option<&[String]>) -> Result<Vec<usize>> {
+    let programs = || obj.programs().iter().filter(|p| !p.is_subprogram());
+    let Some(names) = names else {
+        return Ok(obj
+            .programs()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_subprogram() && p.autoload())
+            .map(|(i, _)| i)
+            .collect());
+    };
+    if let Some(missing) = names
+        .iter()
+        .find(|n| !programs().any(|p| program_named(p, n)))
+    {
+        return Err(crate::Error::Config(ConfigError::UnknownProgram {
+            name: missing.clone(),
+            programs: programs().map(describe_program).collect(),
+        }));
+    }
+    Ok(obj
+        .programs()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_subprogram() && names.iter().any(|n| program_named(p, n)))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// `NAME (SECTION)` of every program of `obj` (subprograms excluded), the section with a
+/// `?` first for a program not loaded unless chosen: what an unknown `--prog` lists.
+pub fn program_list(obj: &Object<'_, '_>) -> Vec<String> {
+    obj.programs()
+        .iter()
+        .filter(|p| !p.is_subprogram())
+        .map(describe_program)
+        .collect()
+}
+
+/// `NAME (SECTION)`, `?` first for a program not loaded unless chosen.
+fn describe_program(p: &Program<'_>) -> String {
+    let optional = if p.autoload() { "" } else { "?" };
+    match p.name {
+        Some(name) => format!("{name} ({optional}{})", p.section_name),
+        None => format!("{optional}{}", p.section_name),
+    }
 }
 
 /// Fills [`LoadOptions::specs`] from `events` (probe specs by program name,

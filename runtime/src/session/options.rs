@@ -32,6 +32,10 @@ pub struct SessionOptions {
     pub load: LoadOptions,
     /// CPUs to record on (`-C`); `None`: every online CPU. Each must be online.
     pub cpus: Option<Vec<u32>>,
+    /// Perf event arrays to fill with counters instead of bpf-output events, by map name:
+    /// the counter's name (`--pmu MAP=EVENT`, one of [`crate::attach::COUNTERS`]), for
+    /// programs that call `bpf_perf_event_read_value`.
+    pub pmu: BTreeMap<String, String>,
 }
 
 /// What ends [`Session::run`](super::Session::run) besides its own events.

@@ -7,8 +7,8 @@
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, map_type, BtfLoadAttr, MapCreateAttr, MapElemAttr, ObjInfoAttr, ProgInfoRaw, ProgLoadAttr,
-    BPF_OBJ_NAME_LEN,
+    cmd, map_type, BtfLoadAttr, MapCreateAttr, MapElemAttr, MapInfoRaw, ObjInfoAttr, ObjPinAttr,
+    ProgInfoRaw, ProgLoadAttr, BPF_OBJ_NAME_LEN,
 };
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -22,6 +22,7 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::ProgLoadAttr {}
     impl Attr for sluice_core::perf::abi::ObjInfoAttr {}
     impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
+    impl Attr for sluice_core::perf::abi::ObjPinAttr {}
 }
 
 /// Calls `bpf(cmd, attr, sizeof(*attr))`.
@@ -383,6 +384,76 @@ pub fn btf_load(btf: &[u8], log: Option<LogRequest<'_>>) -> (Result<OwnedFd, Err
     // buffer of btf_log_size bytes (kernel/bpf/btf.c btf_parse).
     let r = unsafe { sys_bpf(cmd::BTF_LOAD, &mut a) }.and_then(owned_fd);
     (r, a.btf_log_true_size)
+}
+
+/// Pins `fd` (a map or program) at `path` in the BPF file system (`BPF_OBJ_PIN`, Linux 4.4).
+///
+/// # Errors
+/// The kernel's errno (`EEXIST` when the path exists, `ENOENT` for a missing folder,
+/// `EPERM` outside a BPF file system).
+#[doc(alias = "BPF_OBJ_PIN")]
+pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> Result<(), Errno> {
+    let mut a = ObjPinAttr {
+        pathname: addr(path.as_ptr()),
+        bpf_fd: fd.as_raw_fd() as u32,
+        file_flags: 0,
+    };
+    // SAFETY: pathname points at a live NUL-terminated string the kernel only reads
+    // (kernel/bpf/inode.c bpf_obj_pin_user); no other address.
+    unsafe { sys_bpf(cmd::OBJ_PIN, &mut a) }.map(drop)
+}
+
+/// Opens the map pinned at `path` (`BPF_OBJ_GET`, Linux 4.4) with the sizes the kernel
+/// reports for it (`BPF_OBJ_GET_INFO_BY_FD`), so element calls are checked as for a map
+/// created here. Returns the map and its info.
+///
+/// # Errors
+/// The kernel's errno (`ENOENT`: nothing pinned there; `EINVAL`: a pinned program).
+#[doc(alias = "BPF_OBJ_GET")]
+pub fn obj_get_map(path: &CStr) -> Result<(MapFd, MapInfoRaw), Errno> {
+    let mut a = ObjPinAttr {
+        pathname: addr(path.as_ptr()),
+        bpf_fd: 0,
+        file_flags: 0,
+    };
+    // SAFETY: as in obj_pin: a live NUL-terminated path, read only
+    // (kernel/bpf/inode.c bpf_obj_get_user).
+    let fd = owned_fd(unsafe { sys_bpf(cmd::OBJ_GET, &mut a) }?)?;
+    let info = map_info(fd.as_fd())?;
+    let value_bytes = if map_type::is_per_cpu(info.map_type) {
+        let rounded = (info.value_size as usize)
+            .checked_next_multiple_of(8)
+            .ok_or(Errno::INVAL)?;
+        rounded.checked_mul(possible_cpus()?).ok_or(Errno::INVAL)?
+    } else {
+        info.value_size as usize
+    };
+    let map = MapFd {
+        fd,
+        map_type: info.map_type,
+        key_size: info.key_size,
+        value_size: info.value_size,
+        value_bytes,
+    };
+    Ok((map, info))
+}
+
+/// Reads a map's `bpf_map_info` head (`BPF_OBJ_GET_INFO_BY_FD`, Linux 4.13).
+///
+/// # Errors
+/// The kernel's errno (`EINVAL` when `fd` is no map).
+pub fn map_info(fd: BorrowedFd<'_>) -> Result<MapInfoRaw, Errno> {
+    let mut info = MapInfoRaw::default();
+    let mut a = ObjInfoAttr {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: core::mem::size_of::<MapInfoRaw>() as u32,
+        info: addr(&raw mut info),
+    };
+    // SAFETY: `info` is a live, exclusive, zeroed bpf_map_info head of info_len bytes; the
+    // kernel copies at most info_len bytes into it (kernel/bpf/syscall.c
+    // bpf_map_get_info_by_fd) and reads no address of it.
+    unsafe { sys_bpf(cmd::OBJ_GET_INFO_BY_FD, &mut a) }?;
+    Ok(info)
 }
 
 #[cfg(test)]

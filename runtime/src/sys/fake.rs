@@ -158,6 +158,8 @@ unsafe impl Plain for BtfLoadAttr {}
 unsafe impl Plain for ProgInfoRaw {}
 // SAFETY: as above.
 unsafe impl Plain for PerfEventAttr {}
+// SAFETY: as above.
+unsafe impl Plain for sluice_core::perf::abi::MapInfoRaw {}
 
 /// The bytes of a [`Plain`] value.
 fn bytes_of<T: Plain>(v: &T) -> &[u8] {
