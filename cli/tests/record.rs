@@ -659,10 +659,15 @@ fn ctrl_c_ends_the_whole_workload_tree() {
     // Each run's filter shares its tracepoints with the others' (see `serial`).
     let _serial = serial();
     let marker = format!("sluice_tree_{}", std::process::id());
+    // Sleeps of this run only (another run's test may be on the machine at the same time).
+    let (s0, s1) = (
+        format!("300.{}", std::process::id()),
+        format!("301.{}", std::process::id()),
+    );
     // The shell ignores both signals, starts a child that ignores them (inherited), and
     // an orphan (its parent subshell exits at once).
     let script = format!(
-        "{marker}=1; trap '' INT TERM; sleep 300 & (sleep 301 &) ; while :; do sleep 1; done"
+        "{marker}=1; trap '' INT TERM; sleep {s0} & (sleep {s1} &) ; while :; do sleep 1; done"
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["record", "--", "sh", "-c", &script])
@@ -678,7 +683,7 @@ fn ctrl_c_ends_the_whole_workload_tree() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter(|l| l.contains(&marker) || l.contains("sleep 300") || l.contains("sleep 301"))
+            .filter(|l| l.contains(&marker) || l.contains(&s0) || l.contains(&s1))
             .map(str::to_owned)
             .collect::<Vec<_>>()
     };
@@ -700,7 +705,8 @@ fn ctrl_c_ends_the_whole_workload_tree() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     let left = tree();
     if !left.is_empty() {
-        let _ = Command::new("pkill").args(["-f", "sleep 30[01]"]).status();
+        let _ = Command::new("pkill").args(["-f", &s0]).status();
+        let _ = Command::new("pkill").args(["-f", &s1]).status();
         let _ = Command::new("pkill").args(["-f", &marker]).status();
     }
     assert!(left.is_empty(), "left running: {left:?}");
