@@ -45,6 +45,8 @@ dwarf_chain:
 dwarf_types:
 dwarf_words:
 bench_drain:
+lost_count:
+shared_tp:
 "
 
 for entry in $FIXTURES; do

@@ -294,6 +294,11 @@ fn record(args: Args) -> Result<(), Failure> {
             s.why
         );
     }
+    // Another process's programs on our tracepoints, or several of ours on one: the
+    // kernel drops a sample for every reader when any of them rejects it.
+    for shared in session.shared() {
+        crate::console::say!("sluice: warning: {}", shared.warning());
+    }
     if session.sources().is_empty() {
         return Err(Failure::input(
             "record: no program has a probe and no map an output: nothing to record".into(),

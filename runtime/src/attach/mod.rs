@@ -30,10 +30,13 @@
 
 mod events;
 mod link;
+mod shared;
 
+pub use events::lost_read_format;
 pub use events::{
     bpf_output_sample_type, open_bpf_output, open_tracepoint, open_tracking, threads_of,
     tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
     Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
 pub use link::{Link, LinkError, Linker};
+pub use shared::{program_name, programs_on, sharing, ForeignProgram, SharedTracepoint};
