@@ -47,6 +47,7 @@ dwarf_words:
 bench_drain:
 lost_count:
 shared_tp:
+many_args:
 "
 
 for entry in $FIXTURES; do

@@ -7,6 +7,6 @@ mod fetch;
 mod plan;
 mod spec;
 
-pub use fetch::{fetch_args, unique_arg_names};
+pub use fetch::{fetch_arg, fetch_args, unique_arg_names};
 pub use plan::{plans, set_specs, Attach, Plan, ProbePlace, ProbePlan, Variant};
 pub use spec::{program_spec, section_prog_type};
