@@ -272,11 +272,9 @@ fn render_sites(
             let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(out, "fetch-args: {}", site.perf_fetch_args.join(" "));
-        let _ = writeln!(
-            out,
-            "{}",
-            passed_and_recorded(parsed, &site.perf_fetch_args)
-        );
+        if let Some(line) = passed_and_recorded(parsed, &site.perf_fetch_args) {
+            let _ = writeln!(out, "{line}");
+        }
         let place = place_of(&site.target);
         let _ = writeln!(out, "tracefs: {kind} {place} {}", site.fetch_args.join(" "));
         let resolved = debuginfo::resolved_spec(parsed, site).map_err(|e| e.to_string());
@@ -294,8 +292,9 @@ fn render_sites(
 }
 
 /// `passed in r2..r5: a b c d; recorded only: s e`: which of a site's fetch-args (one per
-/// argument but `$err`, in order) the program gets, and which the kernel only records.
-fn passed_and_recorded(parsed: &ProbeSpec<'_>, fetch_args: &[String]) -> String {
+/// argument but `$err`, in order) the program gets, and which the kernel only records;
+/// `None` when every one is passed (the listing then reads as before).
+fn passed_and_recorded(parsed: &ProbeSpec<'_>, fetch_args: &[String]) -> Option<String> {
     let mut names = fetch_args
         .iter()
         .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n));
@@ -312,18 +311,18 @@ fn passed_and_recorded(parsed: &ProbeSpec<'_>, fetch_args: &[String]) -> String 
             recorded.push(name);
         }
     }
-    let list = |v: &[&str]| {
-        if v.is_empty() {
-            "none".to_owned()
-        } else {
-            v.join(" ")
-        }
+    if recorded.is_empty() {
+        return None;
+    }
+    let passed = if passed.is_empty() {
+        "none".to_owned()
+    } else {
+        passed.join(" ")
     };
-    format!(
-        "passed in r2..r5: {}; recorded only: {}",
-        list(&passed),
-        list(&recorded)
-    )
+    Some(format!(
+        "passed in r2..r5: {passed}; recorded only: {}",
+        recorded.join(" ")
+    ))
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.

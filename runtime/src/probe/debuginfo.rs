@@ -803,9 +803,10 @@ mod tests {
 
     #[test]
     fn which_arguments_need_debug_info() {
-        let s = spec("uprobe/bin:f(file->f_mapping, %di, $arg2, bytes, $err)");
+        // (`$err` is one of the four values passed: it comes before the fourth scalar.)
+        let s = spec("uprobe/bin:f(file->f_mapping, %di, $arg2, $err, bytes)");
         let need: Vec<bool> = s.args().exprs().iter().map(needs_debug_info).collect();
-        assert_eq!(need, [true, false, false, true, false]);
+        assert_eq!(need, [true, false, false, false, true]);
         assert!(spec_needs_debug_info(&s));
         assert!(!spec_needs_debug_info(&spec("uprobe/bin:f(%di, $arg2)")));
         assert!(!spec_needs_debug_info(&spec("kprobe/f(void *, int)")));
