@@ -69,6 +69,13 @@ pub struct Session {
     enabled: bool,
     /// Drains that handed out at least one event ([`Session::rounds`]).
     rounds: u64,
+    /// Per ring: the losses handed out from the kernel's count (`PERF_FORMAT_LOST`)
+    /// rather than from `PERF_RECORD_LOST` records ([`Session::drain`]).
+    lost_unreported: Vec<u64>,
+    /// Tracepoints whose samples depend on more than one program ([`Session::shared`]).
+    shared: Vec<crate::attach::SharedTracepoint>,
+    /// This run's programs: kernel id and `OBJECT: PROGRAM`.
+    program_ids: Vec<(u32, String)>,
 }
 
 impl fmt::Debug for Session {
@@ -101,6 +108,9 @@ impl Session {
             summary: Summary::default(),
             enabled: false,
             rounds: 0,
+            lost_unreported: Vec::new(),
+            shared: Vec::new(),
+            program_ids: Vec::new(),
         };
         let scope = opts.scope.unwrap_or(Scope::System);
         let tracefs = Tracefs::find().map_err(|source| Error::Tracefs {
@@ -129,6 +139,7 @@ impl Session {
             }
             counters::check(&s.loaded, objects, &opts.pmu)?;
         }
+        s.shared = s.find_shared();
         s.map_rings(opts.ring.data_pages)?;
         // Output events were opened first so no program writes into nothing; all start now,
         // the trace events at the workload's exec with `on_exec`.
@@ -183,6 +194,12 @@ impl Session {
         };
         if let Some(pid) = linker.scope.target_pid() {
             set_target_tgid(loaded, pid).map_err(load_err)?;
+        }
+        for prog in loaded.programs() {
+            if let Ok(info) = prog.info() {
+                self.program_ids
+                    .push((info.id, format!("{}: {}", src.name, prog.name())));
+            }
         }
         // Output events first: the trace programs write into them.
         for map in loaded.maps() {
@@ -282,6 +299,40 @@ impl Session {
         Ok(())
     }
 
+    /// The tracepoints whose samples depend on more than one program: another process's
+    /// programs beside ours, or several of this run's (module [`crate::attach`]'s
+    /// `shared`). Worked out at start; a caller should warn about each
+    /// ([`crate::attach::SharedTracepoint::warning`]).
+    #[must_use]
+    pub fn shared(&self) -> &[crate::attach::SharedTracepoint] {
+        &self.shared
+    }
+
+    /// Asks the kernel which programs are on each tracepoint we attached to
+    /// ([`crate::attach::programs_on`]); a query the kernel refuses is logged and skipped.
+    fn find_shared(&self) -> Vec<crate::attach::SharedTracepoint> {
+        let ours = &self.program_ids;
+        let mut found: Vec<crate::attach::SharedTracepoint> = Vec::new();
+        for link in &self.links {
+            let (Some(_), Some(events)) = (link.program(), link.events()) else {
+                continue;
+            };
+            if found.iter().any(|f| f.event == link.name()) {
+                continue;
+            }
+            match crate::attach::programs_on(events) {
+                Ok((ids, total)) => found.extend(crate::attach::sharing(
+                    link.name(),
+                    (&ids, total),
+                    ours,
+                    crate::attach::program_name,
+                )),
+                Err(e) => log::debug!("PERF_EVENT_IOC_QUERY_BPF on {}: {e}", link.name()),
+            }
+        }
+        found
+    }
+
     /// The event sources, in the order of [`Event`]'s `source` indices.
     #[must_use]
     pub fn sources(&self) -> &[Source] {
@@ -335,7 +386,58 @@ impl Session {
 
     /// Drains every ring now and hands the events to `sink`, time-ordered per batch.
     /// Returns how many events were handed out.
+    ///
+    /// Once the events are disabled ([`Session::disable`]), the drain also hands out, as
+    /// one [`Event::Lost`] per ring, the losses the kernel counted but never wrote as a
+    /// `PERF_RECORD_LOST` (it writes one only when the next record fits, and none comes
+    /// after the end): the kernel's count of each ring's events ([`PerCpuEvents::lost_on`],
+    /// Linux 6.0) less what the ring's records said. Samples and lost then add up to what
+    /// was emitted, exactly.
+    ///
+    /// [`PerCpuEvents::lost_on`]: crate::attach::PerCpuEvents::lost_on
     pub fn drain(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+        let n = self.drain_rings(sink);
+        if self.enabled {
+            n
+        } else {
+            n + self.drain_unreported_lost(sink)
+        }
+    }
+
+    /// [`Session::drain`]'s final part: losses not reported by a record, per ring.
+    fn drain_unreported_lost(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+        let counted: Vec<(usize, Option<u32>, u64)> = self
+            .rings
+            .rings()
+            .zip(&self.ring_source)
+            .map(|(r, &source)| (source, r.cpu(), r.stats().lost))
+            .collect();
+        self.lost_unreported.resize(counted.len(), 0);
+        let mut n = 0;
+        for (index, (source, cpu, from_records)) in counted.into_iter().enumerate() {
+            let kernel = cpu.and_then(|c| {
+                self.links
+                    .get(source)
+                    .and_then(Link::events)
+                    .and_then(|e| e.lost_on(c))
+            });
+            let (Some(kernel), Some(done)) = (kernel, self.lost_unreported.get_mut(index)) else {
+                continue;
+            };
+            let lost = kernel.saturating_sub(from_records.saturating_add(*done));
+            if lost == 0 {
+                continue;
+            }
+            *done += lost;
+            *self.summary.lost.entry(cpu).or_insert(0) += lost;
+            sink(self, &Event::Lost { source, cpu, lost });
+            n += 1;
+        }
+        n
+    }
+
+    /// Drains the rings themselves (see [`Session::drain`]).
+    fn drain_rings(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
         let mut batch = self.rings.drain_batch();
         self.rings.take_errors();
         self.summary.samples.resize(self.sources.len(), 0);

@@ -48,6 +48,9 @@ bench_drain:
 prog_config:
 pinned:
 sampling:
+lost_count:
+shared_tp:
+many_args:
 "
 
 for entry in $FIXTURES; do

@@ -272,6 +272,9 @@ fn render_sites(
             let _ = writeln!(out, "{line}");
         }
         let _ = writeln!(out, "fetch-args: {}", site.perf_fetch_args.join(" "));
+        if let Some(line) = passed_and_recorded(parsed, &site.perf_fetch_args) {
+            let _ = writeln!(out, "{line}");
+        }
         let place = place_of(&site.target);
         let _ = writeln!(out, "tracefs: {kind} {place} {}", site.fetch_args.join(" "));
         let resolved = debuginfo::resolved_spec(parsed, site).map_err(|e| e.to_string());
@@ -286,6 +289,40 @@ fn render_sites(
         specs.push(resolved);
     }
     Ok((out, specs))
+}
+
+/// `passed in r2..r5: a b c d; recorded only: s e`: which of a site's fetch-args (one per
+/// argument but `$err`, in order) the program gets, and which the kernel only records;
+/// `None` when every one is passed (the listing then reads as before).
+fn passed_and_recorded(parsed: &ProbeSpec<'_>, fetch_args: &[String]) -> Option<String> {
+    let mut names = fetch_args
+        .iter()
+        .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n));
+    let (mut passed, mut recorded) = (Vec::new(), Vec::new());
+    for (i, a) in parsed.args().exprs().iter().enumerate() {
+        if a.is_err() {
+            passed.push("$err");
+            continue;
+        }
+        let name = names.next().unwrap_or("?");
+        if parsed.args().is_passed(i) {
+            passed.push(name);
+        } else {
+            recorded.push(name);
+        }
+    }
+    if recorded.is_empty() {
+        return None;
+    }
+    let passed = if passed.is_empty() {
+        "none".to_owned()
+    } else {
+        passed.join(" ")
+    };
+    Some(format!(
+        "passed in r2..r5: {passed}; recorded only: {}",
+        recorded.join(" ")
+    ))
 }
 
 /// The text `sluice prologue` prints for `spec` on `arch`.
@@ -320,15 +357,19 @@ fn render(arch: Arch, spec: &str) -> Result<String, Failure> {
         })?;
     let code: Prologue =
         Prologue::generate(&locs).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
-    let mut out = code.to_string();
+    let mut out = if locs.values().is_empty() {
+        "bpf_prologue: none (no value passed in r2..r5)\n".to_owned()
+    } else {
+        code.to_string()
+    };
     let _ = writeln!(out, "fetch-args ({arch}, {spec}):");
-    let mut fetched = 0usize;
-    for (j, v) in locs.values().iter().enumerate() {
+    // Each passed value is named by its place in the list, as the probe's fetch-args are.
+    let passed = (0..probe.args().len()).filter(|&i| probe.args().is_passed(i));
+    for ((j, v), i) in locs.values().iter().enumerate().zip(passed) {
         let reg = j + 2;
         match v {
             Value::Fetch(loc) => {
-                fetched += 1;
-                let _ = writeln!(out, "  r{reg}: {}", loc.fetch_arg(fetched));
+                let _ = writeln!(out, "  r{reg}: {}", loc.fetch_arg(i + 1));
             }
             Value::Err => {
                 let _ = writeln!(
@@ -336,6 +377,17 @@ fn render(arch: Arch, spec: &str) -> Result<String, Failure> {
                     "  r{reg}: $err (0, or the 1-based index of the argument whose read failed)"
                 );
             }
+        }
+    }
+    // Strings and the values past r5: the kernel records them beside the sample.
+    for (i, arg) in probe.args().exprs().iter().enumerate() {
+        if probe.args().is_passed(i) {
+            continue;
+        }
+        let text = sluice_runtime::probe::fetch_arg(i, arg)
+            .map_err(|why| Failure::input(format!("'{spec}': argument {} '{arg}' {why}", i + 1)))?;
+        if let Some(text) = text {
+            let _ = writeln!(out, "  recorded only: {text}");
         }
     }
     Ok(out)

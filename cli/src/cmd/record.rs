@@ -19,6 +19,12 @@
 //! drained, probes removed, summary printed, exit status 0 (the recording is complete; a
 //! workload we started is sent the same signal). A process followed with `-p` is never
 //! signalled.
+//!
+//! An output nobody reads (a full pipe on stdout) does not make a run deaf: the writer
+//! waits for room only until a stop is asked (one of those signals, or the end of
+//! `--duration`; `sys::out` in the runtime), then the run ends the same way, and says on
+//! stderr, after the summary, how many records could not be written: exit status 1 (the
+//! output is incomplete).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -34,7 +40,9 @@ use sluice_runtime::ring::{RingConfig, Wakeup};
 use sluice_runtime::session::{
     Event, ObjectSource, RunControl, Session, SessionOptions, SourceKind, Stop,
 };
+use sluice_runtime::sys::out::{StopWriter, Stops};
 use sluice_runtime::sys::process::HeldChild;
+use std::os::fd::AsFd as _;
 
 /// The workload when none is given and not system-wide.
 pub const DEFAULT_WORKLOAD: [&str; 2] = ["sleep", "1"];
@@ -332,6 +340,11 @@ fn record(args: Args) -> Result<(), Failure> {
             s.why
         );
     }
+    // Another process's programs on our tracepoints, or several of ours on one: the
+    // kernel drops a sample for every reader when any of them rejects it.
+    for shared in session.shared() {
+        crate::console::say!("sluice: warning: {}", shared.warning());
+    }
     if session.sources().is_empty() {
         return Err(Failure::input(
             "record: no program has a probe and no map an output: nothing to record".into(),
@@ -372,15 +385,24 @@ fn record(args: Args) -> Result<(), Failure> {
         None => None,
     };
     let started = Instant::now();
+    let deadline = args.duration.map(|d| started + d);
+    // A full output nobody reads must not make the run deaf to a stop: the writer waits
+    // for room only until a stop is asked, then says so (sys::out).
+    let stops = Stops {
+        signals: Some(&sigs),
+        stopping: &signals::STOPPING,
+        deadline,
+    };
     let stdout = std::io::stdout();
-    let sink_to: Box<dyn std::io::Write> = match file {
-        Some(f) => Box::new(f),
-        None if text_out => Box::new(stdout.lock()),
+    let sink_to: Box<dyn std::io::Write + '_> = match file.as_ref() {
+        Some(f) => Box::new(StopWriter::new(f.as_fd(), stops)),
+        None if text_out => Box::new(StopWriter::new(stdout.as_fd(), stops)),
         None => Box::new(std::io::sink()),
     };
     let mut lines = Lines {
         out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
         error: None,
+        unwritten: 0,
         count: 0,
         buf: String::with_capacity(512),
         comms: Comms::default(),
@@ -404,8 +426,14 @@ fn record(args: Args) -> Result<(), Failure> {
         // Nothing more can be written (the reader of stdout or of the perf.data pipe is
         // gone, the disk is full): end the run as a stopping signal does (drain, probes
         // removed, summary).
-        let failed =
-            lines.error.is_some() || recording.as_ref().is_some_and(perf_data::Recording::failed);
+        // (An output that gave up waiting for room did so because a stop was asked
+        // already: that stop is the reason, not this.)
+        let blocked = lines
+            .error
+            .as_ref()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::WouldBlock);
+        let failed = (lines.error.is_some() && !blocked)
+            || recording.as_ref().is_some_and(perf_data::Recording::failed);
         if failed && !stopped_by_output {
             stopped_by_output = true;
             sigs.raise(signals::libc_consts::SIGPIPE);
@@ -413,7 +441,7 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     let ctl = RunControl {
         child: child.as_mut(),
-        deadline: args.duration.map(|d| started + d),
+        deadline,
         signals: Some(&sigs),
         process: args.pid,
     };
@@ -425,6 +453,7 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Err(e) = lines.out.flush() {
         write_error.get_or_insert(e);
     }
+    let unwritten = (lines.unwritten, lines.out.buffer().len());
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
     let summary = session.summary();
@@ -487,16 +516,28 @@ fn record(args: Args) -> Result<(), Failure> {
         Some(Err(e)) => return Err(Failure::runtime(e.to_string(), None)),
         None => {}
     }
+    let target = || {
+        args.output
+            .as_ref()
+            .map_or_else(|| "stdout".into(), |p| p.display().to_string())
+    };
     match write_error {
         // The reader has what it wanted (`| head`): a clean end, as after Ctrl-C.
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Some(e) => Err(Failure::runtime(
+        // Nobody read the output when the run was asked to stop: what could not be
+        // written is said, and the run fails (the summary above is complete).
+        Some(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Failure::runtime(
             format!(
-                "writing the samples to {}: {e}",
-                args.output
-                    .as_ref()
-                    .map_or_else(|| "stdout".into(), |p| p.display().to_string())
+                "{} was not being read when the run stopped (writes blocked): {} lines, \
+                 and {} bytes buffered before them, were not written",
+                target(),
+                unwritten.0,
+                unwritten.1
             ),
+            None,
+        )),
+        Some(e) => Err(Failure::runtime(
+            format!("writing the samples to {}: {e}", target()),
             None,
         )),
         None => Ok(()),
@@ -504,21 +545,27 @@ fn record(args: Args) -> Result<(), Failure> {
 }
 
 /// The output lines and the first write error; each line is built in one reused buffer.
-struct Lines {
-    out: std::io::BufWriter<Box<dyn std::io::Write>>,
+struct Lines<'a> {
+    out: std::io::BufWriter<Box<dyn std::io::Write + 'a>>,
     error: Option<std::io::Error>,
+    /// Lines not written because of the error (the one that met it included).
+    unwritten: u64,
     count: u64,
     buf: String,
     comms: Comms,
     json: bool,
 }
 
-impl Lines {
+impl Lines<'_> {
     /// Writes the line in `buf` and empties it.
     fn put(&mut self) {
         self.buf.push('\n');
-        if let Err(e) = self.out.write_all(self.buf.as_bytes()) {
-            self.error.get_or_insert(e);
+        // After a failure nothing more is written: the line is counted as not written.
+        if self.error.is_some() {
+            self.unwritten += 1;
+        } else if let Err(e) = self.out.write_all(self.buf.as_bytes()) {
+            self.error = Some(e);
+            self.unwritten += 1;
         }
         self.buf.clear();
         self.count += 1;

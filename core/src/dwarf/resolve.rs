@@ -257,6 +257,13 @@ impl<'s> Resolver<'s> {
         if let Some(n) = arg.name() {
             name = String::from(n);
         }
+        if arg.fetch_type() == Some(FetchType::UString) {
+            return Err(Error::NotScalar {
+                name,
+                what: "a :ustring of a variable (write :string: with debug info the tracer \
+                       reads the string where the variable points)",
+            });
+        }
         let string = arg.fetch_type() == Some(FetchType::String);
         let (size, signed) = match arg.fetch_type() {
             Some(FetchType::String) | None => {

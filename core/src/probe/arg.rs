@@ -115,10 +115,12 @@ pub enum FetchType {
     X64,
     /// A NUL-terminated string the value points to.
     String,
+    /// A NUL-terminated string in user memory the value points to (`:ustring`).
+    UString,
 }
 
 impl FetchType {
-    const ALL: [FetchType; 13] = [
+    const ALL: [FetchType; 14] = [
         FetchType::U8,
         FetchType::U16,
         FetchType::U32,
@@ -132,6 +134,7 @@ impl FetchType {
         FetchType::X32,
         FetchType::X64,
         FetchType::String,
+        FetchType::UString,
     ];
 
     /// The suffix as written after `:`.
@@ -151,6 +154,7 @@ impl FetchType {
             FetchType::X32 => "x32",
             FetchType::X64 => "x64",
             FetchType::String => "string",
+            FetchType::UString => "ustring",
         }
     }
 
@@ -168,7 +172,7 @@ impl FetchType {
             FetchType::U16 | FetchType::S16 | FetchType::X16 => Some(2),
             FetchType::U32 | FetchType::S32 | FetchType::X32 => Some(4),
             FetchType::U64 | FetchType::S64 | FetchType::X64 => Some(8),
-            FetchType::String => None,
+            FetchType::String | FetchType::UString => None,
         }
     }
 
@@ -239,6 +243,14 @@ impl<'a> Arg<'a> {
     #[must_use]
     pub fn is_err(&self) -> bool {
         self.base == ArgBase::Err
+    }
+
+    /// Whether the value is a string (`:string`, `:ustring`, `$comm`): the kernel records it
+    /// beside the sample, but no register can pass it to the program.
+    #[must_use]
+    pub fn is_string(&self) -> bool {
+        matches!(self.ty, Some(FetchType::String | FetchType::UString))
+            || self.base == ArgBase::Comm
     }
 
     /// Parses `s[start..end]` as one argument of a probe whose kind says whether `$retval`

@@ -12,7 +12,7 @@ use super::cursor::{
 use super::error::ProbeError;
 use super::spec::{
     Args, Place, ProbeKind, ProbeSpec, Section, Target, DEFAULT_GROUP, MAX_ARGS, MAX_FETCHED_ARGS,
-    PERF_GROUP,
+    MAX_RECORDED_ARGS, PERF_GROUP,
 };
 
 /// Reads a section name.
@@ -164,7 +164,15 @@ pub(super) struct ArgCount {
     len: usize,
     /// Whether a `$err` was seen.
     err: bool,
+    /// Scalar (not string) arguments, `$err` excluded.
+    scalars: usize,
 }
+
+/// More arguments than a probe records.
+const TOO_MANY: &str = "more than 8 arguments";
+/// `$err` after the values that fill r2..r5.
+const ERR_NOT_PASSED: &str =
+    "$err after four scalar arguments: it is passed in r2..r5 with them (put it earlier)";
 
 impl<'a> ArgSink<'a> for ArgCount {
     fn push_expr(&mut self, arg: Arg<'a>, at: usize) -> Result<(), ProbeError> {
@@ -172,12 +180,18 @@ impl<'a> ArgSink<'a> for ArgCount {
             if self.err {
                 return Err(err_at(at, "$err given twice"));
             }
+            if self.scalars >= MAX_FETCHED_ARGS {
+                return Err(err_at(at, ERR_NOT_PASSED));
+            }
             self.err = true;
-        } else if self.len - usize::from(self.err) >= MAX_FETCHED_ARGS {
-            return Err(err_at(at, "more than 4 fetched arguments (r2..r5)"));
+        } else if self.len - usize::from(self.err) >= MAX_RECORDED_ARGS {
+            return Err(err_at(at, TOO_MANY));
         }
         if self.len >= MAX_ARGS {
             return Err(err_at(at, "too many arguments"));
+        }
+        if !arg.is_err() && !arg.is_string() {
+            self.scalars += 1;
         }
         self.len += 1;
         Ok(())
@@ -480,8 +494,11 @@ pub(super) fn push_arg<'a>(
         if v.iter().any(Arg::is_err) {
             return Err(err_at(at, "$err given twice"));
         }
-    } else if v.iter().filter(|a| !a.is_err()).count() >= MAX_FETCHED_ARGS {
-        return Err(err_at(at, "more than 4 fetched arguments (r2..r5)"));
+        if v.iter().filter(|a| !a.is_string()).count() >= MAX_FETCHED_ARGS {
+            return Err(err_at(at, ERR_NOT_PASSED));
+        }
+    } else if v.iter().filter(|a| !a.is_err()).count() >= MAX_RECORDED_ARGS {
+        return Err(err_at(at, TOO_MANY));
     }
     v.push(arg).map_err(|_| err_at(at, "too many arguments"))
 }

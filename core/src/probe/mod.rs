@@ -22,8 +22,10 @@
 //!
 //! `GROUP` may only be `sluice` or `perf_bpf_probe`. Numbers read like `strtoul(_, _, 0)`
 //! (`0x` hex, leading `0` octal), as both perf and libbpf read them. An argument list is all
-//! expressions or all C types. At most [`MAX_FETCHED_ARGS`] arguments are fetched (the
-//! prologue passes them in r2..r5); the pseudo-argument `$err` does not count.
+//! expressions or all C types. The first [`MAX_FETCHED_ARGS`] scalar values are passed to the
+//! program (the prologue puts them in r2..r5, `$err` included); strings (`:string`,
+//! `:ustring`, `$comm`) and the rest, up to [`MAX_RECORDED_ARGS`] arguments, are recorded by
+//! the kernel's fetch-args beside the sample ([`Args::is_passed`]).
 //!
 //! # Titles
 //!
@@ -62,5 +64,5 @@ pub use grammar::{parse, validate};
 pub use prog_type::{prog_types, program_type, program_type_parsed};
 pub use spec::{
     Args, Place, ProbeKind, ProbeSpec, Section, Target, DEFAULT_GROUP, MAX_ARGS, MAX_FETCHED_ARGS,
-    PERF_GROUP,
+    MAX_RECORDED_ARGS, PERF_GROUP,
 };

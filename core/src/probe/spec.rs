@@ -8,10 +8,15 @@ use heapless::Vec;
 use super::arg::Arg;
 use super::ctype::TypedArg;
 
-/// Most arguments a probe fetches: the prologue passes them in r2..r5.
+/// Most values the prologue passes to the program, in r2..r5 (`$err` included): the first
+/// scalar arguments of a list ([`Args::passed`]); C-typed lists have at most this many.
 pub const MAX_FETCHED_ARGS: usize = 4;
-/// Most arguments in a list: the fetched ones plus one `$err`.
-pub const MAX_ARGS: usize = MAX_FETCHED_ARGS + 1;
+/// Most arguments a probe records (`$err` excluded): the kernel's fetch-args keep every one
+/// beside the sample, strings and those past the first four included (perf's own limit is
+/// far higher; each slot costs a [`ProbeSpec`] the size of an argument, 280 bytes).
+pub const MAX_RECORDED_ARGS: usize = 8;
+/// Most arguments in a list: the recorded ones plus one `$err`.
+pub const MAX_ARGS: usize = MAX_RECORDED_ARGS + 1;
 /// The probe group sluice creates events in.
 pub const DEFAULT_GROUP: &str = "sluice";
 /// The group perf used for the same events; accepted in a `GROUP:EVENT=` prefix.
@@ -157,6 +162,30 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// Whether entry `index` of [`Args::exprs`] is passed to the program in a register:
+    /// `$err` and the scalar (not string) arguments, in order, until [`MAX_FETCHED_ARGS`]
+    /// values; the others are only recorded by the kernel beside the sample. C types are
+    /// all passed.
+    #[must_use]
+    pub fn is_passed(&self, index: usize) -> bool {
+        match self {
+            Args::Typed(v) => index < v.len(),
+            Args::Fetch(v) => {
+                let mut values = 0usize;
+                for (i, a) in v.iter().enumerate() {
+                    if a.is_string() {
+                        continue;
+                    }
+                    if i == index {
+                        return values < MAX_FETCHED_ARGS;
+                    }
+                    values += 1;
+                }
+                false
+            }
+        }
+    }
+
     /// The C types, or an empty slice for expressions.
     #[must_use]
     pub fn typed(&self) -> &[TypedArg<'a>] {
@@ -203,7 +232,7 @@ impl fmt::Display for Args<'_> {
 
 /// A parsed probe definition. Built only by [`parse`](super::parse), so its parts are consistent: a return
 /// probe has [`Place::Return`], typed arguments sit at a function entry, `$retval` only in a
-/// return probe, and at most [`MAX_FETCHED_ARGS`] fetched arguments.
+/// return probe, at most [`MAX_RECORDED_ARGS`] arguments, and `$err` among those passed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ProbeSpec<'a> {

@@ -674,19 +674,19 @@ const BAD: &[(&str, u32, &str)] = &[
         "$retval exists only in a return probe",
     ),
     (
-        "kprobe/f(a, b, c, d, e)",
-        21,
-        "more than 4 fetched arguments",
+        "kprobe/f(a, b, c, d, e, f, g, h, i)",
+        33,
+        "more than 8 arguments",
     ),
     (
-        "kprobe/f(a, b, c, d, e, f, g)",
+        "kprobe/f(a, b, c, d, $err)",
         21,
-        "more than 4 fetched arguments",
+        "$err after four scalar arguments",
     ),
     (
-        "kprobe/f($err, a, b, c, d, e)",
-        27,
-        "more than 4 fetched arguments",
+        "kprobe/f($err, a, b, c, d, e, f, g, h, i)",
+        39,
+        "more than 8 arguments",
     ),
     (
         "kprobe/f(int, int, int, int, int)",
@@ -808,11 +808,11 @@ const BAD: &[(&str, u32, &str)] = &[
     ("mygroup:e=f", 0, "unknown probe group"),
     (":e=f", 0, "unknown probe group"),
     ("sluice:=f", 7, "expected an event name"),
-    ("e=f a b c d e", 12, "more than 4 fetched arguments"),
+    ("e=f a b c d e f g h i", 20, "more than 8 arguments"),
     (
-        "e=f%return $err $retval a b c d",
-        30,
-        "more than 4 fetched arguments",
+        "e=f%return $retval a b c $err",
+        25,
+        "$err after four scalar arguments",
     ),
     ("e=f $retval", 4, "$retval exists only in a return probe"),
     ("f void*", 2, "C types need the kprobe/FUNC"),
@@ -1188,7 +1188,9 @@ fn size_stays_modest() {
         "size_of::<ProbeSpec>() = {size}, Arg = {}",
         core::mem::size_of::<Arg<'_>>()
     );
-    assert!(size <= 1536, "ProbeSpec grew to {size} bytes");
+    // Eight recorded arguments and a `$err` (issue 14, item 4: perf records more than the
+    // four values r2..r5 pass): 9 x 280 bytes of arguments.
+    assert!(size <= 2688, "ProbeSpec grew to {size} bytes");
 }
 
 /// A tiny deterministic generator for the round-trip property (no extra dependency).
@@ -1387,4 +1389,27 @@ fn plainly_valid_names_parse() {
         }
     }
     assert!(checked > 1000, "{checked}");
+}
+
+/// Issue 14, item 4: more than four arguments and strings parse; the first four scalar
+/// values (`$err` included) are passed in r2..r5, strings and the rest only recorded.
+#[test]
+fn the_first_four_scalar_values_are_passed_the_rest_recorded() {
+    let spec = "uprobe/b:f(a, s:string, $err, c, n=$comm, d, e, u=+0(%di):ustring)";
+    let p = probe(spec);
+    assert_round_trip(spec);
+    assert_validate_agrees(spec);
+    let passed: StdVec<bool> = (0..p.args().len()).map(|i| p.args().is_passed(i)).collect();
+    assert_eq!(
+        passed,
+        [true, false, true, true, false, true, false, false],
+        "{spec}"
+    );
+    assert!(p.args().exprs()[1].is_string() && p.args().exprs()[4].is_string());
+    assert!(!p.args().exprs()[0].is_string());
+    // perf's form too.
+    let q = probe("e=f a b c d e f:string g h");
+    assert_eq!(q.args().len(), 8);
+    assert!((0..4).all(|i| q.args().is_passed(i)));
+    assert!((4..8).all(|i| !q.args().is_passed(i)));
 }

@@ -482,23 +482,35 @@ fn expressions_without_types() {
         needs("kprobe/f(%x0)"),
         Error::Usage { value: 1, .. }
     ));
-    assert!(matches!(
-        needs("kprobe/f($comm)"),
-        Error::Usage { value: 1, .. }
-    ));
-    assert!(matches!(
-        needs("kprobe/f(%di:string)"),
-        Error::Usage { value: 1, .. }
-    ));
+    // Strings are recorded by the kernel beside the sample, never passed: no value.
+    for spec in [
+        "kprobe/f($comm)",
+        "kprobe/f(%di:string)",
+        "kprobe/f(+0(%di):ustring)",
+    ] {
+        assert!(
+            typed(Arch::X86_64, spec).unwrap().values().is_empty(),
+            "{spec}"
+        );
+    }
     assert!(matches!(
         needs("kprobe/f($outdata)"),
         Error::Usage { value: 1, .. }
     ));
-    // The grammar takes $err plus four fetched arguments; r2..r5 do not.
-    assert!(matches!(
-        needs("kprobe/f(%di, %si, %dx, %cx, $err)"),
-        Error::Capacity { limit: 4, .. }
-    ));
+    // r2..r5 take the first four values, `$err` included, strings skipped; the rest
+    // are only recorded.
+    let locs = typed(
+        Arch::X86_64,
+        "kprobe/f(%di, +0(%si):string, %dx, $err, %cx, %r8, %r9)",
+    )
+    .unwrap();
+    let passed: Vec<String> = locs
+        .fetched()
+        .zip(1..)
+        .map(|(l, n)| l.fetch_arg(n).to_string())
+        .collect();
+    assert_eq!(passed, ["arg1=%di:u64", "arg2=%dx:u64", "arg3=%cx:u64"]);
+    assert_eq!(locs.values().len(), 4, "three values and $err");
     assert!(typed(Arch::X86_64, "tracepoint/sched/sched_switch").is_err());
 }
 

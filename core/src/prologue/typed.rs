@@ -6,7 +6,6 @@ use crate::arch::{Arch, ArgPassing};
 use crate::probe::{Arg, ArgBase, Args, CType, FetchType, IntWidth, ProbeKind, Signedness};
 use crate::{Error, Result};
 
-use super::limits::MAX_VALUES;
 use super::loc::{ArgLoc, ArgLocs, Base, Memory};
 
 /// The message (in [`Error::Usage`]) for an argument that needs debug info.
@@ -246,13 +245,12 @@ pub fn from_typed_args_with<'a>(
             }
         }
         Args::Fetch(list) => {
-            if list.len() > MAX_VALUES {
-                return Err(Error::Capacity {
-                    what: "values for r2..r5 ($err included)",
-                    limit: MAX_VALUES as u32,
-                });
-            }
+            // The values passed in r2..r5; strings and the rest are only recorded by the
+            // kernel's fetch-args (`Args::is_passed`).
             for (i, arg) in list.iter().enumerate() {
+                if !args.is_passed(i) {
+                    continue;
+                }
                 if arg.is_err() {
                     locs.push_err()?;
                 } else {

@@ -132,6 +132,19 @@ pub fn tracking_sample_type() -> SampleType {
     SampleType::IDENTIFIER | SampleType::IP | SampleType::TID | SampleType::TIME | SampleType::CPU
 }
 
+/// The `read_format` of the events with a ring: `PERF_FORMAT_LOST` where the running kernel
+/// has it (6.0), so that [`PerCpuEvents::lost_on`] can read the losses the ring has not
+/// reported yet; 0 before (an unknown bit is `EINVAL` there).
+#[must_use]
+pub fn lost_read_format() -> u64 {
+    let has = crate::kernel::version::running_kernel_version().is_some_and(|v| v >= 0x06_00_00);
+    if has {
+        sluice_core::perf::record::read_format::LOST
+    } else {
+        0
+    }
+}
+
 /// The attr flags every event of a session has: `sample_id_all`, so that non-sample
 /// records (LOST, and the side-band of [`open_tracking`]) end with the sample id.
 pub const IDENTIFIED: u64 = attr_flags::SAMPLE_ID_ALL;
@@ -372,6 +385,32 @@ impl PerCpuEvents {
         Ok(())
     }
 
+    /// How many records the kernel dropped in the ring of CPU `cpu` since the events were
+    /// opened, reported or not: the `PERF_FORMAT_LOST` count of every event writing into
+    /// that ring (its owner and its followers; inherited events count into the event they
+    /// inherited from). `None` when the events were opened without `PERF_FORMAT_LOST` (a
+    /// kernel before 6.0) or a read fails (logged).
+    #[must_use]
+    pub fn lost_on(&self, cpu: u32) -> Option<u64> {
+        if self.attr.read_format & sluice_core::perf::record::read_format::LOST == 0 {
+            return None;
+        }
+        let mut total = 0u64;
+        for e in self.all().filter(|e| e.cpu == cpu) {
+            match perf_event::read_lost(e.fd.as_fd()) {
+                Ok(n) => total = total.saturating_add(n),
+                Err(errno) => {
+                    log::warn!(
+                        "reading the lost count of {} on CPU {cpu}: {errno}",
+                        self.what
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(total)
+    }
+
     fn all(&self) -> impl Iterator<Item = &CpuEvent> {
         self.events.iter().chain(&self.followers)
     }
@@ -511,6 +550,7 @@ pub fn open_tracepoint(
     attr.sample_period = 1;
     attr.sample_type = sample_type.0;
     attr.flags = attr_flags::DISABLED | IDENTIFIED;
+    attr.read_format = lost_read_format();
     if let Scope::Task { on_exec, .. } = opts.scope {
         attr.flags |= attr_flags::INHERIT;
         if on_exec {
@@ -594,6 +634,7 @@ pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<Per
     attr.sample_period = 1;
     attr.sample_type = sample_type.0;
     attr.flags = attr_flags::DISABLED | IDENTIFIED;
+    attr.read_format = lost_read_format();
     ring.apply(&mut attr);
     let usable: Vec<u32> = cpus
         .iter()

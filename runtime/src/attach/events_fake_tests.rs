@@ -397,3 +397,44 @@ fn enable_refusal_names_the_cpu() {
         "{e:?}"
     );
 }
+
+/// `PERF_FORMAT_LOST` from Linux 6.0 on (an unknown `read_format` bit is `EINVAL` before):
+/// with it, the lost count of a CPU's ring is read from every event writing into it;
+/// without it there is none to read.
+#[test]
+fn lost_counts_need_perf_format_lost() {
+    use sluice_core::perf::record::read_format;
+    for (release, format) in [("6.18.0", read_format::LOST), ("5.15.0", 0)] {
+        let _r = fake::set_kernel_release(release);
+        let f = fake::install(|call| match call {
+            Call::PerfEventOpen(_) => Ok(fake::fd()),
+            Call::PerfIoctl(PerfIoctl {
+                request: Request::ReadLost,
+                ..
+            }) => Ok(Reply::Value(40)),
+            Call::PerfIoctl(_) => Ok(Reply::Value(0)),
+            other => panic!("unexpected {other:?}"),
+        });
+        let events = open_tracepoint("g:e", 5, &[0, 1], &EventOptions::default()).unwrap();
+        assert_eq!(events.attr().read_format, format, "{release}");
+        let lost = events.lost_on(1);
+        if format == 0 {
+            assert_eq!(lost, None, "{release}");
+            assert_eq!(
+                f.count_of(|s| matches!(
+                    s,
+                    Seen::PerfIoctl(PerfIoctl {
+                        request: Request::ReadLost,
+                        ..
+                    })
+                )),
+                0
+            );
+        } else {
+            assert_eq!(lost, Some(40), "{release}: one event on CPU 1");
+            assert_eq!(events.lost_on(7), Some(0), "no event on CPU 7");
+        }
+        drop(events);
+        drop(f);
+    }
+}

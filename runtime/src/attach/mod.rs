@@ -31,7 +31,9 @@
 mod events;
 mod link;
 mod sampling;
+mod shared;
 
+pub use events::lost_read_format;
 pub use events::{
     bpf_output_sample_type, open_bpf_output, open_tracepoint, open_tracking, threads_of,
     tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
@@ -41,3 +43,4 @@ pub use link::{Link, LinkError, Linker};
 pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
 };
+pub use shared::{program_name, programs_on, sharing, ForeignProgram, SharedTracepoint};

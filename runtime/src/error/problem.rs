@@ -41,7 +41,8 @@ impl std::error::Error for KconfigProblem {}
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ArgProblem {
-    /// A `:string` argument: a string cannot be passed in a register.
+    /// A `:string` argument where a value must be passed in a register (strings are
+    /// recorded by the kernel's fetch-args instead; kept for callers that match on it).
     String,
     /// A global of a position-independent file at a return probe.
     PicGlobalAtReturn,

@@ -187,9 +187,8 @@ impl DebugInfo {
     /// # Errors
     /// [`Error::Dwarf`] / [`Error::Site`] naming the file, function and (where it applies) the
     /// variable and address: the function is not in the debug info, a variable is not
-    /// visible or not available at a site, a member chain does not fit the types, an
-    /// argument cannot be passed in a register (`:string`), or the prologue's capacity is
-    /// exceeded; [`Error::NoFunction`] / [`Error::DebugFile`] when the spec has no function
+    /// visible or not available at a site, a member chain does not fit the types, or the
+    /// prologue's capacity is exceeded (strings and values past r5 are only recorded); [`Error::NoFunction`] / [`Error::DebugFile`] when the spec has no function
     /// or is a tracepoint.
     pub fn sites(&self, spec: &ProbeSpec<'_>) -> Result<Vec<Site>> {
         self.sites_for(spec, Kernel::LinkTime)
@@ -614,19 +613,21 @@ fn build_site(
             continue;
         }
         fetched += 1;
+        // Strings and the values past r5 are only recorded by the kernel's fetch-args.
+        let passed = spec.args().is_passed(i);
         let loc = if needs_debug_info(arg) {
             let r = resolved.next().ok_or_else(|| SiteProblem::NotResolved {
                 position,
                 arg: arg.to_string(),
             })?;
-            if r.string {
-                return Err(bad(ArgProblem::String));
-            }
             fetch_args.push(r.fetch_arg(arch, syntax).map_err(SiteProblem::FetchArg)?);
             perf_fetch_args.push(
                 r.fetch_arg(arch, FetchSyntax::Perf)
                     .map_err(SiteProblem::FetchArg)?,
             );
+            if r.string || !passed {
+                continue;
+            }
             let global = matches!(r.location.base, LocBase::Address(_));
             if pic && global && spec.kind() == ProbeKind::Uretprobe {
                 return Err(bad(ArgProblem::PicGlobalAtReturn));
@@ -648,6 +649,13 @@ fn build_site(
             } else {
                 loc
             }
+        } else if !passed {
+            // Recorded only: the fetch-arg as written.
+            if let Ok(Some(text)) = crate::probe::fetch::fetch_arg(i, arg) {
+                perf_fetch_args.push(text.clone());
+                fetch_args.push(text);
+            }
+            continue;
         } else {
             let loc = convention_loc(arch, spec, i).map_err(bad)?;
             let text = loc.fetch_arg(fetched).to_string();
@@ -657,8 +665,9 @@ fn build_site(
         };
         locs.push(loc).map_err(|e| bad(ArgProblem::Prologue(e)))?;
     }
-    if exprs.is_empty() {
-        // A `:LINE` place without arguments: the program runs as written.
+    if locs.values().is_empty() {
+        // A `:LINE` place without arguments, or only recorded ones: the program runs as
+        // written.
         return Ok((Vec::new(), fetch_args, perf_fetch_args));
     }
     let mut buf = vec![Insn::default(); prologue::MAX_INSNS];
@@ -794,9 +803,10 @@ mod tests {
 
     #[test]
     fn which_arguments_need_debug_info() {
-        let s = spec("uprobe/bin:f(file->f_mapping, %di, $arg2, bytes, $err)");
+        // (`$err` is one of the four values passed: it comes before the fourth scalar.)
+        let s = spec("uprobe/bin:f(file->f_mapping, %di, $arg2, $err, bytes)");
         let need: Vec<bool> = s.args().exprs().iter().map(needs_debug_info).collect();
-        assert_eq!(need, [true, false, false, true, false]);
+        assert_eq!(need, [true, false, false, false, true]);
         assert!(spec_needs_debug_info(&s));
         assert!(!spec_needs_debug_info(&spec("uprobe/bin:f(%di, $arg2)")));
         assert!(!spec_needs_debug_info(&spec("kprobe/f(void *, int)")));

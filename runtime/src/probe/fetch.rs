@@ -1,7 +1,7 @@
 //! What tracefs is given for a probe's arguments: the fetch-args of a spec without debug
 //! info ([`fetch_args`]), and distinct names for a site's ([`unique_arg_names`]).
 
-use sluice_core::probe::{ArgBase, ProbeSpec};
+use sluice_core::probe::{Arg, ArgBase, ProbeSpec};
 
 /// `NAME=FETCHARG` strings with repeated names made distinct (`v`, `v_2`, ...): tracefs
 /// refuses an event whose arguments share a name, and a spec may fetch one variable twice.
@@ -33,46 +33,51 @@ pub fn unique_arg_names(args: &[String]) -> Vec<String> {
 pub fn fetch_args(spec: &ProbeSpec<'_>) -> String {
     let mut out = Vec::new();
     for (i, a) in spec.args().exprs().iter().enumerate() {
-        if a.is_err() {
-            continue;
+        match fetch_arg(i, a) {
+            Ok(Some(text)) => out.push(text),
+            Ok(None) => {}
+            Err(why) => log::info!("argument {} of '{spec}' {why}: left to the program", i + 1),
         }
-        let base = match a.base() {
-            ArgBase::Reg(r) => format!("%{r}"),
-            ArgBase::Retval => "$retval".into(),
-            ArgBase::Stack => "$stack".into(),
-            ArgBase::StackN(n) => format!("$stack{n}"),
-            ArgBase::ArgN(n) => format!("$arg{n}"),
-            ArgBase::Comm => "$comm".into(),
-            ArgBase::Addr(a) => format!("@{a:#x}"),
-            // The kernel resolves the symbol itself: right under KASLR.
-            base @ ArgBase::Sym { .. } => base.to_string(),
-            ArgBase::Imm(v) => format!("\\{v}"),
-            ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
-                log::info!(
-                    "argument {} of '{spec}' is not a tracefs fetch-arg: left to the program",
-                    i + 1
-                );
-                continue;
-            }
-        };
-        if !a.steps().is_empty() {
-            log::info!(
-                "argument {} of '{spec}' has member steps: left to the program",
-                i + 1
-            );
-            continue;
-        }
-        let name = a
-            .name()
-            .map_or_else(|| format!("arg{}", i + 1), str::to_owned);
-        let ty = a
-            .fetch_type()
-            .map_or_else(String::new, |t| format!(":{}", t.as_str()));
-        let reads: String = a.derefs().iter().rev().map(|o| format!("{o:+}(")).collect();
-        let close = ")".repeat(a.derefs().len());
-        out.push(format!("{name}={reads}{base}{close}{ty}"));
     }
     out.join(" ")
+}
+
+/// The tracefs fetch-arg of argument `a`, entry `i` (0-based) of a spec's list
+/// (see [`fetch_args`]): `None` for `$err`; `Err` (why) for one that needs debug info.
+///
+/// # Errors
+/// A C variable, a `$variable` the tracer lacks, or member steps: what the argument is.
+pub fn fetch_arg(i: usize, a: &Arg<'_>) -> Result<Option<String>, &'static str> {
+    if a.is_err() {
+        return Ok(None);
+    }
+    let base = match a.base() {
+        ArgBase::Reg(r) => format!("%{r}"),
+        ArgBase::Retval => "$retval".into(),
+        ArgBase::Stack => "$stack".into(),
+        ArgBase::StackN(n) => format!("$stack{n}"),
+        ArgBase::ArgN(n) => format!("$arg{n}"),
+        ArgBase::Comm => "$comm".into(),
+        ArgBase::Addr(a) => format!("@{a:#x}"),
+        // The kernel resolves the symbol itself: right under KASLR.
+        base @ ArgBase::Sym { .. } => base.to_string(),
+        ArgBase::Imm(v) => format!("\\{v}"),
+        ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
+            return Err("is not a tracefs fetch-arg");
+        }
+    };
+    if !a.steps().is_empty() {
+        return Err("has member steps");
+    }
+    let name = a
+        .name()
+        .map_or_else(|| format!("arg{}", i + 1), str::to_owned);
+    let ty = a
+        .fetch_type()
+        .map_or_else(String::new, |t| format!(":{}", t.as_str()));
+    let reads: String = a.derefs().iter().rev().map(|o| format!("{o:+}(")).collect();
+    let close = ")".repeat(a.derefs().len());
+    Ok(Some(format!("{name}={reads}{base}{close}{ty}")))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ mod fetch;
 mod plan;
 mod spec;
 
-pub use fetch::{fetch_args, unique_arg_names};
+pub use fetch::{fetch_arg, fetch_args, unique_arg_names};
 pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
     ProbePlan, Variant,

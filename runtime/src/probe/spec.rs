@@ -62,6 +62,10 @@ pub(super) fn convention_prologue(
     let locs =
         sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
             .map_err(usage)?;
+    if locs.values().is_empty() {
+        // Only strings: the kernel records them, the program gets nothing in r2..r5.
+        return Ok(Vec::new());
+    }
     let mut out = vec![Insn::default(); sluice_core::prologue::MAX_INSNS];
     let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
     out.truncate(n);

@@ -1,5 +1,5 @@
 //! Typed, safe wrappers around `bpf(2)`: map create/lookup/update/delete/next-key, program
-//! load, object info, BTF load.
+//! load, object info, a program by id, BTF load.
 //!
 //! Every wrapper builds its `bpf_attr` from Rust slices it holds for the duration of the call,
 //! and checks slice lengths against what the kernel will write before calling.
@@ -23,6 +23,20 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::ObjInfoAttr {}
     impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
+    impl Attr for super::GetFdByIdAttr {}
+}
+
+/// `BPF_PROG_GET_FD_BY_ID` (include/uapi/linux/bpf.h, Linux 4.13).
+const PROG_GET_FD_BY_ID: u32 = 13;
+
+/// The `bpf_attr` of the `*_GET_FD_BY_ID` commands: `{ __u32 id; __u32 next_id; __u32
+/// open_flags; }` (the `start_id` union member shares `id`'s place).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct GetFdByIdAttr {
+    id: u32,
+    next_id: u32,
+    open_flags: u32,
 }
 
 /// Calls `bpf(cmd, attr, sizeof(*attr))`.
@@ -339,6 +353,24 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfoRaw, Errno> {
     // bpf_prog_get_info_by_fd copies at most info_len bytes out).
     unsafe { sys_bpf(cmd::OBJ_GET_INFO_BY_FD, &mut a) }?;
     Ok(info)
+}
+
+/// An fd of the loaded program whose kernel-wide id is `id` (`BPF_PROG_GET_FD_BY_ID`,
+/// Linux 4.13): how a program another process attached can be asked its name
+/// ([`prog_info`]).
+///
+/// # Errors
+/// `ENOENT` when no program has that id (any more), `EPERM` without `CAP_SYS_ADMIN`, the
+/// kernel's errno.
+#[doc(alias = "BPF_PROG_GET_FD_BY_ID")]
+pub fn prog_get_fd_by_id(id: u32) -> Result<OwnedFd, Errno> {
+    let mut a = GetFdByIdAttr {
+        id,
+        ..GetFdByIdAttr::default()
+    };
+    // SAFETY: the attr holds integers only (no address); the kernel reads it and answers
+    // with a new fd (kernel/bpf/syscall.c bpf_prog_get_fd_by_id).
+    unsafe { sys_bpf(PROG_GET_FD_BY_ID, &mut a) }.and_then(owned_fd)
 }
 
 /// Freezes a map (`BPF_MAP_FREEZE`, Linux 5.2): user space can no longer write it, and

@@ -370,6 +370,12 @@ pub enum Request {
     },
     /// `PERF_EVENT_IOC_ID` (answer with [`Reply::Value`], the id).
     Id,
+    /// `PERF_EVENT_IOC_QUERY_BPF`: the handler gets [`Call::QueryBpf`] and answers with
+    /// [`Reply::Value`], how many programs there are.
+    QueryBpf,
+    /// `read(2)` of the lost count of an event opened with `PERF_FORMAT_LOST` (answer
+    /// with [`Reply::Value`], the count).
+    ReadLost,
 }
 
 /// An ioctl on a perf event fd.
@@ -390,6 +396,14 @@ pub enum Call<'a> {
     PerfEventOpen(PerfEventOpen<'a>),
     /// A perf event ioctl.
     PerfIoctl(PerfIoctl),
+    /// `PERF_EVENT_IOC_QUERY_BPF` on `fd`: write the program ids into `ids` (its length
+    /// is the room the caller gave) and answer [`Reply::Value`] with their number.
+    QueryBpf {
+        /// The event.
+        fd: RawFd,
+        /// Where the ids go.
+        ids: &'a mut [u32],
+    },
     /// Another syscall through the funnel: its number and raw arguments.
     Other {
         /// Syscall number.
@@ -697,6 +711,19 @@ pub(super) fn intercept_ioctl(fd: RawFd, request: Request) -> Option<Result<usiz
         Seen::PerfIoctl(ioctl),
         false,
     ))
+}
+
+/// The `PERF_EVENT_IOC_QUERY_BPF` hook: `None` when no fake is installed on this thread,
+/// else the number of programs the handler says there are (it filled `ids`).
+pub(super) fn intercept_query_bpf(fd: RawFd, ids: &mut [u32]) -> Option<Result<usize, Errno>> {
+    if !installed() {
+        return None;
+    }
+    let seen = Seen::PerfIoctl(PerfIoctl {
+        fd,
+        request: Request::QueryBpf,
+    });
+    Some(answer(Call::QueryBpf { fd, ids }, seen, false))
 }
 
 #[cfg(test)]

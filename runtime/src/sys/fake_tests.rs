@@ -185,3 +185,70 @@ fn an_fd_call_needs_a_real_fd() {
     let attr = MapCreateAttr::default();
     let _ = bpf::map_create(&attr);
 }
+
+/// `PERF_EVENT_IOC_QUERY_BPF`: the ids the fake writes come back, at most as many as the
+/// kernel says there are; an errno passes through.
+#[test]
+fn query_bpf_returns_the_ids_written() {
+    let fake = install(|call| match call {
+        Call::QueryBpf { ids, .. } => {
+            assert_eq!(ids.len(), perf_event::QUERY_BPF_MAX);
+            ids[0] = 41;
+            ids[1] = 7;
+            Ok(Reply::Value(2))
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    let f = std::fs::File::open("/dev/null").unwrap();
+    assert_eq!(perf_event::query_bpf(f.as_fd()).unwrap(), (vec![41, 7], 2));
+    assert_eq!(
+        fake.seen(),
+        [Seen::PerfIoctl(PerfIoctl {
+            fd: f.as_raw_fd(),
+            request: Request::QueryBpf
+        })]
+    );
+    drop(fake);
+    let _fake = install(|_| Err(Errno::PERM));
+    assert_eq!(perf_event::query_bpf(f.as_fd()).unwrap_err(), Errno::PERM);
+}
+
+/// More programs than room: the ids listed, and the full count.
+#[test]
+fn query_bpf_caps_the_list_and_keeps_the_count() {
+    let _fake = install(|call| match call {
+        Call::QueryBpf { ids, .. } => {
+            ids.iter_mut().zip(1..).for_each(|(s, v)| *s = v);
+            Ok(Reply::Value(70))
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    let f = std::fs::File::open("/dev/null").unwrap();
+    let (ids, total) = perf_event::query_bpf(f.as_fd()).unwrap();
+    assert_eq!(total, 70);
+    assert_eq!(ids, (1..=64).collect::<Vec<u32>>());
+}
+
+/// The lost count of an event, and `BPF_PROG_GET_FD_BY_ID` with the id in its attr.
+#[test]
+fn read_lost_and_prog_get_fd_by_id() {
+    let fake = install(|call| match call {
+        Call::PerfIoctl(PerfIoctl {
+            request: Request::ReadLost,
+            ..
+        }) => Ok(Reply::Value(5221)),
+        Call::Bpf(b) if b.cmd == Cmd::Other(13) => {
+            assert_eq!(&b.attr_bytes()[..4], &77u32.to_ne_bytes());
+            assert!(b.attr_bytes()[4..].iter().all(|&x| x == 0));
+            Ok(fd())
+        }
+        other => panic!("unexpected {other:?}"),
+    });
+    let f = std::fs::File::open("/dev/null").unwrap();
+    assert_eq!(perf_event::read_lost(f.as_fd()).unwrap(), 5221);
+    assert!(bpf::prog_get_fd_by_id(77).is_ok());
+    assert_eq!(fake.count(), 2);
+    drop(fake);
+    let _fake = install(|_| Err(Errno::NOENT));
+    assert_eq!(bpf::prog_get_fd_by_id(78).unwrap_err(), Errno::NOENT);
+}

@@ -41,6 +41,7 @@ pub mod bpf;
 pub mod fake;
 pub mod file;
 pub mod mmap;
+pub mod out;
 pub mod perf_event;
 pub mod process;
 pub(crate) mod ring_map;

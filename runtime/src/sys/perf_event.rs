@@ -1,5 +1,5 @@
-//! `perf_event_open(2)` and the perf event ioctls (`ENABLE`, `DISABLE`, `SET_BPF`,
-//! `SET_OUTPUT`, `ID`).
+//! `perf_event_open(2)`, the perf event ioctls (`ENABLE`, `DISABLE`, `SET_BPF`,
+//! `SET_OUTPUT`, `ID`, `QUERY_BPF`) and `read(2)` of an event's lost count.
 //!
 //! Under `cfg(test)` the ioctls ask the [`fake`](super::fake) first, as the funnel does.
 
@@ -59,6 +59,21 @@ const IOC_SET_OUTPUT: ioctl::Opcode = opcode::none(b'$', 5);
 const IOC_ID: ioctl::Opcode = opcode::read::<*mut u64>(b'$', 7);
 /// `PERF_EVENT_IOC_SET_BPF` = `_IOW('$', 8, __u32)`.
 const IOC_SET_BPF: ioctl::Opcode = opcode::write::<u32>(b'$', 8);
+/// `PERF_EVENT_IOC_QUERY_BPF` = `_IOWR('$', 10, struct perf_event_query_bpf *)` (the size
+/// of a pointer, as for `ID`).
+const IOC_QUERY_BPF: ioctl::Opcode = opcode::read_write::<*mut u32>(b'$', 10);
+
+/// Most program ids [`query_bpf`] reads (the kernel's own limit on a tracepoint's
+/// programs is `BPF_TRACE_MAX_PROGS`, 64).
+pub const QUERY_BPF_MAX: usize = 64;
+
+/// `struct perf_event_query_bpf` with room for [`QUERY_BPF_MAX`] ids.
+#[repr(C)]
+struct QueryBpf {
+    ids_len: u32,
+    prog_cnt: u32,
+    ids: [u32; QUERY_BPF_MAX],
+}
 
 /// Starts counting (`PERF_EVENT_IOC_ENABLE`).
 ///
@@ -150,6 +165,71 @@ pub fn id(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
     unsafe { ioctl::ioctl(fd, Getter::<IOC_ID, u64>::new()) }
 }
 
+/// The ids of every BPF program attached to the tracepoint (or kprobe, uprobe) of perf
+/// event `fd`, whoever attached them (`PERF_EVENT_IOC_QUERY_BPF`, Linux 4.16): the
+/// kernel runs them all on each hit, and any one returning 0 drops the sample for every
+/// perf event of that tracepoint. At most [`QUERY_BPF_MAX`] ids; the second value is how
+/// many there are in all.
+///
+/// # Errors
+/// The kernel's errno: `EPERM` without `CAP_PERFMON`/`CAP_SYS_ADMIN`, `EINVAL` for an
+/// event that is no trace event, `ENOTTY` before 4.16.
+#[doc(alias = "PERF_EVENT_IOC_QUERY_BPF")]
+pub fn query_bpf(fd: BorrowedFd<'_>) -> Result<(Vec<u32>, u32), Errno> {
+    let mut q = QueryBpf {
+        ids_len: QUERY_BPF_MAX as u32,
+        prog_cnt: 0,
+        ids: [0; QUERY_BPF_MAX],
+    };
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_query_bpf(fd.as_raw_fd(), &mut q.ids) {
+        let total = u32::try_from(r?).unwrap_or(u32::MAX);
+        let n = (total as usize).min(QUERY_BPF_MAX);
+        return Ok((q.ids.get(..n).unwrap_or_default().to_vec(), total));
+    }
+    // SAFETY: PERF_EVENT_IOC_QUERY_BPF reads ids_len and writes prog_cnt and at most
+    // ids_len ids through its pointer argument (kernel/trace/bpf_trace.c
+    // perf_event_query_prog_array); `q` is a live, exclusive struct with room for them.
+    let r = unsafe { ioctl::ioctl(fd, ioctl::Updater::<IOC_QUERY_BPF, QueryBpf>::new(&mut q)) };
+    match r {
+        // More programs than room: the first ids_len are copied all the same.
+        Ok(()) | Err(Errno::NOSPC) => {
+            let n = (q.prog_cnt as usize).min(QUERY_BPF_MAX);
+            Ok((q.ids.get(..n).unwrap_or_default().to_vec(), q.prog_cnt))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// How many records the kernel dropped for want of room in the ring of event `fd` (and of
+/// the events it inherited to), since it was opened: `read(2)` of an event opened with
+/// `read_format` = `PERF_FORMAT_LOST` alone, whose answer is `{ u64 value; u64 lost; }`
+/// (kernel/events/core.c `perf_read_one`). Unlike the `PERF_RECORD_LOST` records, which
+/// the kernel writes only when the next record fits, this includes losses not reported
+/// yet.
+///
+/// # Errors
+/// The kernel's errno; `EINVAL` when the read is shorter than the two words (the event
+/// was opened with another `read_format`).
+///
+/// # Minimum kernel
+/// 6.0 (`PERF_FORMAT_LOST`).
+#[doc(alias = "PERF_FORMAT_LOST")]
+pub fn read_lost(fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+    #[cfg(test)]
+    if let Some(r) = super::fake::intercept_ioctl(fd.as_raw_fd(), super::fake::Request::ReadLost) {
+        return r.map(|v| v as u64);
+    }
+    let mut buf = [0u8; 16];
+    let n = rustix::io::read(fd, &mut buf)?;
+    match (n, buf.get(8..16)) {
+        (16, Some(lost)) => Ok(u64::from_ne_bytes(
+            lost.try_into().map_err(|_| Errno::INVAL)?,
+        )),
+        _ => Err(Errno::INVAL),
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -172,6 +252,7 @@ mod tests {
         let ptr = core::mem::size_of::<usize>() as ioctl::Opcode;
         assert_eq!(IOC_ID, 0x8000_2407 | (ptr << 16));
         assert_eq!(IOC_SET_BPF, 0x4004_2408);
+        assert_eq!(IOC_QUERY_BPF, 0xc000_240a | (ptr << 16));
     }
 
     /// A software counter on this thread: the kernel counts our own task clock, so

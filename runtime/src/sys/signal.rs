@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 /// Bit `n` set: signal `n` arrived and was not yet taken.
 static PENDING: AtomicU64 = AtomicU64::new(0);
+/// Bit `n` set: signal `n` was taken by [`SignalPipe::take`] since the install (sticky:
+/// what [`SignalPipe::has_arrived`] still sees after the loop took it).
+static TAKEN: AtomicU64 = AtomicU64::new(0);
 /// Whether a [`SignalPipe`] is installed (there is one per process).
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -66,6 +69,7 @@ impl SignalPipe {
         use rustix::pipe::{pipe_with, PipeFlags};
         let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
         PENDING.store(0, Ordering::SeqCst);
+        TAKEN.store(0, Ordering::SeqCst);
         PIPE_WRITE.store(write.as_raw_fd(), Ordering::SeqCst);
         let mut pipe = SignalPipe {
             read,
@@ -119,7 +123,24 @@ impl SignalPipe {
         let mut buf = [0u8; 64];
         while matches!(rustix::io::read(&self.read, &mut buf), Ok(n) if n > 0) {}
         let bits = PENDING.swap(0, Ordering::SeqCst);
+        TAKEN.fetch_or(bits, Ordering::SeqCst);
         (0..64).filter(|b| bits & (1u64 << b) != 0).collect()
+    }
+
+    /// Whether `sig` arrived since the install, taken by [`SignalPipe::take`] or not (the
+    /// pipe is left alone). Safe to ask from any thread, and from code that must not
+    /// consume what the loop is due to take: a blocked writer that should give up once a
+    /// stop was asked ([`crate::sys::out::StopWriter`]).
+    #[must_use]
+    pub fn has_arrived(&self, sig: i32) -> bool {
+        let Ok(bit) = u32::try_from(sig) else {
+            return false;
+        };
+        if bit >= 64 {
+            return false;
+        }
+        let bits = PENDING.load(Ordering::SeqCst) | TAKEN.load(Ordering::SeqCst);
+        bits & (1u64 << bit) != 0
     }
 }
 
@@ -160,8 +181,13 @@ mod tests {
         )];
         let n = rustix::event::poll(&mut fds, None).unwrap();
         assert_eq!(n, 1);
+        assert!(pipe.has_arrived(libc::SIGUSR2));
         assert_eq!(pipe.take(), vec![libc::SIGUSR2]);
         assert!(pipe.take().is_empty());
+        // Taken, still seen: a stop stays a stop.
+        assert!(pipe.has_arrived(libc::SIGUSR2));
+        assert!(!pipe.has_arrived(libc::SIGUSR1));
+        assert!(!pipe.has_arrived(200));
         drop(pipe);
         assert!(SignalPipe::install(&[libc::SIGUSR2]).is_ok());
     }
