@@ -70,6 +70,7 @@ fn uninitialised_register_is_refused_with_a_log_naming_the_insn() {
         license: "GPL",
         kern_version: 0,
         btf: None,
+        attach: Default::default(),
     };
     let err = load::program(
         &req,
@@ -111,6 +112,7 @@ fn out_of_bounds_stack_read_is_refused() {
         license: "GPL",
         kern_version: 0,
         btf: None,
+        attach: Default::default(),
     };
     let err = load::program(
         &req,
@@ -146,6 +148,7 @@ fn log_buffer_grows_to_what_the_kernel_needed() {
         license: "GPL",
         kern_version: 0,
         btf: None,
+        attach: Default::default(),
     };
     let (fd, log) = load::program(
         &req,
@@ -281,6 +284,7 @@ fn bad_verifier_fixture_is_refused() {
             license: "GPL",
             kern_version: 0,
             btf: None,
+            attach: Default::default(),
         };
         let err = load::program(
             &req,
@@ -523,6 +527,7 @@ fn capability_loss_child() {
         license: "GPL",
         kern_version: 0,
         btf: None,
+        attach: Default::default(),
     };
     let err = load::program(
         &req,

@@ -280,6 +280,8 @@ fn record(args: Args) -> Result<(), Failure> {
         ring,
         events: args.events.clone(),
         cpus: args.cpus.clone(),
+        // perf.data describes every event by its tracefs format.
+        tracefs_probes: args.perf_data.is_some(),
         ..SessionOptions::default()
     };
     opts.load.target_btf = args.btf.clone();
@@ -531,6 +533,8 @@ impl Lines {
                     (SourceKind::Output { map }, false) => {
                         text::output_line(buf, &h, map, &sample.raw)
                     }
+                    // Writes no samples of its own.
+                    (SourceKind::Hook { .. }, _) => return,
                 }
             }
             Item::Pair { output, trace } => {

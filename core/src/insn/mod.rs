@@ -6,6 +6,9 @@
 
 pub mod encode;
 pub mod opcode;
+mod returns;
+
+pub use returns::always_returns_zero;
 
 use opcode::{ALU, ALU64, B, CALL, H, JMP, JMP32, LD_IMM64, PSEUDO_CALL, PSEUDO_KFUNC_CALL, W};
 

@@ -29,6 +29,7 @@
 //! (`EBUSY` otherwise): [`Link`]'s one `Drop` does the three in that order.
 
 mod events;
+mod hook;
 mod link;
 
 pub use events::{
@@ -36,4 +37,5 @@ pub use events::{
     tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
     Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
+pub use hook::{attach_hook, attach_pmu_probe, program_only};
 pub use link::{Link, LinkError, Linker};

@@ -78,6 +78,18 @@ pub enum Error {
         /// Why.
         source: sluice_core::btf::BtfError,
     },
+    /// A program's attach target (`fentry/FUNC`, `tp_btf/NAME`, `lsm/HOOK`) is not in the
+    /// running kernel's BTF (nor a module's).
+    NoAttachTarget {
+        /// The program.
+        program: String,
+        /// Its section (`fentry/do_unlinkat`).
+        section: String,
+        /// The BTF type searched (`btf_trace_sched_switch`, `bpf_lsm_file_open`).
+        btf_name: String,
+        /// Where it was searched (`/sys/kernel/btf/vmlinux and 12 modules`).
+        searched: String,
+    },
     /// The object's `.BTF` does not parse.
     ObjectBtf {
         /// Why.
@@ -436,6 +448,26 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "target BTF {path}: {source}"),
             Error::TargetBtf { path: None, source } => write!(f, "target BTF: {source}"),
+            Error::NoAttachTarget {
+                program,
+                section,
+                btf_name,
+                searched,
+            } => {
+                let what = match section.split(['/', '.']).next().unwrap_or_default() {
+                    "tp_btf" => "tracepoint: this kernel has no such tracepoint",
+                    "lsm" => "LSM hook: this kernel has no such hook (or no CONFIG_BPF_LSM)",
+                    _ => {
+                        "function: not a function of this kernel, or not traceable \
+                         (inlined, or left out of BTF)"
+                    }
+                };
+                write!(
+                    f,
+                    "cannot attach program '{program}' ({section}): no '{btf_name}' in the \
+                     kernel's BTF ({searched}); {what}"
+                )
+            }
             Error::ObjectBtf { source } => write!(f, "object BTF: {source}"),
             Error::DatasecSection { datasec } => write!(
                 f,
@@ -637,6 +669,7 @@ impl std::error::Error for Error {
             Error::NoDebugSections { source, .. } | Error::Dwarf { source, .. } => Some(source),
             Error::Site { problem, .. } => Some(problem),
             Error::NoProgram { .. }
+            | Error::NoAttachTarget { .. }
             | Error::NoLoadedProgram { .. }
             | Error::DatasecSection { .. }
             | Error::DatasecVariable { .. }

@@ -4,9 +4,11 @@
 
 pub mod debuginfo;
 mod fetch;
+mod hook;
 mod plan;
 mod spec;
 
 pub use fetch::{fetch_args, unique_arg_names};
+pub use hook::HookPlan;
 pub use plan::{plans, set_specs, Attach, Plan, ProbePlace, ProbePlan, Variant};
 pub use spec::{program_spec, section_prog_type};

@@ -32,6 +32,11 @@ pub struct SessionOptions {
     pub load: LoadOptions,
     /// CPUs to record on (`-C`); `None`: every online CPU. Each must be online.
     pub cpus: Option<Vec<u32>>,
+    /// Keep every kprobe and uprobe in tracefs, with its sample events, even those whose
+    /// program always returns 0 (which otherwise go through the kprobe/uprobe PMUs and
+    /// leave nothing in tracefs): a perf.data file describes each event by its tracefs
+    /// format.
+    pub tracefs_probes: bool,
 }
 
 /// What ends [`Session::run`](super::Session::run) besides its own events.
