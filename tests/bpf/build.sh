@@ -45,6 +45,10 @@ dwarf_chain:
 dwarf_types:
 dwarf_words:
 bench_drain:
+attach_types:
+attach_refused:
+attach_multi:
+attach_nofunc:
 "
 
 for entry in $FIXTURES; do

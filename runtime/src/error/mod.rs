@@ -90,6 +90,20 @@ pub enum Error {
         /// Where it was searched (`/sys/kernel/btf/vmlinux and 12 modules`).
         searched: String,
     },
+    /// The kernel refused a program at a hook it cannot attach there (`fentry/` without
+    /// BPF trampolines, `lsm/` without the BPF LSM): said in the kernel's terms.
+    HookRefused {
+        /// The program.
+        program: String,
+        /// Its section (`fentry/do_unlinkat`).
+        section: String,
+        /// The call refused (`BPF_PROG_LOAD`).
+        call: &'static str,
+        /// The errno.
+        errno: Errno,
+        /// Why.
+        reason: String,
+    },
     /// The object's `.BTF` does not parse.
     ObjectBtf {
         /// Why.
@@ -353,7 +367,8 @@ impl Error {
             Error::Syscall { errno, .. }
             | Error::Verifier { errno, .. }
             | Error::Unsupported { errno, .. }
-            | Error::Permission { errno, .. } => Some(*errno),
+            | Error::Permission { errno, .. }
+            | Error::HookRefused { errno, .. } => Some(*errno),
             _ => None,
         }
     }
@@ -468,6 +483,16 @@ impl fmt::Display for Error {
                      kernel's BTF ({searched}); {what}"
                 )
             }
+            Error::HookRefused {
+                program,
+                section,
+                call,
+                errno,
+                reason,
+            } => write!(
+                f,
+                "cannot attach program '{program}' to {section}: {reason} ({call}: {errno})"
+            ),
             Error::ObjectBtf { source } => write!(f, "object BTF: {source}"),
             Error::DatasecSection { datasec } => write!(
                 f,
@@ -660,7 +685,7 @@ impl std::error::Error for Error {
             Error::TargetBtf { source, .. }
             | Error::ObjectBtf { source }
             | Error::CoreRelocation { source, .. } => Some(source),
-            Error::BtfRefused { errno, .. } => Some(errno),
+            Error::BtfRefused { errno, .. } | Error::HookRefused { errno, .. } => Some(errno),
             Error::Kconfig { problem, .. } => Some(problem),
             Error::BadSpec { source, .. } => Some(source),
             Error::Unspellable { source, .. } => source.as_ref().map(|e| e as _),

@@ -477,6 +477,31 @@ fn attach_btfs(plans: &[Plan], opts: &LoadOptions) -> Result<Vec<Option<AttachBt
     Ok(out)
 }
 
+/// The error of loading a BTF hook's program: a refusal without a verifier log, by a
+/// process that has every capability, is the hook's (no BPF trampolines, no BPF LSM),
+/// said in the kernel's terms rather than as a missing privilege.
+fn hook_load_error(plan: &Plan, name: &str, e: Error) -> Error {
+    let Attach::Hook(h) = plan.attach() else {
+        return e;
+    };
+    let errno = match &e {
+        Error::Permission { errno, .. } | Error::Syscall { errno, .. } => *errno,
+        Error::Verifier { errno, log, .. } if log.is_empty() => *errno,
+        _ => return e,
+    };
+    let facts = crate::kernel::hooks::attach_facts(None, None);
+    if !facts.missing_caps.is_empty() {
+        return e;
+    }
+    Error::HookRefused {
+        program: name.to_owned(),
+        section: h.section(),
+        call: "BPF_PROG_LOAD",
+        errno,
+        reason: crate::kernel::errno::attach_reason(h.kind, &h.target, errno, &facts),
+    }
+}
+
 /// Relocates the program of `plan` behind `prologue` and loads it (`site`: none yet),
 /// against `hook`'s BTF type when it has one.
 fn load_one(
@@ -570,7 +595,7 @@ fn load_one(
                 log,
             });
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(hook_load_error(plan, name, e)),
     };
     log::debug!(
         "load bpf program '{}' ({}): fd = {}",
