@@ -6,9 +6,7 @@
 
 pub mod encode;
 pub mod opcode;
-mod returns;
-
-pub use returns::always_returns_zero;
+pub mod returns;
 
 use opcode::{ALU, ALU64, B, CALL, H, JMP, JMP32, LD_IMM64, PSEUDO_CALL, PSEUDO_KFUNC_CALL, W};
 

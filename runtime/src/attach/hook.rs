@@ -15,7 +15,7 @@
 //!   probe write a sample) are attached this way, see [`super::Linker::attach`].
 
 use std::ffi::CString;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use rustix::io::Errno;
@@ -23,7 +23,6 @@ use sluice_core::perf::abi::{PerfEventAttr, PERF_FLAG_FD_CLOEXEC};
 use sluice_core::probe::{attach_types, AttachKind};
 
 use super::events::Error;
-use super::link::Link;
 use crate::kernel::errno::attach_reason;
 use crate::kernel::hooks::{attach_facts, config_set, ProbePmu};
 use crate::load::LoadedProgram;
@@ -31,8 +30,9 @@ use crate::probe::HookPlan;
 use crate::sys::{bpf as sys, perf_event};
 use crate::tracefs::{self, ProbeTarget};
 
-/// Attaches `prog` to the hook of `hook`. `tracefs` (when known) lets a refusal say
-/// whether the function is traceable.
+/// Attaches `prog` to the hook of `hook` and returns the link's fd (named by
+/// [`HookPlan::section`]). `tracefs` (when known) lets a refusal say whether the function
+/// is traceable.
 ///
 /// # Errors
 /// [`Error::Refused`] with the reason in the kernel's terms; [`Error::Unsupported`] for
@@ -41,7 +41,7 @@ pub fn attach_hook(
     hook: &HookPlan,
     prog: &LoadedProgram,
     tracefs: Option<&Path>,
-) -> Result<Link, Error> {
+) -> Result<OwnedFd, Error> {
     let section = hook.section();
     let refused = |call, errno| {
         let func = match hook.kind {
@@ -116,7 +116,19 @@ pub fn attach_hook(
         }
     };
     log::info!("attached '{}' to {section}", prog.name());
-    Ok(Link::hook(section, prog.name().to_owned(), fd))
+    Ok(fd)
+}
+
+/// A PMU probe with its program: what it is (`kprobe vfs_read+0`), its perf event, and the
+/// BPF link holding the program on it (`None`: attached with `SET_BPF`).
+#[derive(Debug)]
+pub struct PmuProbe {
+    /// What it probes, for messages and the link's name.
+    pub what: String,
+    /// The perf event (the probe lives as long as it).
+    pub event: OwnedFd,
+    /// The `BPF_PERF_EVENT` link.
+    pub link: Option<OwnedFd>,
 }
 
 /// Attaches `prog` to a kprobe or uprobe at `target` made through `pmu` (see the module
@@ -129,7 +141,7 @@ pub fn attach_pmu_probe(
     target: &ProbeTarget,
     pmu: ProbePmu,
     prog: &LoadedProgram,
-) -> Result<Link, Error> {
+) -> Result<PmuProbe, Error> {
     let ret = matches!(
         kind,
         tracefs::ProbeKind::Kretprobe | tracefs::ProbeKind::Uretprobe
@@ -187,7 +199,7 @@ pub fn attach_pmu_probe(
         "attached '{}' to {what} (PMU, no tracefs event)",
         prog.name()
     );
-    Ok(Link::pmu(what, prog.name().to_owned(), event, link))
+    Ok(PmuProbe { what, event, link })
 }
 
 fn kind_name(kind: tracefs::ProbeKind) -> &'static str {
@@ -229,5 +241,5 @@ fn pmu_reason(kind: tracefs::ProbeKind, errno: Errno) -> String {
 #[must_use]
 pub fn program_only(prog: &LoadedProgram) -> bool {
     let mut scratch = vec![0u8; prog.insns().len()];
-    sluice_core::insn::always_returns_zero(prog.insns(), &mut scratch).unwrap_or(false)
+    sluice_core::insn::returns::always_returns_zero(prog.insns(), &mut scratch).unwrap_or(false)
 }

@@ -78,7 +78,7 @@ pub struct Link {
 impl Link {
     /// A program attached through a BPF link alone (`tp_btf`, `fentry`, `raw_tp` ...),
     /// named `name` (its section).
-    pub(super) fn hook(name: String, program: String, link: OwnedFd) -> Link {
+    fn hook(name: String, program: String, link: OwnedFd) -> Link {
         Link {
             name,
             program: Some(program),
@@ -216,9 +216,9 @@ impl Linker<'_> {
             Attach::Skip(_) => return Err(LinkError::Spec(SpecProblem::Title)),
             Attach::Invalid(problem) => return Err(LinkError::Spec(problem.clone())),
             Attach::Hook(h) => {
-                let link =
+                let fd =
                     attach_hook(h, prog, Some(self.tracefs.root())).map_err(LinkError::Events)?;
-                return Ok((link, None));
+                return Ok((Link::hook(h.section(), prog.name().to_owned(), fd), None));
             }
             Attach::Tracepoint { category, name } => (None, category.clone(), name.clone()),
             Attach::Probe(p) => {
@@ -333,9 +333,13 @@ impl Linker<'_> {
             ProbePlace::Syscall(name) => syscall_target(plan, prog, name)?,
             ProbePlace::NeedsSite => return Ok(None),
         };
-        attach_pmu_probe(p.kind, &target, pmu, prog)
-            .map(Some)
-            .map_err(LinkError::Events)
+        let probe = attach_pmu_probe(p.kind, &target, pmu, prog).map_err(LinkError::Events)?;
+        Ok(Some(Link::pmu(
+            probe.what,
+            prog.name().to_owned(),
+            probe.event,
+            probe.link,
+        )))
     }
 
     /// The output events of perf event array `map` ([`open_bpf_output`]), as a link

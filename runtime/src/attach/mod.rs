@@ -37,5 +37,5 @@ pub use events::{
     tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
     Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
-pub use hook::{attach_hook, attach_pmu_probe, program_only};
+pub use hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use link::{Link, LinkError, Linker};
