@@ -123,6 +123,7 @@ impl Session {
             cpus: &cpus,
             scope,
             ring: opts.ring,
+            pmu: !opts.tracefs_probes,
         };
         {
             // Probes made and their events opened under the shared lock, so that a
@@ -249,12 +250,13 @@ impl Session {
             let (link, format) = linker
                 .attach(plan, prog)
                 .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;
+            let program = prog.name().to_owned();
             self.sources.push(Source {
                 name: link.name().to_owned(),
                 object: object(),
-                kind: SourceKind::Trace {
-                    format,
-                    program: prog.name().to_owned(),
+                kind: match format {
+                    Some(format) => SourceKind::Trace { format, program },
+                    None => SourceKind::Hook { program },
                 },
             });
             self.links.push(link);

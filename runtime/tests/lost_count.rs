@@ -107,6 +107,7 @@ fn one_run(bin: &PathBuf, pages: usize) -> Run {
                 run.output_samples += samples;
                 run.output_lost += lost;
             }
+            SourceKind::Hook { .. } => panic!("a hook has no samples"),
         }
     };
     let ctl = RunControl {

@@ -51,6 +51,10 @@ sampling:
 lost_count:
 shared_tp:
 many_args:
+attach_types:
+attach_refused:
+attach_multi:
+attach_nofunc:
 "
 
 for entry in $FIXTURES; do

@@ -327,6 +327,8 @@ fn record(args: Args) -> Result<(), Failure> {
         cpus: args.cpus.clone(),
         load: args.load.clone(),
         pmu: args.pmu.clone(),
+        // perf.data describes every event by its tracefs format.
+        tracefs_probes: args.perf_data.is_some(),
     };
     opts.load.target_btf = args.btf.clone();
     opts.load.debuginfo = args.debuginfo.clone();
@@ -616,6 +618,8 @@ impl Lines<'_> {
                     (SourceKind::Output { map }, false) => {
                         text::output_line(buf, &h, map, &sample.raw)
                     }
+                    // Writes no samples of its own.
+                    (SourceKind::Hook { .. }, _) => return,
                 }
             }
             Item::Pair { output, trace } => {

@@ -17,6 +17,13 @@ pub enum SourceKind {
         /// The program attached.
         program: String,
     },
+    /// A program attached without sample events (a BPF link to `tp_btf`, `fentry`,
+    /// `raw_tp` ..., or a kprobe/uprobe PMU probe): it writes no samples of its own; what
+    /// it observes comes through its maps and outputs.
+    Hook {
+        /// The program attached.
+        program: String,
+    },
     /// A `PERF_COUNT_SW_BPF_OUTPUT` event of a perf event array: RAW is what the program
     /// passed to `bpf_perf_event_output`.
     Output {
