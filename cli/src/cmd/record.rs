@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
 use crate::output::pair::{Item, Pairer};
-use crate::output::{self, json, perf_data, text, Comms};
+use crate::output::{self, json, perf_data, records, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
 use sluice_runtime::ring::{RingConfig, Wakeup};
@@ -55,6 +55,7 @@ struct Args {
     perf_data: Option<std::path::PathBuf>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
+    decode: Vec<(String, records::Choice)>,
     command: Vec<OsString>,
 }
 
@@ -112,6 +113,14 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 );
             }
             Long("json") => a.json = true,
+            Long("decode") => {
+                let v = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .string()
+                    .map_err(crate::fail::usage)?;
+                a.decode.push(records::parse_decode(&v).map_err(&bad)?);
+            }
             // The kernel's BTF for CO-RE when /sys/kernel/btf/vmlinux is missing (appliances
             // often lack it), and a vmlinux with DWARF for kprobe arguments that are variables.
             Long("btf") => a.btf = Some(parser.value().map_err(crate::fail::usage)?.into()),
@@ -333,6 +342,9 @@ fn record(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    let mut indices = records::Indices::new(&objects);
+    let decoder = records::Records::new(&objects, &mut indices, session.sources(), &args.decode)
+        .map_err(|e| Failure::usage_msg(format!("record: {e}")))?;
     let started = Instant::now();
     let stdout = std::io::stdout();
     let sink_to: Box<dyn std::io::Write> = match file {
@@ -347,6 +359,7 @@ fn record(args: Args) -> Result<(), Failure> {
         buf: String::with_capacity(512),
         comms: Comms::default(),
         json: args.json,
+        records: decoder,
     };
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
@@ -359,7 +372,12 @@ fn record(args: Args) -> Result<(), Failure> {
             match e {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } => {
-                    pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    // What the object's BTF decodes prints with its names, never paired.
+                    if lines.records.decodes(*source, sample.raw.len()) {
+                        lines.item(s, Item::One(*source, sample));
+                    } else {
+                        pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    }
                 }
             }
         }
@@ -387,10 +405,15 @@ fn record(args: Args) -> Result<(), Failure> {
     if let Err(e) = lines.out.flush() {
         write_error.get_or_insert(e);
     }
+    let short = lines.records.short();
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
+    let ringbufs = session
+        .sources()
+        .iter()
+        .any(|s| matches!(s.kind, SourceKind::RingBuf { .. }));
     // Release everything (events, then probes, then programs) before reporting.
     let closed = session.close();
     for (name, e) in &closed.errors {
@@ -422,9 +445,24 @@ fn record(args: Args) -> Result<(), Failure> {
         Stop::Signal(s) => format!("signal {s}"),
         Stop::ProcessExited => format!("process {} exited", args.pid.unwrap_or(0)),
     };
+    // Ring-buffer records say nothing of who wrote them: the summary says so.
+    let bufs = if ringbufs {
+        format!(
+            "; ring-buffer records carry no pid/cpu/time (shown as the program wrote them), \
+             {} discarded by their programs",
+            summary.discarded
+        )
+    } else {
+        String::new()
+    };
+    let short = if short > 0 {
+        format!("; {short} records shorter than their type (shown raw)")
+    } else {
+        String::new()
+    };
     crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
-         probes removed {}; stopped: {why}",
+         probes removed {}; stopped: {why}{bufs}{short}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
         summary.malformed,
@@ -466,16 +504,17 @@ fn record(args: Args) -> Result<(), Failure> {
 }
 
 /// The output lines and the first write error; each line is built in one reused buffer.
-struct Lines {
+struct Lines<'a> {
     out: std::io::BufWriter<Box<dyn std::io::Write>>,
     error: Option<std::io::Error>,
     count: u64,
     buf: String,
     comms: Comms,
     json: bool,
+    records: records::Records<'a>,
 }
 
-impl Lines {
+impl Lines<'_> {
     /// Writes the line in `buf` and empties it.
     fn put(&mut self) {
         self.buf.push('\n');
@@ -511,6 +550,18 @@ impl Lines {
                 let Some(src) = sources.get(source) else {
                     return;
                 };
+                let recs = &mut self.records;
+                let json_mode = self.json;
+                let mut decode = |o: &mut String| recs.fields(o, source, &sample.raw, json_mode);
+                if let SourceKind::RingBuf { map } = &src.kind {
+                    if json_mode {
+                        json::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    } else {
+                        text::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    }
+                    self.put();
+                    return;
+                }
                 let h = head(
                     self.comms.get(sample.fields.pid, sample.fields.tid),
                     sample,
@@ -526,11 +577,12 @@ impl Lines {
                         }
                     }
                     (SourceKind::Output { map }, true) => {
-                        json::output_line(buf, &h, map, &sample.raw)
+                        json::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
                     (SourceKind::Output { map }, false) => {
-                        text::output_line(buf, &h, map, &sample.raw)
+                        text::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
+                    (SourceKind::RingBuf { .. }, _) => {}
                 }
             }
             Item::Pair { output, trace } => {
