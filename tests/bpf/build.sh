@@ -45,6 +45,7 @@ dwarf_chain:
 dwarf_types:
 dwarf_words:
 bench_drain:
+bench_ringbuf:
 ringbuf_records:
 "
 
