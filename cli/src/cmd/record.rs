@@ -372,8 +372,9 @@ fn record(args: Args) -> Result<(), Failure> {
             match e {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } => {
-                    // What the object's BTF decodes prints with its names, never paired.
-                    if lines.records.decodes(*source, sample.raw.len()) {
+                    // What the object's BTF decodes prints with its names, never paired;
+                    // so does what --decode MAP=raw keeps as hex.
+                    if lines.records.stands_alone(*source, sample.raw.len()) {
                         lines.item(s, Item::One(*source, sample));
                     } else {
                         pairer.push(*source, sample, &mut |item| lines.item(s, item));

@@ -12,7 +12,8 @@
 //! - T comes after O with no other sample of that thread in between;
 //! - `0 <= T.time - O.time <= WINDOW_NS` (1 ms; a hit takes microseconds);
 //! - O's payload reads as words (below); an output the object's BTF decodes
-//!   ([`super::records`]) is never held: it prints with its field names.
+//!   ([`super::records`]) is never held: it prints with its field names; nor is one that
+//!   `--decode MAP=raw` keeps as hex.
 //!
 //! An output that may still pair is held back until its thread's next sample, or until a
 //! sample more than [`WINDOW_NS`] younger arrives, or the end of the run: then it prints

@@ -184,10 +184,16 @@ impl<'a> Records<'a> {
         self.short
     }
 
-    /// Whether a record of `len` bytes of `source` prints decoded (a type chosen for it,
-    /// the record long enough).
-    pub fn decodes(&mut self, source: usize, len: usize) -> bool {
-        matches!(self.plan(source, len), Plan::Type { size, .. } if len >= size)
+    /// Whether a record of `len` bytes of `source` prints on its own line as it is: decoded
+    /// (a type chosen for it, the record long enough) or forced raw (`--decode MAP=raw`
+    /// means hex, not words beside a probe's sample).
+    pub fn stands_alone(&mut self, source: usize, len: usize) -> bool {
+        let forced_raw = self
+            .sources
+            .get(source)
+            .and_then(Option::as_ref)
+            .is_some_and(|(_, map, _)| self.forced.get(map) == Some(&Choice::Raw));
+        forced_raw || matches!(self.plan(source, len), Plan::Type { size, .. } if len >= size)
     }
 
     /// How a record of `len` bytes of `source` prints (decided once per length).

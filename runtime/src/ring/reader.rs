@@ -530,4 +530,43 @@ mod tests {
         assert_eq!(set.lost(), [(None, 0), (None, 5)]);
         assert_eq!(set.stats().records, 9);
     }
+
+    #[test]
+    fn ring_buffer_records_follow_the_perf_samples_of_their_batch() {
+        let f = SampleFormat::new(SampleType::TID | SampleType::TIME);
+        let mut set = RingSet::new(Duration::from_millis(5));
+        let page = rustix::param::page_size() as u64;
+        let rb = set
+            .push_ringbuf(None, RingBuf::anonymous(page).unwrap())
+            .unwrap();
+        let perf = set.push_unpolled(PerfRing::anonymous(1, f).unwrap());
+        assert_eq!((rb, perf), (0, 1));
+        let r = set.ringbuf_mut(rb).unwrap();
+        r.produce(b"first", false, false).unwrap();
+        r.produce(b"dropped", true, false).unwrap();
+        let busy = r.produce(b"late", false, true).unwrap();
+        assert!(set.ring_mut(perf).unwrap().produce(&sample(3, 7)));
+        let (events, errors) = set.drain_now();
+        assert!(errors.is_empty());
+        let got: Vec<(usize, Vec<u8>, Option<u64>)> = events
+            .iter()
+            .map(|e| match e {
+                RingEvent::Sample(s) => (s.ring, s.raw.clone(), s.fields.time),
+                RingEvent::Lost { .. } => panic!("{e:?}"),
+            })
+            .collect();
+        assert_eq!(got, [(1, vec![], Some(7)), (0, b"first".to_vec(), None)]);
+        assert!(set.ringbuf_busy(), "stopped at the reserved record");
+        set.ringbuf_mut(rb).unwrap().commit(busy).unwrap();
+        // Through the stream, the timer drains it.
+        let next = futures_lite::future::block_on((&mut set).next()).unwrap();
+        let RingEvent::Sample(s) = next else {
+            panic!("{next:?}")
+        };
+        assert_eq!((s.ring, s.raw.as_slice()), (0, &b"late"[..]));
+        assert_eq!(s.fields, SampleFields::default());
+        assert!(!set.ringbuf_busy());
+        let st = set.ringbuf_stats();
+        assert_eq!((st.records, st.discarded), (2, 1));
+    }
 }
