@@ -559,7 +559,7 @@ mod tests {
         assert!(set.ringbuf_busy(), "stopped at the reserved record");
         set.ringbuf_mut(rb).unwrap().commit(busy).unwrap();
         // Through the stream, the timer drains it.
-        let next = futures_lite::future::block_on((&mut set).next()).unwrap();
+        let next = futures_lite::future::block_on(set.next()).unwrap();
         let RingEvent::Sample(s) = next else {
             panic!("{next:?}")
         };
