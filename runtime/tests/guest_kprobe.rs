@@ -268,7 +268,7 @@ fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
         Event::Sample { source, sample } => {
             let key = match &s.sources()[*source].kind {
                 SourceKind::Trace { program, .. } | SourceKind::Hook { program } => program.clone(),
-                SourceKind::Output { .. } => "out".into(),
+                SourceKind::Output { .. } | SourceKind::RingBuf { .. } => "out".into(),
             };
             by.entry(key).or_default().push(sample.clone());
         }

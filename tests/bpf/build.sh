@@ -55,6 +55,8 @@ attach_types:
 attach_refused:
 attach_multi:
 attach_nofunc:
+bench_ringbuf:
+ringbuf_records:
 "
 
 for entry in $FIXTURES; do

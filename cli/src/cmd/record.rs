@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
 use crate::output::pair::{Item, Pairer};
-use crate::output::{self, json, perf_data, text, Comms};
+use crate::output::{self, json, perf_data, records, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
 use sluice_runtime::ring::{RingConfig, Wakeup};
@@ -67,6 +67,7 @@ struct Args {
     load: sluice_runtime::LoadOptions,
     /// `--pmu MAP=EVENT`.
     pmu: BTreeMap<String, String>,
+    decode: Vec<(String, records::Choice)>,
     command: Vec<OsString>,
 }
 
@@ -151,6 +152,14 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                     .filter(|(m, e)| !m.is_empty() && !e.is_empty())
                     .ok_or_else(|| bad(format!("--pmu wants MAP=EVENT, got '{v}'")))?;
                 a.pmu.insert(map.to_owned(), event.to_owned());
+            }
+            Long("decode") => {
+                let v = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .string()
+                    .map_err(crate::fail::usage)?;
+                a.decode.push(records::parse_decode(&v).map_err(&bad)?);
             }
             // The kernel's BTF for CO-RE when /sys/kernel/btf/vmlinux is missing (appliances
             // often lack it), and a vmlinux with DWARF for kprobe arguments that are variables.
@@ -386,6 +395,9 @@ fn record(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    let mut indices = records::Indices::new(&objects);
+    let decoder = records::Records::new(&objects, &mut indices, session.sources(), &args.decode)
+        .map_err(|e| Failure::usage_msg(format!("record: {e}")))?;
     let started = Instant::now();
     let deadline = args.duration.map(|d| started + d);
     // A full output nobody reads must not make the run deaf to a stop: the writer waits
@@ -409,6 +421,7 @@ fn record(args: Args) -> Result<(), Failure> {
         buf: String::with_capacity(512),
         comms: Comms::default(),
         json: args.json,
+        records: decoder,
     };
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
@@ -421,7 +434,13 @@ fn record(args: Args) -> Result<(), Failure> {
             match e {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } => {
-                    pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    // What the object's BTF decodes prints with its names, never paired;
+                    // so does what --decode MAP=raw keeps as hex.
+                    if lines.records.stands_alone(*source, sample.raw.len()) {
+                        lines.item(s, Item::One(*source, sample));
+                    } else {
+                        pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    }
                 }
             }
         }
@@ -456,10 +475,15 @@ fn record(args: Args) -> Result<(), Failure> {
         write_error.get_or_insert(e);
     }
     let unwritten = (lines.unwritten, lines.out.buffer().len());
+    let short = lines.records.short();
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
+    let ringbufs = session
+        .sources()
+        .iter()
+        .any(|s| matches!(s.kind, SourceKind::RingBuf { .. }));
     // Release everything (events, then probes, then programs) before reporting.
     let closed = session.close();
     for (name, e) in &closed.errors {
@@ -491,9 +515,24 @@ fn record(args: Args) -> Result<(), Failure> {
         Stop::Signal(s) => format!("signal {s}"),
         Stop::ProcessExited => format!("process {} exited", args.pid.unwrap_or(0)),
     };
+    // Ring-buffer records say nothing of who wrote them: the summary says so.
+    let bufs = if ringbufs {
+        format!(
+            "; ring-buffer records carry no pid/cpu/time (shown as the program wrote them), \
+             {} discarded by their programs",
+            summary.discarded
+        )
+    } else {
+        String::new()
+    };
+    let short = if short > 0 {
+        format!("; {short} records shorter than their type (shown raw)")
+    } else {
+        String::new()
+    };
     crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
-         probes removed {}; stopped: {why}",
+         probes removed {}; stopped: {why}{bufs}{short}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
         summary.malformed,
@@ -556,6 +595,7 @@ struct Lines<'a> {
     buf: String,
     comms: Comms,
     json: bool,
+    records: records::Records<'a>,
 }
 
 impl Lines<'_> {
@@ -598,6 +638,18 @@ impl Lines<'_> {
                 let Some(src) = sources.get(source) else {
                     return;
                 };
+                let recs = &mut self.records;
+                let json_mode = self.json;
+                let mut decode = |o: &mut String| recs.fields(o, source, &sample.raw, json_mode);
+                if let SourceKind::RingBuf { map } = &src.kind {
+                    if json_mode {
+                        json::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    } else {
+                        text::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    }
+                    self.put();
+                    return;
+                }
                 let h = head(
                     self.comms.get(sample.fields.pid, sample.fields.tid),
                     sample,
@@ -613,13 +665,14 @@ impl Lines<'_> {
                         }
                     }
                     (SourceKind::Output { map }, true) => {
-                        json::output_line(buf, &h, map, &sample.raw)
+                        json::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
                     (SourceKind::Output { map }, false) => {
-                        text::output_line(buf, &h, map, &sample.raw)
+                        text::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
                     // Writes no samples of its own.
                     (SourceKind::Hook { .. }, _) => return,
+                    (SourceKind::RingBuf { .. }, _) => {}
                 }
             }
             Item::Pair { output, trace } => {

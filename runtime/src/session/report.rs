@@ -30,12 +30,20 @@ pub enum SourceKind {
         /// The map.
         map: String,
     },
+    /// A BPF ring buffer (`BPF_MAP_TYPE_RINGBUF`): RAW is one record as the program wrote
+    /// it. The sample's fields are all empty: a ring-buffer record carries no pid, CPU or
+    /// time.
+    RingBuf {
+        /// The map.
+        map: String,
+    },
 }
 
 /// One event source of the session (a group of per-CPU perf events).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
-    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for outputs.
+    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for outputs, `ringbuf:MAP` for ring
+    /// buffers.
     pub name: String,
     /// The object it comes from.
     pub object: String,
@@ -98,6 +106,9 @@ pub struct Summary {
     pub lost: BTreeMap<Option<u32>, u64>,
     /// Records skipped as malformed, over all rings.
     pub malformed: u64,
+    /// Ring-buffer records their programs discarded (`bpf_ringbuf_discard`), over all ring
+    /// buffers.
+    pub discarded: u64,
 }
 
 /// What [`Session::close`](super::Session::close) released.
