@@ -21,7 +21,8 @@ usage:
       --btf: the kernel BTF for CO-RE when /sys/kernel/btf/vmlinux is missing
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
                 [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
-                [--perf-data FILE|-] [--btf FILE] [--debuginfo VMLINUX] [-- CMD ARGS...]
+                [--perf-data FILE|-] [--metrics [ADDR:]PORT] [--btf FILE] [--debuginfo VMLINUX]
+                [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
       system-wide until Ctrl-C or --duration; -p: the running process PID and every
@@ -32,7 +33,10 @@ usage:
       --perf-data FILE writes perf's perf.data format instead (for perf script and
       perf report on any machine; atomically, an earlier FILE kept as FILE.old, links
       followed as for -o; text lines then only with -o FILE); --perf-data - writes
-      perf's pipe format on stdout (| perf script), the workload's stdout on stderr
+      perf's pipe format on stdout (| perf script), the workload's stdout on stderr;
+      --metrics [ADDR:]PORT serves GET /metrics (OpenMetrics, or Prometheus text when
+      not asked for it) for Prometheus to scrape: samples per event, lost per CPU,
+      programs attached; alone it records quietly, system-wide until stopped
   sluice probes [--clean]
       list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes
       those no perf event uses (left by killed runs)
