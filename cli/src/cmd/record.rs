@@ -61,6 +61,7 @@ struct Args {
     cpus: Option<Vec<u32>>,
     output: Option<std::path::PathBuf>,
     perf_data: Option<std::path::PathBuf>,
+    metrics: Option<std::net::SocketAddr>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
     /// `--prog`, `--set`, `--map-size`, `--pin-root` ([`super::config`]); `-F`.
@@ -192,6 +193,11 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             Long("perf-data") => {
                 a.perf_data = Some(parser.value().map_err(crate::fail::usage)?.into());
             }
+            Long("metrics") => {
+                let v = parser.value().map_err(crate::fail::usage)?;
+                let text = v.to_string_lossy().into_owned();
+                a.metrics = Some(output::metrics::parse_addr(&text).map_err(bad)?);
+            }
             Value(v) => {
                 a.command.push(v);
                 a.command
@@ -266,13 +272,42 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     }
 }
 
+/// The counters of `session`'s sources and the server of them (its address said on
+/// stderr).
+fn start_metrics(
+    addr: std::net::SocketAddr,
+    session: &Session,
+) -> Result<
+    (
+        std::sync::Arc<output::metrics::Counters>,
+        output::metrics::Server,
+    ),
+    Failure,
+> {
+    use output::metrics::{exposition::Exposition, Counters, Limits, Server};
+    let events = session.sources().iter().map(|s| s.name.clone()).collect();
+    let attached = session
+        .objects()
+        .iter()
+        .map(|o| o.programs().len())
+        .sum::<usize>();
+    let counters = std::sync::Arc::new(Counters::new(events, attached as u64));
+    let exposition = Exposition::new(std::sync::Arc::clone(&counters), Vec::new());
+    let server = Server::start(addr, exposition, Limits::default())
+        .map_err(|e| Failure::runtime(format!("--metrics {addr}: cannot listen: {e}"), None))?;
+    crate::console::say!("sluice: metrics on http://{}/metrics", server.local_addr());
+    Ok((counters, server))
+}
+
 fn record(args: Args) -> Result<(), Failure> {
     let objects = read_objects(&args.objects)?;
-    let command: Vec<OsString> = if args.command.is_empty() && !args.all && args.pid.is_none() {
-        DEFAULT_WORKLOAD.iter().map(OsString::from).collect()
-    } else {
-        args.command.clone()
-    };
+    // An exporter (`--metrics` alone) records system-wide until it is stopped.
+    let command: Vec<OsString> =
+        if args.command.is_empty() && !args.all && args.pid.is_none() && args.metrics.is_none() {
+            DEFAULT_WORKLOAD.iter().map(OsString::from).collect()
+        } else {
+            args.command.clone()
+        };
     let mut ring = RingConfig::default();
     if let Some(p) = args.pages {
         ring.data_pages = p;
@@ -295,7 +330,9 @@ fn record(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
-    let text_out = perf_target.is_none() || args.output.is_some();
+    // `--metrics` alone records quietly: the numbers are for the scraper.
+    let text_out =
+        (perf_target.is_none() && (args.metrics.is_none() || args.json)) || args.output.is_some();
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -386,6 +423,11 @@ fn record(args: Args) -> Result<(), Failure> {
         }
         None => None,
     };
+    // The metrics server, before the workload runs: its first scrape sees every event.
+    let metrics = match args.metrics {
+        Some(addr) => Some(start_metrics(addr, &session)?),
+        None => None,
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command
@@ -426,9 +468,16 @@ fn record(args: Args) -> Result<(), Failure> {
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
     let mut stopped_by_output = false;
+    let counters = metrics.as_ref().map(|(c, _)| std::sync::Arc::clone(c));
     let mut sink = |s: &Session, e: &Event| {
         if let Some(r) = recording.as_mut() {
             r.event(s, e);
+        }
+        if let Some(c) = &counters {
+            match e {
+                Event::Lost { cpu, lost, .. } => c.lost(*cpu, *lost),
+                Event::Sample { source, .. } => c.sample(*source),
+            }
         }
         if text_out {
             match e {
@@ -478,6 +527,12 @@ fn record(args: Args) -> Result<(), Failure> {
     let short = lines.records.short();
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
+    let scrapes = metrics.map(|(_, server)| {
+        server
+            .stats()
+            .scrapes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    });
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
     let ringbufs = session
@@ -538,6 +593,9 @@ fn record(args: Args) -> Result<(), Failure> {
         summary.malformed,
         closed.probes_removed,
     );
+    if let Some(n) = scrapes {
+        crate::console::say!("sluice record: metrics: {n} scrapes answered");
+    }
     match &perf_result {
         Some(Ok(st)) => crate::console::say!(
             "sluice record: perf.data {}: {} samples, {} lost records, {} side-band, {} \
