@@ -234,7 +234,12 @@ impl Session {
             self.links.push(link);
         }
         for prog in loaded.programs() {
-            let Some(plan) = plans.iter().find(|p| p.index() == prog.index()) else {
+            // A program given several specs is loaded once per spec: its plan is the one of
+            // its spec.
+            let Some(plan) = plans
+                .iter()
+                .find(|p| p.index() == prog.index() && p.spec() == prog.spec())
+            else {
                 continue;
             };
             if let Attach::Skip(why) = plan.attach() {

@@ -91,8 +91,8 @@ fn with_object(f: impl FnOnce(&Object<'_, '_>, usize)) {
 
 fn opts_with(obj: &Object<'_, '_>, index: usize, spec: String) -> LoadOptions {
     let mut o = LoadOptions::default();
-    o.specs = vec![None; obj.programs().len()];
-    o.specs[index] = Some(spec);
+    o.specs = vec![Vec::new(); obj.programs().len()];
+    o.specs[index] = vec![spec];
     o
 }
 

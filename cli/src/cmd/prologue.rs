@@ -7,8 +7,9 @@
 //! function, every inlined instance) gets its own prologue and fetch-args, and its
 //! *resolved spec* (`spec:`): the same probe with the site's place and a fetch-arg for each
 //! variable, which needs no debug info where it is recorded. `--emit OUT` writes those
-//! specs, one per line, for `sluice record --event PROG="$(cat OUT)"` on a machine without
-//! the debug info (an appliance whose kernel's `vmlinux` stays on the build host).
+//! specs, one per line, for `sluice record --event PROG=@OUT` (the program attached at
+//! every one) on a machine without the debug info (an appliance whose kernel's `vmlinux`
+//! stays on the build host).
 //!
 //! `--lines` lists every line of the function with code (`FUNC:LINE`, relative to its
 //! declaration) and, per line, the fetch-args of SPEC's variables there or why they cannot

@@ -3,10 +3,12 @@
 //! its arguments.
 
 pub mod debuginfo;
+mod events;
 mod fetch;
 mod plan;
 mod spec;
 
+pub use events::EventSpecs;
 pub use fetch::{fetch_arg, fetch_args, unique_arg_names};
 pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,

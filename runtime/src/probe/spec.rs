@@ -15,13 +15,13 @@ pub fn section_prog_type(section: &str) -> Option<u32> {
     sluice_core::probe::program_type(section)
 }
 
-/// The probe spec of program `index` (`p`): its override in [`LoadOptions::specs`], else
-/// its section name.
+/// The probe spec of program `index` (`p`): its first override in [`LoadOptions::specs`],
+/// else its section name.
 #[must_use]
 pub fn program_spec<'a>(p: &Program<'a>, index: usize, opts: &'a LoadOptions) -> &'a str {
-    match opts.specs.get(index) {
-        Some(Some(spec)) => spec,
-        _ => p.section_name,
+    match opts.specs.get(index).and_then(|s| s.first()) {
+        Some(spec) => spec,
+        None => p.section_name,
     }
 }
 
