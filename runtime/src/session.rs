@@ -112,6 +112,9 @@ impl Session {
             shared: Vec::new(),
             program_ids: Vec::new(),
         };
+        // `--event NAME=SPEC` must name a program of some object (bad input: before
+        // anything is made).
+        choose::names_in(objects, &opts.events.programs(), "--event")?;
         let scope = opts.scope.unwrap_or(Scope::System);
         let tracefs = Tracefs::find().map_err(|source| Error::Tracefs {
             program: None,

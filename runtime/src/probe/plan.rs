@@ -260,6 +260,7 @@ pub fn chosen_programs(obj: &Object<'_, '_>, names: Option<&[String]>) -> Result
         .find(|n| !programs().any(|p| program_named(p, n)))
     {
         return Err(crate::Error::Config(ConfigError::UnknownProgram {
+            option: "--prog",
             name: missing.clone(),
             programs: programs().map(describe_program).collect(),
         }));
