@@ -14,4 +14,4 @@ pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
     ProbePlan, Variant,
 };
-pub use spec::{program_spec, section_prog_type};
+pub use spec::{place_file_offsets, program_spec, section_prog_type, AT_SYMBOL};
