@@ -469,9 +469,18 @@ fn record(args: Args) -> Result<(), Failure> {
     let mut pairer = Pairer::new(session.sources());
     let mut stopped_by_output = false;
     let counters = metrics.as_ref().map(|(c, _)| std::sync::Arc::clone(c));
-    let mut sink = |s: &Session, e: &Event| {
+    // The first loss says, once, what to raise: the ring was too small for the rate.
+    let mut lost_hint = Some(ring.data_pages);
+    let mut sink = |s: &Session, e: &Event<'_>| {
         if let Some(r) = recording.as_mut() {
             r.event(s, e);
+        }
+        if let (Event::Lost { .. }, Some(pages)) = (e, lost_hint.take()) {
+            crate::console::say!(
+                "sluice record: records were lost: the reader fell behind its rings of {pages} \
+                 data pages per CPU; raise them with -m {} (a power of two)",
+                pages.saturating_mul(4)
+            );
         }
         if let Some(c) = &counters {
             match e {
