@@ -45,7 +45,7 @@ use sluice_core::Object;
 use crate::attach::{Link, Linker, Scope};
 use crate::load::{load_planned, set_target_tgid, LoadedObject};
 use crate::probe::{plans, set_specs, Attach};
-use crate::ring::{PerfRing, RingBuf, RingEvent, RingSet};
+use crate::ring::{Merged, PerfRing, RingBuf, RingSet, SampleView};
 use crate::sys::signal::SignalPipe;
 use crate::tracefs::Tracefs;
 
@@ -84,6 +84,10 @@ pub struct Session {
     shared: Vec<crate::attach::SharedTracepoint>,
     /// This run's programs: kernel id and `OBJECT: PROGRAM`.
     program_ids: Vec<(u32, String)>,
+    /// Per-source sample counts of the drain under way (kept for the capacity).
+    drain_counts: Vec<u64>,
+    /// The LOST records of the drain under way.
+    drain_lost: Vec<(Option<u32>, u64)>,
 }
 
 impl fmt::Debug for Session {
@@ -117,6 +121,8 @@ impl Session {
             enabled: false,
             rounds: 0,
             lost_unreported: Vec::new(),
+            drain_counts: Vec::new(),
+            drain_lost: Vec::new(),
             shared: Vec::new(),
             program_ids: Vec::new(),
         };
@@ -458,7 +464,7 @@ impl Session {
     /// was emitted, exactly.
     ///
     /// [`PerCpuEvents::lost_on`]: crate::attach::PerCpuEvents::lost_on
-    pub fn drain(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+    pub fn drain(&mut self, sink: &mut dyn FnMut(&Session, &Event<'_>)) -> usize {
         let n = self.drain_rings(sink);
         if self.enabled {
             n
@@ -468,7 +474,7 @@ impl Session {
     }
 
     /// [`Session::drain`]'s final part: losses not reported by a record, per ring.
-    fn drain_unreported_lost(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+    fn drain_unreported_lost(&mut self, sink: &mut dyn FnMut(&Session, &Event<'_>)) -> usize {
         let counted: Vec<(usize, Option<u32>, u64)> = self
             .rings
             .rings()
@@ -499,36 +505,55 @@ impl Session {
         n
     }
 
-    /// Drains the rings themselves (see [`Session::drain`]).
-    fn drain_rings(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
-        let mut batch = self.rings.drain_batch();
-        self.rings.take_errors();
-        self.summary.samples.resize(self.sources.len(), 0);
-        let n = batch.len();
-        if n > 0 {
-            self.rounds += 1;
-        }
-        for (_, ev) in batch.drain(..) {
-            let out = match ev {
-                RingEvent::Sample(sample) => {
-                    let source = self.ring_source.get(sample.ring).copied().unwrap_or(0);
-                    if let Some(c) = self.summary.samples.get_mut(source) {
+    /// Drains the rings themselves (see [`Session::drain`]): the rings' merge walked in
+    /// place, each record handed to `sink` as it is read (no copy, no allocation).
+    fn drain_rings(&mut self, sink: &mut dyn FnMut(&Session, &Event<'_>)) -> usize {
+        let mut m = self.rings.take_merge();
+        self.rings.merge_begin(&mut m);
+        let mut counts = std::mem::take(&mut self.drain_counts);
+        counts.clear();
+        counts.resize(self.sources.len(), 0);
+        let mut lost_seen = std::mem::take(&mut self.drain_lost);
+        lost_seen.clear();
+        // A sink that sees `rounds` change knows every ring was read again.
+        self.rounds += 1;
+        let mut n = 0usize;
+        while let Some(rec) = self.rings.merge_next(&mut m) {
+            let ev = match rec {
+                Merged::Sample { ring, fields, raw } => {
+                    let source = self.ring_source.get(ring).copied().unwrap_or(0);
+                    if let Some(c) = counts.get_mut(source) {
                         *c += 1;
                     }
-                    Event::Sample { source, sample }
+                    Event::Sample {
+                        source,
+                        sample: SampleView { ring, fields, raw },
+                    }
                 }
-                RingEvent::Lost { ring, cpu, lost } => {
+                Merged::Lost { ring, cpu, lost } => {
                     let source = self.ring_source.get(ring).copied().unwrap_or(0);
-                    *self.summary.lost.entry(cpu).or_insert(0) += lost;
+                    lost_seen.push((cpu, lost));
                     Event::Lost { source, cpu, lost }
                 }
+                Merged::Skipped => continue,
             };
-            sink(self, &out);
-            if let Event::Sample { sample, .. } = out {
-                self.rings.recycle(sample.raw);
-            }
+            n += 1;
+            sink(self, &ev);
         }
-        self.rings.return_batch(batch);
+        if n == 0 {
+            self.rounds -= 1;
+        }
+        self.rings.merge_end(m);
+        self.rings.take_errors();
+        self.summary.samples.resize(self.sources.len(), 0);
+        for (total, c) in self.summary.samples.iter_mut().zip(&counts) {
+            *total += c;
+        }
+        for &(cpu, lost) in &lost_seen {
+            *self.summary.lost.entry(cpu).or_insert(0) += lost;
+        }
+        self.drain_counts = counts;
+        self.drain_lost = lost_seen;
         n
     }
 
@@ -545,7 +570,7 @@ impl Session {
     /// program still running when its link went away is committed within microseconds,
     /// so a drain that stopped at one (BUSY) is repeated, for at most
     /// [`RINGBUF_BUSY_WAIT`].
-    pub fn drain_to_end(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+    pub fn drain_to_end(&mut self, sink: &mut dyn FnMut(&Session, &Event<'_>)) -> usize {
         let mut n = self.drain(sink);
         let until = Instant::now() + RINGBUF_BUSY_WAIT;
         while self.rings.ringbuf_busy() && Instant::now() < until {
@@ -607,7 +632,7 @@ impl Session {
     pub fn run(
         &mut self,
         ctl: RunControl<'_>,
-        sink: &mut dyn FnMut(&Session, &Event),
+        sink: &mut dyn FnMut(&Session, &Event<'_>),
     ) -> Result<Stop, Error> {
         let RunControl {
             mut child,

@@ -270,7 +270,7 @@ fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
                 SourceKind::Trace { program, .. } | SourceKind::Hook { program } => program.clone(),
                 SourceKind::Output { .. } | SourceKind::RingBuf { .. } => "out".into(),
             };
-            by.entry(key).or_default().push(sample.clone());
+            by.entry(key).or_default().push(sample.to_owned());
         }
         Event::Lost { lost: l, .. } => lost += l,
     });

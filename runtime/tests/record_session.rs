@@ -82,7 +82,7 @@ fn collect(
         Event::Sample { source, sample } => by
             .entry(s.sources()[*source].name.clone())
             .or_default()
-            .push(sample.clone()),
+            .push(sample.to_owned()),
         Event::Lost { lost: l, .. } => lost += l,
     });
     (by, lost)

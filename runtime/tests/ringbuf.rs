@@ -77,8 +77,8 @@ fn ring_buffer_records_arrive_exactly_with_their_contents() {
                 "ring-buffer records carry no fields"
             );
             match sample.raw.len() {
-                64 => events.push(sample.raw.clone()),
-                BIG_SIZE => bigs.push(sample.raw.clone()),
+                64 => events.push(sample.raw.to_vec()),
+                BIG_SIZE => bigs.push(sample.raw.to_vec()),
                 n => panic!("record of {n} bytes from {}", s.sources()[*source].name),
             }
         }

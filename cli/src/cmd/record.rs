@@ -509,9 +509,18 @@ fn record(args: Args) -> Result<(), Failure> {
     let mut pairer = Pairer::new(session.sources());
     let mut stopped_by_output = false;
     let counters = metrics.as_ref().map(|(c, _)| std::sync::Arc::clone(c));
-    let mut sink = |s: &Session, e: &Event| {
+    // The first loss says, once, what to raise: the ring was too small for the rate.
+    let mut lost_hint = Some(ring.data_pages);
+    let mut sink = |s: &Session, e: &Event<'_>| {
         if let Some(r) = recording.as_mut() {
             r.event(s, e);
+        }
+        if let (Event::Lost { .. }, Some(pages)) = (e, lost_hint.take()) {
+            crate::console::say!(
+                "sluice record: records were lost: the reader fell behind its rings of {pages} \
+                 data pages per CPU; raise them with -m {} (a power of two)",
+                pages.saturating_mul(4)
+            );
         }
         if let Some(c) = &counters {
             match e {
@@ -526,9 +535,9 @@ fn record(args: Args) -> Result<(), Failure> {
                     // What the object's BTF decodes prints with its names, never paired;
                     // so does what --decode MAP=raw keeps as hex.
                     if lines.records.stands_alone(*source, sample.raw.len()) {
-                        lines.item(s, Item::One(*source, sample));
+                        lines.item(s, Item::One(*source, *sample));
                     } else {
-                        pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                        pairer.push(*source, *sample, &mut |item| lines.item(s, item));
                     }
                 }
             }
@@ -738,12 +747,12 @@ impl Lines<'_> {
                 };
                 let recs = &mut self.records;
                 let json_mode = self.json;
-                let mut decode = |o: &mut String| recs.fields(o, source, &sample.raw, json_mode);
+                let mut decode = |o: &mut String| recs.fields(o, source, sample.raw, json_mode);
                 if let SourceKind::RingBuf { map } = &src.kind {
                     if json_mode {
-                        json::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                        json::record_line(buf, &src.name, map, sample.raw, &mut decode);
                     } else {
-                        text::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                        text::record_line(buf, &src.name, map, sample.raw, &mut decode);
                     }
                     self.put();
                     return;
@@ -755,7 +764,7 @@ impl Lines<'_> {
                 );
                 match (&src.kind, self.json) {
                     (SourceKind::Trace { format, .. }, json_mode) => {
-                        let fields = output::decode(format, &sample.raw);
+                        let fields = output::decode(format, sample.raw);
                         if json_mode {
                             json::trace_line(buf, &h, sample.fields.ip, &fields);
                         } else {
@@ -763,10 +772,10 @@ impl Lines<'_> {
                         }
                     }
                     (SourceKind::Output { map }, true) => {
-                        json::output_line(buf, &h, map, &sample.raw, &mut decode)
+                        json::output_line(buf, &h, map, sample.raw, &mut decode)
                     }
                     (SourceKind::Output { map }, false) => {
-                        text::output_line(buf, &h, map, &sample.raw, &mut decode)
+                        text::output_line(buf, &h, map, sample.raw, &mut decode)
                     }
                     // Writes no samples of its own.
                     (SourceKind::Hook { .. }, _) => return,
@@ -783,11 +792,11 @@ impl Lines<'_> {
                 else {
                     return;
                 };
-                let fields = output::decode(format, &trace.1.raw);
+                let fields = output::decode(format, trace.1.raw);
                 let t = trace.1;
                 let comm = self.comms.get(t.fields.pid, t.fields.tid);
                 let th = head(comm, t, &t_src.name);
-                let raw = &output.1.raw;
+                let raw = output.1.raw;
                 if self.json {
                     let oh = head(comm, output.1, &o_src.name);
                     json::pair_line(buf, (&th, t.fields.ip), &fields, (&oh, map), raw);
@@ -802,7 +811,7 @@ impl Lines<'_> {
 
 fn head<'a>(
     comm: &'a str,
-    s: &sluice_runtime::ring::SampleEvent,
+    s: sluice_runtime::ring::SampleView<'_>,
     event: &'a str,
 ) -> output::Head<'a> {
     output::Head {

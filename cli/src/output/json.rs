@@ -6,21 +6,23 @@ use super::{decimal_into, hex_into, hex_u64_into, signed_into, Head, Value};
 pub fn string_into(out: &mut String, s: &str) {
     out.push('"');
     let mut plain = 0;
-    for (i, c) in s.char_indices() {
-        let escape = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            c if (c as u32) < 0x20 => "",
+    // Every byte to escape is ASCII, so a byte scan finds them at char boundaries (bytes
+    // of a multi-byte char are all >= 0x80).
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            b if b < 0x20 => "",
             _ => continue,
         };
         out.push_str(s.get(plain..i).unwrap_or_default());
-        plain = i + c.len_utf8();
+        plain = i + 1;
         if escape.is_empty() {
             out.push_str("\\u00");
-            hex_into(out, &[c as u8]);
+            hex_into(out, &[b]);
         } else {
             out.push_str(escape);
         }

@@ -157,30 +157,74 @@ pub fn hex_into(out: &mut String, b: &[u8]) {
     }
 }
 
-/// Appends ASCII bytes (digits made here) to `out`.
+/// Appends ASCII bytes (hex digits made here) to `out`.
 fn ascii_into(out: &mut String, ascii: &[u8]) {
     out.push_str(std::str::from_utf8(ascii).unwrap_or("?"));
 }
 
-/// The decimal digits of `v`, written at the end of `buf`.
-pub fn decimal_digits(v: u64, buf: &mut [u8; 20]) -> &str {
-    let mut v = v;
-    let mut n = 0;
-    for d in buf.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-        n += 1;
-        if v == 0 {
-            break;
-        }
+/// `00` to `99`: decimal digits two at a time, appended as slices of a `str` (nothing to
+/// validate again).
+const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/// The hex digits, appended one at a time the same way.
+const HEX: &str = "0123456789abcdef";
+
+/// Powers of ten that fit a `u64`.
+const POW10: [u64; 20] = [
+    1,
+    10,
+    100,
+    1000,
+    10000,
+    100000,
+    1000000,
+    10000000,
+    100000000,
+    1000000000,
+    10000000000,
+    100000000000,
+    1000000000000,
+    10000000000000,
+    100000000000000,
+    1000000000000000,
+    10000000000000000,
+    100000000000000000,
+    1000000000000000000,
+    10000000000000000000,
+];
+
+/// How many decimal digits `v` has.
+#[must_use]
+pub fn decimal_len(v: u64) -> usize {
+    v.checked_ilog10().unwrap_or(0) as usize + 1
+}
+
+/// Appends the last `digits` decimal digits of `v`, zero-padded, to `out`.
+fn digits_into(out: &mut String, mut v: u64, mut digits: usize) {
+    if digits % 2 == 1 {
+        let p = POW10.get(digits - 1).copied().unwrap_or(1);
+        let d = ((v / p) % 10) as usize;
+        out.push_str(PAIRS.get(2 * d + 1..2 * d + 2).unwrap_or("?"));
+        v %= p;
+        digits -= 1;
     }
-    let digits = buf.get(buf.len() - n..).unwrap_or_default();
-    std::str::from_utf8(digits).unwrap_or("?")
+    while digits >= 2 {
+        let p = POW10.get(digits - 2).copied().unwrap_or(1);
+        let pair = ((v / p) % 100) as usize;
+        out.push_str(PAIRS.get(2 * pair..2 * pair + 2).unwrap_or("??"));
+        v %= p;
+        digits -= 2;
+    }
 }
 
 /// Appends `v` in decimal to `out` (no `fmt` machinery: this runs per field per sample).
 pub fn decimal_into(out: &mut String, v: u64) {
-    out.push_str(decimal_digits(v, &mut [0; 20]));
+    digits_into(out, v, decimal_len(v));
+}
+
+/// Appends `v` in decimal, zero-padded to `width` digits, to `out`.
+pub fn decimal_padded_into(out: &mut String, v: u64, width: usize) {
+    digits_into(out, v, decimal_len(v).max(width));
 }
 
 /// Appends `v` in decimal, with its sign, to `out`.
@@ -193,20 +237,47 @@ pub fn signed_into(out: &mut String, v: i64) {
 
 /// Appends `0x` and the shortest lower-case hex of `v` to `out` (as `{:#x}` prints it).
 pub fn hex_u64_into(out: &mut String, v: u64) {
-    let mut buf = [b'0'; 16];
     let digits = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
-    for (i, d) in buf.iter_mut().rev().take(digits).enumerate() {
-        *d = hex_digit(((v >> (i * 4)) & 0xf) as u8);
-    }
     out.push_str("0x");
-    ascii_into(out, buf.get(16 - digits..).unwrap_or_default());
+    for i in (0..digits).rev() {
+        let d = ((v >> (i * 4)) & 0xf) as usize;
+        out.push_str(HEX.get(d..d + 1).unwrap_or("?"));
+    }
 }
+
+/// A hasher for the small integer keys of the output's tables (pids): one multiply per
+/// word, as rustc's FxHash (SipHash's resistance to chosen keys buys nothing here).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// `HashMap` keyed by small integers, hashed by [`FxHasher`].
+pub type FxHashMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// Process names by pid, read once from `/proc/PID/comm` (perf learns them from COMM
 /// records; a pid gone before its first sample prints as `:PID`, as perf prints unknowns).
 #[derive(Debug, Default)]
 pub struct Comms {
-    names: HashMap<u32, String>,
+    names: FxHashMap<u32, String>,
 }
 
 impl Comms {
@@ -230,6 +301,29 @@ impl Comms {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_are_written_as_fmt_writes_them() {
+        let mut vals: Vec<u64> = vec![0, 1, 9, 10, 99, 100, 101, 999_999, u64::MAX, u64::MAX - 1];
+        vals.extend((0..64).map(|i| 1u64 << i));
+        vals.extend((0..20).map(|i| 10u64.pow(i)));
+        vals.extend((1..20).map(|i| 10u64.pow(i) - 1));
+        for v in vals {
+            let mut s = String::new();
+            decimal_into(&mut s, v);
+            assert_eq!(s, v.to_string());
+            s.clear();
+            decimal_padded_into(&mut s, v, 6);
+            assert_eq!(s, format!("{v:06}"));
+            s.clear();
+            hex_u64_into(&mut s, v);
+            assert_eq!(s, format!("{v:#x}"));
+            s.clear();
+            let i = v as i64;
+            signed_into(&mut s, i);
+            assert_eq!(s, i.to_string());
+        }
+    }
 
     const FORMAT: &str = "name: t\nID: 7\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

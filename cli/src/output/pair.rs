@@ -28,7 +28,7 @@
 //! sends its prologue's r2..r5 in order so prints the same text as the kernel's fetch-args.
 //! Any other payload prints as `data=HEX`.
 
-use sluice_runtime::ring::SampleEvent;
+use sluice_runtime::ring::{SampleEvent, SampleView};
 use sluice_runtime::session::{Source, SourceKind};
 
 use super::Value;
@@ -58,19 +58,19 @@ pub type Sourced = (usize, SampleEvent);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Item<'s> {
     /// A sample on its own.
-    One(usize, &'s SampleEvent),
+    One(usize, SampleView<'s>),
     /// An output and the trace sample of the same hit.
     Pair {
         /// The bpf-output sample.
-        output: (usize, &'s SampleEvent),
+        output: (usize, SampleView<'s>),
         /// The trace sample.
-        trace: (usize, &'s SampleEvent),
+        trace: (usize, SampleView<'s>),
     },
 }
 
 impl<'s> Item<'s> {
     fn one(s: &'s Sourced) -> Self {
-        Item::One(s.0, &s.1)
+        Item::One(s.0, s.1.view())
     }
 }
 
@@ -79,6 +79,8 @@ impl<'s> Item<'s> {
 pub struct Pairer {
     roles: Vec<Role>,
     held: Vec<Sourced>,
+    /// Copies printed already, kept for their RAW buffers (no allocation per output held).
+    spare: Vec<SampleEvent>,
 }
 
 impl Pairer {
@@ -109,6 +111,7 @@ impl Pairer {
         Pairer {
             roles,
             held: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -121,8 +124,15 @@ impl Pairer {
         Some(self.held.remove(at))
     }
 
+    /// Keeps a printed copy's buffer for the next output held.
+    fn recycle(&mut self, s: Sourced) {
+        if self.spare.len() < MAX_HELD {
+            self.spare.push(s.1);
+        }
+    }
+
     /// Takes the next sample of source `source`; hands what can be printed now to `emit`.
-    pub fn push(&mut self, source: usize, sample: &SampleEvent, emit: &mut dyn FnMut(Item<'_>)) {
+    pub fn push(&mut self, source: usize, sample: SampleView<'_>, emit: &mut dyn FnMut(Item<'_>)) {
         // Outputs too old to pair with anything still to come print first, in order.
         if let Some(now) = sample.fields.time {
             while let Some(at) = self.held.iter().position(|(_, s)| {
@@ -130,7 +140,9 @@ impl Pairer {
                     .time
                     .is_none_or(|t| t.saturating_add(WINDOW_NS) < now)
             }) {
-                emit(Item::one(&self.held.remove(at)));
+                let old = self.held.remove(at);
+                emit(Item::one(&old));
+                self.recycle(old);
             }
         }
         let earlier = self.take_held(sample.fields.tid);
@@ -142,26 +154,32 @@ impl Pairer {
                 };
                 if close {
                     emit(Item::Pair {
-                        output: (out.0, &out.1),
+                        output: (out.0, out.1.view()),
                         trace: (source, sample),
                     });
                 } else {
                     emit(Item::one(&out));
                     emit(Item::One(source, sample));
                 }
+                self.recycle(out);
             }
             (role, earlier) => {
                 if let Some(out) = earlier {
                     emit(Item::one(&out));
+                    self.recycle(out);
                 }
                 if matches!(role, Role::Output(_))
                     && sample.fields.tid.is_some()
-                    && pairable(&sample.raw)
+                    && pairable(sample.raw)
                 {
                     if self.held.len() >= MAX_HELD && !self.held.is_empty() {
-                        emit(Item::one(&self.held.remove(0)));
+                        let old = self.held.remove(0);
+                        emit(Item::one(&old));
+                        self.recycle(old);
                     }
-                    self.held.push((source, sample.clone()));
+                    let mut copy = self.spare.pop().unwrap_or_default();
+                    sample.copy_into(&mut copy);
+                    self.held.push((source, copy));
                 } else {
                     emit(Item::One(source, sample));
                 }
@@ -272,7 +290,7 @@ mod tests {
             });
         };
         for &(src, tid, time) in input {
-            p.push(src, &s(tid, time), &mut emit);
+            p.push(src, s(tid, time).view(), &mut emit);
         }
         p.flush(&mut emit);
         got

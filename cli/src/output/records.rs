@@ -9,7 +9,7 @@
 //! (`--decode events='struct event'`), `--decode MAP=raw` keeps the hex. A record shorter
 //! than the type chosen for it prints raw and is counted ([`Records::short`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use sluice_core::btf::{find_c_type, record_candidates, walk, Btf, RecordFit};
 use sluice_core::object::ObjectStorage;
@@ -93,7 +93,7 @@ pub struct Records<'a> {
     /// Per source: its object's index and map, for ring buffers and perf event arrays.
     sources: Vec<Option<(usize, String, RecordFit)>>,
     forced: BTreeMap<String, Choice>,
-    plans: HashMap<(usize, usize), Plan>,
+    plans: super::FxHashMap<(usize, usize), Plan>,
     short: u64,
 }
 
@@ -173,7 +173,7 @@ impl<'a> Records<'a> {
             btfs,
             sources: per_source,
             forced,
-            plans: HashMap::new(),
+            plans: super::FxHashMap::default(),
             short: 0,
         })
     }

@@ -1,59 +1,72 @@
 //! `perf script`-like lines: `COMM PID/TID [CPU] SECS.USECS: GROUP:EVENT: field=value ...`.
 
-use super::{decimal_digits, decimal_into, hex_into, hex_u64_into, signed_into, Head, Value};
+use super::{
+    decimal_into, decimal_len, decimal_padded_into, hex_into, hex_u64_into, signed_into, Head,
+    Value,
+};
 
 /// Appends `SECS.USECS` of a perf timestamp in nanoseconds.
 pub fn timestamp(out: &mut String, ns: Option<u64>) {
     let ns = ns.unwrap_or(0);
     decimal_into(out, ns / 1_000_000_000);
     out.push('.');
-    let us = (ns % 1_000_000_000) / 1_000;
-    let mut six = [b'0'; 6];
-    for (d, scale) in six.iter_mut().zip([100_000, 10_000, 1_000, 100, 10, 1]) {
-        *d = b'0' + ((us / scale) % 10) as u8;
-    }
-    out.push_str(std::str::from_utf8(&six).unwrap_or("??????"));
+    decimal_padded_into(out, (ns % 1_000_000_000) / 1_000, 6);
 }
 
-/// Appends `text` padded with spaces to `width`, on the left (`right`) or the right.
+const SPACES: &str = "                ";
+
+/// Appends `n` spaces (at most 16).
+fn spaces(out: &mut String, n: usize) {
+    out.push_str(SPACES.get(..n).unwrap_or(SPACES));
+}
+
+/// Appends `text` padded with spaces to `width` (at most 16), on the left (`right`) or
+/// the right.
 fn padded(out: &mut String, text: &str, width: usize, right: bool) {
-    const SPACES: &str = "                ";
-    let pad = SPACES
-        .get(..width.saturating_sub(text.chars().count()))
-        .unwrap_or_default();
+    // Process names are ASCII nearly always: count chars only when they are not.
+    let len = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    };
+    let pad = width.saturating_sub(len);
     if right {
-        out.push_str(pad);
+        spaces(out, pad);
         out.push_str(text);
     } else {
         out.push_str(text);
-        out.push_str(pad);
+        spaces(out, pad);
+    }
+}
+
+/// Appends an id (`-1` when absent) padded to 6 columns.
+fn id(out: &mut String, v: Option<u32>, right: bool) {
+    let (len, v) = match v {
+        Some(v) => (decimal_len(u64::from(v)), Some(u64::from(v))),
+        None => (2, None),
+    };
+    let pad = 6usize.saturating_sub(len);
+    if right {
+        spaces(out, pad);
+    }
+    match v {
+        Some(v) => decimal_into(out, v),
+        None => out.push_str("-1"),
+    }
+    if !right {
+        spaces(out, pad);
     }
 }
 
 /// Appends the line's head: `COMM PID/TID [CPU] SECS.USECS: EVENT:`.
 pub fn head(out: &mut String, h: &Head<'_>) {
-    let id = |out: &mut String, v: Option<u32>, right: bool| {
-        let mut digits = [0; 20];
-        let text = match v {
-            Some(v) => decimal_digits(u64::from(v), &mut digits),
-            None => "-1",
-        };
-        padded(out, text, 6, right);
-    };
     padded(out, h.comm, 16, true);
     out.push(' ');
     id(out, h.pid, true);
     out.push('/');
     id(out, h.tid, false);
     out.push_str(" [");
-    let cpu = h.cpu.unwrap_or(0);
-    if cpu < 100 {
-        out.push('0');
-    }
-    if cpu < 10 {
-        out.push('0');
-    }
-    decimal_into(out, u64::from(cpu));
+    decimal_padded_into(out, u64::from(h.cpu.unwrap_or(0)), 3);
     out.push_str("] ");
     timestamp(out, h.time);
     out.push_str(": ");

@@ -113,6 +113,27 @@ impl SampleFormat {
             read_format: 0,
         }
     }
+
+    /// Where `PERF_SAMPLE_TIME` is in a sample record (from the record's start, header
+    /// included), when the format has it: after IDENTIFIER, IP and TID, each fixed-size.
+    #[must_use]
+    pub const fn time_offset(&self) -> Option<usize> {
+        let t = self.sample_type;
+        if !t.contains(SampleType::TIME) {
+            return None;
+        }
+        let mut off = HEADER_SIZE;
+        if t.contains(SampleType::IDENTIFIER) {
+            off += 8;
+        }
+        if t.contains(SampleType::IP) {
+            off += 8;
+        }
+        if t.contains(SampleType::TID) {
+            off += 8;
+        }
+        Some(off)
+    }
 }
 
 /// `struct perf_event_header`.
@@ -278,6 +299,20 @@ impl<'a> Record<'a> {
     /// `bytes`, or a field the format announces does not fit in the record.
     pub fn parse(bytes: &'a [u8], format: &SampleFormat, offset: u64) -> Result<(Self, usize)> {
         let header = Header::parse(bytes, offset)?;
+        Self::parse_with(header, bytes, format, offset)
+    }
+
+    /// As [`Record::parse`], with the header already read by the caller (a ring reader that
+    /// needed its size to find the record): the header is not parsed again.
+    ///
+    /// # Errors
+    /// As [`Record::parse`].
+    pub fn parse_with(
+        header: Header,
+        bytes: &'a [u8],
+        format: &SampleFormat,
+        offset: u64,
+    ) -> Result<(Self, usize)> {
         let size = usize::from(header.size);
         let Some(record) = bytes.get(..size) else {
             return Err(Error::Truncated {

@@ -6,8 +6,9 @@ use crate::sys::ring_map::Mapping;
 pub(crate) enum Step<'a> {
     /// No record between tail and head.
     Empty,
-    /// A record; `true` when it wrapped and was copied into the scratch buffer.
-    Record(&'a [u8], bool),
+    /// A record, its header (read once here), and `true` when it wrapped and was copied
+    /// into the scratch buffer.
+    Record(&'a [u8], sluice_core::perf::record::Header, bool),
 }
 
 /// Finds the record at `tail`, copying it into `scratch` when it wraps.
@@ -45,7 +46,7 @@ pub(crate) fn step<'a>(
         });
     }
     if let Some(bytes) = map.span(off, len) {
-        return Ok(Step::Record(bytes, false));
+        return Ok(Step::Record(bytes, header, false));
     }
     // The record wraps: copy it once. The scratch buffer grows to the largest record seen
     // (at most 64 KiB, `size` being a u16) and is reused.
@@ -56,5 +57,5 @@ pub(crate) fn step<'a>(
             offset: tail,
             len: len as u64,
         })?;
-    Ok(Step::Record(scratch, true))
+    Ok(Step::Record(scratch, header, true))
 }

@@ -30,6 +30,7 @@
 //! `[data_tail, data_head)`, then publish `data_tail` with Release.
 
 mod cursor;
+mod merge;
 mod perf_ring;
 mod reader;
 mod ringbuf;
@@ -37,10 +38,11 @@ mod ringbuf;
 pub use crate::sys::ring_map::{
     DATA_HEAD_OFFSET, DATA_OFFSET_OFFSET, DATA_SIZE_OFFSET, DATA_TAIL_OFFSET,
 };
+pub use merge::{Merge, Merged};
 pub use perf_ring::{
     Error, PerfRing, RingConfig, RingStats, Wakeup, ATTR_FLAG_WATERMARK, DEFAULT_DATA_PAGES,
 };
-pub use reader::{RingEvent, RingSet, SampleEvent, DEFAULT_FLUSH_INTERVAL};
+pub use reader::{RingEvent, RingSet, SampleEvent, SampleView, DEFAULT_FLUSH_INTERVAL};
 pub use ringbuf::{
     Drained, Error as RingBufError, RingBuf, RingBufStats, RINGBUF_BUSY, RINGBUF_DISCARD,
     RINGBUF_HEADER,

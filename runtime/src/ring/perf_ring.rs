@@ -319,10 +319,10 @@ impl PerfRing {
             loop {
                 match cursor::step(map, scratch, pos, head) {
                     Ok(Step::Empty) => break Ok(()),
-                    Ok(Step::Record(bytes, wrapped)) => {
+                    Ok(Step::Record(bytes, header, wrapped)) => {
                         stats.wrapped += u64::from(wrapped);
                         let len = bytes.len() as u64;
-                        match Record::parse(bytes, format, pos) {
+                        match Record::parse_with(header, bytes, format, pos) {
                             Ok((rec, _)) => {
                                 if let Record::Lost { lost, .. } = rec {
                                     stats.lost = stats.lost.saturating_add(lost);
@@ -355,6 +355,29 @@ impl PerfRing {
         result.map(|()| n)
     }
 
+    /// The mapping, for the merge of a [`super::RingSet`].
+    pub(super) fn mapping(&self) -> &Mapping {
+        &self.map
+    }
+
+    /// Our `data_tail`.
+    pub(super) fn tail_pos(&self) -> u64 {
+        self.tail
+    }
+
+    /// Ends a merge's walk of this ring: releases the space up to `pos` to the kernel and
+    /// adds the walk's counters.
+    pub(super) fn finish(&mut self, pos: u64, delta: &RingStats) {
+        self.tail = pos;
+        self.map.set_tail(pos);
+        let s = &mut self.stats;
+        s.records += delta.records;
+        s.lost = s.lost.saturating_add(delta.lost);
+        s.malformed += delta.malformed;
+        s.resyncs += delta.resyncs;
+        s.wrapped += delta.wrapped;
+    }
+
     /// Plays the kernel: appends `record` (a complete record, header included) at
     /// `data_head` and publishes it. Returns `false`, writing nothing, when the free space
     /// (what the reader has not released) is too small. Only rings made by
@@ -376,7 +399,7 @@ impl PerfRing {
     }
 }
 
-fn cpu_label(cpu: Option<u32>) -> String {
+pub(super) fn cpu_label(cpu: Option<u32>) -> String {
     cpu.map_or_else(String::new, |c| format!(" of CPU {c}"))
 }
 

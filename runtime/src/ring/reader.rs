@@ -2,9 +2,10 @@
 //!
 //! Each ring's fd is registered with `async-io`'s reactor; when any becomes readable (the
 //! kernel's wake-up, see the module doc of [`super`]) or the flush timer fires, every ring is
-//! drained into one batch, the batch is ordered by sample time (stable, so records of one
-//! ring keep their order and records without a time stay after the one before them), and
-//! its events are yielded one by one. Order holds within a batch; across batches the
+//! drained into one batch by the k-way merge of `merge.rs` (by sample time; records of one
+//! ring keep their order, records without a time stay after the one before them, equal
+//! times go in ring order), and its events are yielded one by one. A consumer that needs
+//! no owned events walks the merge itself ([`RingSet::merge_next`]): records in place. Order holds within a batch; across batches the
 //! kernel gives no guarantee either (a CPU may publish late), as with `perf record`.
 
 use std::collections::VecDeque;
@@ -15,8 +16,9 @@ use std::time::Duration;
 
 use async_io::{Async, Timer};
 use futures_core::Stream;
-use sluice_core::perf::record::{Record, Sample, SampleFields};
+use sluice_core::perf::record::SampleFields;
 
+use super::merge::{BufEntry, Entry, Merge, Merged};
 use super::perf_ring::{Error, PerfRing, RingStats};
 use super::ringbuf::{self, RingBuf, RingBufStats};
 
@@ -43,14 +45,46 @@ pub struct SampleEvent {
 }
 
 impl SampleEvent {
-    /// Copies `s` out, its RAW bytes into `raw` (a recycled buffer: no allocation once
-    /// the pool is warm).
-    fn from_sample(ring: usize, s: &Sample<'_>, mut raw: Vec<u8>) -> Self {
-        raw.clear();
-        raw.extend_from_slice(s.raw.unwrap_or_default());
-        let mut fields = s.fields;
-        fields.id = fields.id.or(fields.identifier);
-        SampleEvent { ring, fields, raw }
+    /// A view of this sample, as [`RingSet::merge_next`] hands samples out.
+    #[must_use]
+    pub fn view(&self) -> SampleView<'_> {
+        SampleView {
+            ring: self.ring,
+            fields: self.fields,
+            raw: &self.raw,
+        }
+    }
+}
+
+/// A sample borrowed from its ring (its RAW bytes in place, or in the ring's scratch
+/// buffer when the record wrapped): valid while the drain that handed it out runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleView<'a> {
+    /// Index of the ring in its [`RingSet`] (order of [`RingSet::push`]).
+    pub ring: usize,
+    /// The fixed fields; `id` is `PERF_SAMPLE_ID`, else `PERF_SAMPLE_IDENTIFIER`.
+    pub fields: SampleFields,
+    /// `PERF_SAMPLE_RAW` bytes (empty when absent).
+    pub raw: &'a [u8],
+}
+
+impl SampleView<'_> {
+    /// Copies the sample out.
+    #[must_use]
+    pub fn to_owned(&self) -> SampleEvent {
+        SampleEvent {
+            ring: self.ring,
+            fields: self.fields,
+            raw: self.raw.to_vec(),
+        }
+    }
+
+    /// Copies the sample into `out`, reusing its RAW buffer.
+    pub fn copy_into(&self, out: &mut SampleEvent) {
+        out.ring = self.ring;
+        out.fields = self.fields;
+        out.raw.clear();
+        out.raw.extend_from_slice(self.raw);
     }
 }
 
@@ -71,21 +105,6 @@ pub enum RingEvent {
     },
 }
 
-struct Entry {
-    /// The ring's index in the set (push order over perf rings and ring buffers).
-    index: usize,
-    ring: PerfRing,
-    fd: Option<Async<OwnedFd>>,
-    idle_ready: u32,
-}
-
-/// A BPF ring buffer of the set: its records are samples without fields.
-struct BufEntry {
-    index: usize,
-    ring: RingBuf,
-    fd: Option<Async<OwnedFd>>,
-}
-
 /// The rings of one session (typically one per online CPU), read as a [`Stream`].
 ///
 /// The stream does not end by itself: per-CPU events never hang up. Stop polling when the
@@ -104,6 +123,8 @@ pub struct RingSet {
     errors: VecDeque<Error>,
     /// The last drain stopped at a BUSY ring-buffer record.
     busy: bool,
+    /// The cursors of the merge, kept between drains.
+    merge: Merge,
 }
 
 impl std::fmt::Debug for RingSet {
@@ -137,6 +158,7 @@ impl RingSet {
             timer: Timer::interval(flush),
             errors: VecDeque::new(),
             busy: false,
+            merge: Merge::default(),
         }
     }
 
@@ -311,6 +333,31 @@ impl RingSet {
         }
     }
 
+    /// The merge state, to walk the rings with [`RingSet::merge_begin`],
+    /// [`RingSet::merge_next`] and [`RingSet::merge_end`] while `self` stays shared (a
+    /// consumer may read the set, or what owns it, for each record).
+    pub fn take_merge(&mut self) -> Merge {
+        std::mem::take(&mut self.merge)
+    }
+
+    /// Starts a walk of every ring, bounded by the heads read now.
+    pub fn merge_begin(&self, m: &mut Merge) {
+        m.begin(&self.entries, &self.bufs);
+    }
+
+    /// The next record of the walk: perf records by time, then ring-buffer records, each
+    /// in place.
+    pub fn merge_next<'a>(&'a self, m: &'a mut Merge) -> Option<Merged<'a>> {
+        m.next(&self.entries, &self.bufs)
+    }
+
+    /// Ends the walk: releases what was walked to the kernel, adds the counters, keeps
+    /// the ring errors (logged) for [`RingSet::take_errors`], and keeps `m` for the next.
+    pub fn merge_end(&mut self, mut m: Merge) {
+        self.busy = m.end(&mut self.entries, &mut self.bufs, &mut self.errors);
+        self.merge = m;
+    }
+
     /// Drains all rings into `pending`; `ready` flags the rings whose fd woke us.
     /// Returns the number of events added.
     fn fill_batch(&mut self, ready: Option<&[bool]>) -> usize {
@@ -321,54 +368,43 @@ impl RingSet {
         n
     }
 
-    /// Drains all rings into `self.batch` (cleared first), time-ordered.
+    /// Drains all rings into `self.batch` (cleared first), time-ordered (the merge of
+    /// [`RingSet::merge_next`], each sample copied out into a pooled buffer).
     fn fill_into_batch(&mut self, ready: Option<&[bool]>) -> usize {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
-        let pool = &mut self.pool;
-        let mut rings_with_records = 0usize;
+        let mut pool = std::mem::take(&mut self.pool);
+        let mut m = self.take_merge();
+        self.merge_begin(&mut m);
+        while let Some(rec) = self.merge_next(&mut m) {
+            match rec {
+                Merged::Sample { ring, fields, raw } => {
+                    let mut buf = pool.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(raw);
+                    batch.push((
+                        fields.time.unwrap_or(0),
+                        RingEvent::Sample(SampleEvent {
+                            ring,
+                            fields,
+                            raw: buf,
+                        }),
+                    ));
+                }
+                Merged::Lost { ring, cpu, lost } => {
+                    batch.push((0, RingEvent::Lost { ring, cpu, lost }));
+                }
+                Merged::Skipped => {}
+            }
+        }
         for (pos, entry) in self.entries.iter_mut().enumerate() {
-            let index = entry.index;
-            let cpu = entry.ring.cpu();
-            let before = batch.len();
-            let mut last_time = 0u64;
-            let result = entry.ring.drain(|rec| match rec {
-                Record::Sample(s) => {
-                    last_time = s.fields.time.unwrap_or(last_time);
-                    batch.push((
-                        last_time,
-                        RingEvent::Sample(SampleEvent::from_sample(
-                            index,
-                            &s,
-                            pool.pop().unwrap_or_default(),
-                        )),
-                    ));
-                }
-                Record::Lost { lost, .. } => {
-                    batch.push((
-                        last_time,
-                        RingEvent::Lost {
-                            ring: index,
-                            cpu,
-                            lost,
-                        },
-                    ));
-                }
-                _ => {}
-            });
-            if let Err(e) = result {
-                log::warn!("{e}");
-                self.errors.push_back(e);
-            }
-            if batch.len() > before {
-                rings_with_records += 1;
-            }
             if ready.and_then(|r| r.get(pos)).copied().unwrap_or(false) {
-                if batch.len() == before {
+                if m.handed(pos) == 0 {
                     entry.idle_ready += 1;
                     if entry.idle_ready >= IDLE_READY_LIMIT {
                         log::debug!(
-                            "perf ring {index}: fd keeps polling ready with no data; timer only"
+                            "perf ring {}: fd keeps polling ready with no data; timer only",
+                            entry.index
                         );
                         entry.fd = None;
                     }
@@ -377,30 +413,8 @@ impl RingSet {
                 }
             }
         }
-        // Stable: equal times keep ring order and each ring's own order. One ring's
-        // records are already in order.
-        if rings_with_records > 1 {
-            batch.sort_by_key(|(t, _)| *t);
-        }
-        // Ring-buffer records have no time: after the perf samples, each buffer in order.
-        self.busy = false;
-        for b in &mut self.bufs {
-            let index = b.index;
-            let d = b.ring.drain(|bytes| {
-                let mut raw = pool.pop().unwrap_or_default();
-                raw.clear();
-                raw.extend_from_slice(bytes);
-                batch.push((
-                    u64::MAX,
-                    RingEvent::Sample(SampleEvent {
-                        ring: index,
-                        fields: SampleFields::default(),
-                        raw,
-                    }),
-                ));
-            });
-            self.busy |= d.busy;
-        }
+        self.merge_end(m);
+        self.pool = pool;
         let n = batch.len();
         self.batch = batch;
         n

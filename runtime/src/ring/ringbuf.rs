@@ -118,6 +118,20 @@ pub struct RingBuf {
     stats: RingBufStats,
 }
 
+/// What a walk of a ring buffer finds at a position.
+pub(super) enum Step<'a> {
+    /// Nothing more before `producer_pos`.
+    End,
+    /// A record still reserved by its program: the walk stops here.
+    Busy,
+    /// A header that does not fit: the reader skips to `producer_pos`.
+    Malformed(&'static str),
+    /// A discarded record of this total size (header and padding included).
+    Discarded(u64),
+    /// A committed record in place, its total size, and whether it wraps the data area.
+    Record(&'a [u8], u64, bool),
+}
+
 impl RingBuf {
     /// Maps the ring buffer map `fd` named `name` (for messages), of `size` data bytes
     /// (its `max_entries`).
@@ -185,40 +199,93 @@ impl RingBuf {
     /// reader skips to `producer_pos`.
     pub fn drain<F: FnMut(&[u8])>(&mut self, mut f: F) -> Drained {
         let prod = self.map.producer_pos();
-        let size = self.map.size() as u64;
         let mut out = Drained::default();
-        if prod.wrapping_sub(self.cons) > size {
-            self.resync(prod, "producer_pos more than the size ahead");
-            return out;
-        }
-        while self.cons != prod {
-            let hdr = self.map.header(self.cons);
-            if hdr & RINGBUF_BUSY != 0 {
-                out.busy = true;
-                break;
-            }
-            let len = u64::from(hdr & !(RINGBUF_BUSY | RINGBUF_DISCARD));
-            // round_up(len + 8, 8), as the kernel reserves it.
-            let total = (len + RINGBUF_HEADER + 7) & !7;
-            if total > prod.wrapping_sub(self.cons) {
-                self.resync(prod, "record past producer_pos");
-                break;
-            }
-            let at = self.cons.wrapping_add(RINGBUF_HEADER);
-            if hdr & RINGBUF_DISCARD != 0 {
-                self.stats.discarded += 1;
-            } else if let Some(bytes) = self.map.bytes(at, len as usize) {
-                if (at & (size - 1)) + len > size {
-                    self.stats.wrapped += 1;
+        loop {
+            match self.step(self.cons, prod) {
+                Step::End => break,
+                Step::Busy => {
+                    out.busy = true;
+                    break;
                 }
-                self.stats.records += 1;
-                out.records += 1;
-                f(bytes);
+                Step::Malformed(why) => {
+                    self.resync(prod, why);
+                    break;
+                }
+                Step::Discarded(total) => {
+                    self.stats.discarded += 1;
+                    self.cons = self.cons.wrapping_add(total);
+                }
+                Step::Record(bytes, total, wrapped) => {
+                    f(bytes);
+                    self.stats.wrapped += u64::from(wrapped);
+                    self.stats.records += 1;
+                    out.records += 1;
+                    self.cons = self.cons.wrapping_add(total);
+                }
             }
-            self.cons = self.cons.wrapping_add(total);
             self.map.set_consumer_pos(self.cons);
         }
         out
+    }
+
+    /// `producer_pos` now (read once per walk: the walk is bounded by it).
+    pub(super) fn producer_pos(&self) -> u64 {
+        self.map.producer_pos()
+    }
+
+    /// Our consumer position.
+    pub(super) fn consumer_pos(&self) -> u64 {
+        self.cons
+    }
+
+    /// What is at `cons`, for a walk bounded by `prod`; the record is viewed in place
+    /// (the data area is mapped twice, so a wrapping record is contiguous).
+    pub(super) fn step(&self, cons: u64, prod: u64) -> Step<'_> {
+        let size = self.map.size() as u64;
+        if prod.wrapping_sub(cons) > size {
+            return Step::Malformed("producer_pos more than the size ahead");
+        }
+        if cons == prod {
+            return Step::End;
+        }
+        let hdr = self.map.header(cons);
+        if hdr & RINGBUF_BUSY != 0 {
+            return Step::Busy;
+        }
+        let len = u64::from(hdr & !(RINGBUF_BUSY | RINGBUF_DISCARD));
+        // round_up(len + 8, 8), as the kernel reserves it.
+        let total = (len + RINGBUF_HEADER + 7) & !7;
+        if total > prod.wrapping_sub(cons) {
+            return Step::Malformed("record past producer_pos");
+        }
+        let at = cons.wrapping_add(RINGBUF_HEADER);
+        if hdr & RINGBUF_DISCARD != 0 {
+            return Step::Discarded(total);
+        }
+        match self.map.bytes(at, len as usize) {
+            Some(bytes) => Step::Record(bytes, total, (at & (size - 1)) + len > size),
+            None => Step::Discarded(total),
+        }
+    }
+
+    /// Ends a merge's walk: the consumer position goes to `cons` (or, after a malformed
+    /// header, to `prod`, logged and counted), and the walk's counters are added.
+    pub(super) fn finish(
+        &mut self,
+        cons: u64,
+        prod: u64,
+        malformed: Option<&str>,
+        delta: &RingBufStats,
+    ) {
+        self.cons = cons;
+        self.map.set_consumer_pos(cons);
+        let s = &mut self.stats;
+        s.records += delta.records;
+        s.discarded += delta.discarded;
+        s.wrapped += delta.wrapped;
+        if let Some(why) = malformed {
+            self.resync(prod, why);
+        }
     }
 
     fn resync(&mut self, prod: u64, why: &str) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitStatus;
 
-use crate::ring::SampleEvent;
+use crate::ring::SampleView;
 use crate::tracefs::{self, EventFormat};
 
 /// What produced a sample.
@@ -62,15 +62,15 @@ pub struct Skipped {
     pub why: String,
 }
 
-/// One record out of the session.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
+/// One record out of the session, borrowed from its ring for the call of the sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
     /// A sample of source `source` (an index into [`Session::sources`](super::Session::sources)).
     Sample {
         /// Index into [`Session::sources`](super::Session::sources).
         source: usize,
-        /// The sample.
-        sample: SampleEvent,
+        /// The sample, in place (copy it with [`SampleView::to_owned`] to keep it).
+        sample: SampleView<'a>,
     },
     /// The kernel dropped `lost` records of source `source` on `cpu`.
     Lost {

@@ -320,7 +320,7 @@ impl Recording {
     }
 
     /// Hands one session event to the file (the session's sink calls this).
-    pub fn event(&mut self, s: &Session, e: &Event) {
+    pub fn event(&mut self, s: &Session, e: &Event<'_>) {
         if self.error.is_some() {
             return;
         }
@@ -333,8 +333,7 @@ impl Recording {
                 let Some(Some(src)) = self.sources.get(*source) else {
                     return;
                 };
-                let r =
-                    records::sample(&mut self.buf, src.sample_type, &sample.fields, &sample.raw);
+                let r = records::sample(&mut self.buf, src.sample_type, &sample.fields, sample.raw);
                 if r.is_ok() {
                     self.stats.samples += 1;
                     self.last_time = self.last_time.max(sample.fields.time.unwrap_or(0));
