@@ -12,4 +12,4 @@ pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
     ProbePlan, Variant,
 };
-pub use spec::{program_spec, section_prog_type};
+pub use spec::{probe_platform, program_spec, section_prog_type};
