@@ -184,7 +184,10 @@ mod tests {
         // The code's ABI: cdecl, 4-byte words, pointers and longs.
         assert_eq!(p.word_size(), 4);
         assert_eq!(p.arg_passing(true), ArgPassing::Stack { first: 4, slot: 4 });
-        assert_eq!((p.pointer_size(), p.long_size(), p.char_signed()), (4, 4, true));
+        assert_eq!(
+            (p.pointer_size(), p.long_size(), p.char_signed()),
+            (4, 4, true)
+        );
         // i386 DWARF numbers (eax ecx edx ebx esp ebp esi edi eip) name x86-64 slots.
         let offsets: [u16; 9] = [80, 88, 96, 40, 152, 32, 104, 112, 128];
         for (n, off) in offsets.iter().enumerate() {

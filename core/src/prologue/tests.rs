@@ -658,7 +658,12 @@ fn i386_code_under_an_x86_64_kernel() {
         .collect();
     assert_eq!(
         got,
-        ["a=+4(%sp):s32", "b=+8(%sp):u8", "c=+12(%sp):s16", "d=+16(%sp):s64"]
+        [
+            "a=+4(%sp):s32",
+            "b=+8(%sp):u8",
+            "c=+12(%sp):s16",
+            "d=+16(%sp):s64"
+        ]
     );
     // Per argument j (slot -8*(j+1)): the 64-bit sp, plus the cdecl offset, one user read of
     // the argument's size; narrower ones loaded sized, sign-extended when signed, stored
@@ -676,7 +681,10 @@ fn i386_code_under_an_x86_64_kernel() {
             format!("(55) if r0 != 0x0 goto pc+{skip}"),
         ]
     };
-    let mut want = std::vec!["bpf_prologue: insn num=49".to_string(), "(bf) r6 = r1".into()];
+    let mut want = std::vec![
+        "bpf_prologue: insn num=49".to_string(),
+        "(bf) r6 = r1".into()
+    ];
     want.extend(read(4, -8, 4, 36));
     want.extend([
         "(61) r3 = *(u32 *)(r10 -8)".to_string(),
@@ -733,7 +741,12 @@ fn i386_code_under_an_x86_64_kernel() {
         .collect();
     assert_eq!(
         got,
-        ["arg1=%cx:s32", "arg2=%ax:u16", "arg3=%sp:u64", "arg4=+8(%sp):u32"]
+        [
+            "arg1=%cx:s32",
+            "arg2=%ax:u16",
+            "arg3=%sp:u64",
+            "arg4=+8(%sp):u32"
+        ]
     );
     let prologue: Prologue = Prologue::generate(&locs).unwrap();
     let l = listing(&prologue);
@@ -751,7 +764,11 @@ fn i386_code_under_an_x86_64_kernel() {
         assert!(l.contains(&line.to_string()), "{line} in {l:#?}");
     }
     // A kprobe under the same kernel is the kernel's own convention.
-    let k = typed(Arch::X86_64, "kprobe/vfs_read(void *, char *, unsigned long)").unwrap();
+    let k = typed(
+        Arch::X86_64,
+        "kprobe/vfs_read(void *, char *, unsigned long)",
+    )
+    .unwrap();
     let k: Prologue = Prologue::generate(&k).unwrap();
     assert!(listing(&k).contains(&"(79) r4 = *(u64 *)(r6 +96)".to_string()));
 }
