@@ -33,6 +33,7 @@ use sluice_core::perf::abi::{map_type, prog_type};
 use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_core::Insn;
 use sluice_runtime::load::{self, LoadLog, Map, MapSpec, ProgramLoad};
+use sluice_runtime::probe::debuginfo::Site;
 use sluice_runtime::probe::{plans, set_specs};
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::sys::perf_event;
@@ -90,16 +91,17 @@ fn build(dir: &Path, name: &str, args: &[&str]) -> Option<PathBuf> {
     }
 }
 
-/// The prologue the runtime plans for `uprobe/BIN:abi_target(TYPES)`: `many_args.o`'s
-/// program (which takes four values) mapped to that spec, as `--event` does.
-fn planned_prologue(bin: &Path) -> Vec<Insn> {
+/// The prologue the runtime plans for `uprobe/BIN:abi_target(ARGS)`: `many_args.o`'s
+/// program (which takes four values) mapped to that spec, as `--event` does; and the DWARF
+/// site it is for, when ARGS name variables.
+fn planned_prologue(bin: &Path, args: &str) -> (Vec<Insn>, Option<Site>) {
     let bytes = common::fixture("many_args.o");
     let mut storage = sluice_core::object::ObjectStorage::new();
     let obj = sluice_core::Object::open(&bytes, &mut storage).unwrap();
     let mut opts = sluice_runtime::LoadOptions::default();
     let events = BTreeMap::from([(
         "many_args_even".to_owned(),
-        format!("uprobe/{}:abi_target({TYPES})", bin.display()),
+        format!("uprobe/{}:abi_target({args})", bin.display()),
     )]);
     set_specs(&obj, &events, &mut opts);
     let plans = plans(&obj, &opts).unwrap();
@@ -107,9 +109,9 @@ fn planned_prologue(bin: &Path) -> Vec<Insn> {
         .iter()
         .find(|p| p.program() == "many_args_even")
         .unwrap();
-    let prologue = plan.variants()[0].prologue.clone();
-    assert!(!prologue.is_empty(), "a typed spec has a prologue");
-    prologue
+    let variant = &plan.variants()[0];
+    assert!(!variant.prologue.is_empty(), "{args}: a prologue");
+    (variant.prologue.clone(), variant.site.clone())
 }
 
 /// Stores r2..r5 at value[0..4] of array entry 0, then returns 1 (as prologue_uprobe.rs).
@@ -136,10 +138,17 @@ fn body(map_fd: i32) -> Vec<Insn> {
 }
 
 /// Runs every row through `bin` under a uprobe on `abi_target` carrying `fetch_args`
-/// (`NAME=FETCHARG`, signed or not) and the planned prologue + body; per row: what the
-/// program got in r2..r5, and what the kernel's fetch-args recorded.
-fn run(bin: &Path, fetch_args: &[(&str, bool)]) -> Vec<(Vec<u64>, Vec<u64>)> {
-    let prologue = planned_prologue(bin);
+/// (`NAME=FETCHARG`, signed or not; without them, the DWARF site's) and the prologue planned
+/// for `args` + body; per row: what the program got in r2..r5, and what the kernel's
+/// fetch-args recorded.
+fn run(bin: &Path, args: &str, fetch_args: Option<&[(&str, bool)]>) -> Vec<(Vec<u64>, Vec<u64>)> {
+    let (prologue, site) = planned_prologue(bin, args);
+    let site_args: Vec<(&str, bool)> = site
+        .iter()
+        .flat_map(|s| s.fetch_args.iter())
+        .map(|a| (a.as_str(), a.contains(":s")))
+        .collect();
+    let fetch_args = fetch_args.unwrap_or(&site_args);
     eprintln!(
         "{}: planned prologue\n{}",
         bin.display(),
@@ -149,10 +158,17 @@ fn run(bin: &Path, fetch_args: &[(&str, bool)]) -> Vec<(Vec<u64>, Vec<u64>)> {
             .collect::<String>()
     );
     let t = Tracefs::find().expect("tracefs");
-    let target = UprobeSpec::parse(&format!("{}:abi_target", bin.display()))
-        .unwrap()
-        .resolve()
-        .unwrap();
+    let target = match &site {
+        Some(s) => s.target.clone(),
+        None => UprobeSpec::parse(&format!("{}:abi_target", bin.display()))
+            .unwrap()
+            .resolve()
+            .unwrap(),
+    };
+    eprintln!(
+        "{}: probe at {target:?}, fetch-args {fetch_args:?}",
+        bin.display()
+    );
     let args: Vec<&str> = fetch_args.iter().map(|(a, _)| *a).collect();
     let guard = t
         .add_probe(&ProbeRequest {
@@ -263,8 +279,9 @@ fn run(bin: &Path, fetch_args: &[(&str, bool)]) -> Vec<(Vec<u64>, Vec<u64>)> {
     seen.into_iter().zip(kernel).collect()
 }
 
-/// Builds abi_args with `flags`, runs it under `fetch_args`, checks every row.
-fn check(test: &str, name: &str, flags: &[&str], fetch_args: &[(&str, bool)]) {
+/// Builds abi_args with `flags`, runs it with the prologue of `args` under `fetch_args`
+/// (else the DWARF site's), checks every row.
+fn check(test: &str, name: &str, flags: &[&str], args: &str, fetch_args: Option<&[(&str, bool)]>) {
     let _serial = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -280,18 +297,17 @@ fn check(test: &str, name: &str, flags: &[&str], fetch_args: &[(&str, bool)]) {
     let Some(bin) = build(&dir, name, flags) else {
         return;
     };
-    let results = run(&bin, fetch_args);
+    let results = run(&bin, args, fetch_args);
     for (k, (seen, kernel)) in results.iter().enumerate() {
         let want = want(ROWS[k]);
         eprintln!(
             "{name} row {k}: r2..r5 {:x?}, kernel {:x?} ({})",
             seen,
             kernel,
-            fetch_args
-                .iter()
-                .map(|(a, _)| *a)
-                .collect::<Vec<_>>()
-                .join(" ")
+            fetch_args.map_or_else(
+                || "the DWARF site's".to_owned(),
+                |f| f.iter().map(|(a, _)| *a).collect::<Vec<_>>().join(" ")
+            )
         );
         assert_eq!(seen, &want, "{name} row {k}: the prologue's r2..r5");
         assert_eq!(kernel, &want, "{name} row {k}: the kernel's fetch-args");
@@ -305,12 +321,13 @@ fn an_i386_binary_takes_its_arguments_from_the_user_stack_through_the_64_bit_sp(
         "an_i386_binary_takes_its_arguments_from_the_user_stack_through_the_64_bit_sp",
         "abi_args_m32",
         &["-m32"],
-        &[
+        TYPES,
+        Some(&[
             ("a=+4($stack):s32", true),
             ("b=+8($stack):u8", false),
             ("c=+12($stack):s16", true),
             ("d=+16($stack):s64", true),
-        ],
+        ]),
     );
 }
 
@@ -320,11 +337,25 @@ fn an_x86_64_binary_takes_its_arguments_from_the_registers() {
         "an_x86_64_binary_takes_its_arguments_from_the_registers",
         "abi_args_64",
         &["-m64"],
-        &[
+        TYPES,
+        Some(&[
             ("a=%di:s32", true),
             ("b=%si:u8", false),
             ("c=%dx:s16", true),
             ("d=%cx:s64", true),
-        ],
+        ]),
+    );
+}
+
+/// The same through DWARF (`-g`): an i386 binary's variables at its frame's CFA, read
+/// through the x86-64 `sp` slot; the kernel's fetch-args are the site's.
+#[test]
+fn an_i386_binary_s_dwarf_variables_under_an_x86_64_kernel() {
+    check(
+        "an_i386_binary_s_dwarf_variables_under_an_x86_64_kernel",
+        "abi_args_m32_g",
+        &["-m32", "-g"],
+        "a, b, c, d",
+        None,
     );
 }
