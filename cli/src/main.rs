@@ -22,15 +22,19 @@ usage:
       --btf: the kernel BTF for CO-RE when /sys/kernel/btf/vmlinux is missing
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
                 [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
-                [--perf-data FILE|-] [--btf FILE] [--debuginfo VMLINUX] [CONFIG]
-                [-F HZ] [--pmu MAP=EVENT]... [-- CMD ARGS...]
+                [--perf-data FILE|-] [--metrics [ADDR:]PORT] [--btf FILE] [--debuginfo VMLINUX]
+                [CONFIG] [-F HZ] [--pmu MAP=EVENT]... [--decode MAP=TYPE|raw]... [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
       system-wide until Ctrl-C or --duration; -p: the running process PID and every
       thread it has or makes, until it exits) on the CPUs of -C (e.g. 0-1,3; default:
       all online) and print each accepted sample like `perf script` (or JSON lines) on
       stdout or into FILE; Ctrl-C, SIGTERM and SIGHUP end it cleanly (exit 0); a summary
-      goes to stderr: samples per event, lost per CPU, probes removed;
+      goes to stderr: samples per event, lost per CPU, probes removed; what programs
+      write into perf event arrays and BPF ring buffers (ringbuf:MAP, records without
+      pid/cpu/time) prints by the object's BTF, as the struct whose size matches it
+      (name=value ...; several or none: hex, -v lists them); --decode MAP=TYPE chooses
+      (e.g. events='struct event'), MAP=raw keeps the hex;
       --perf-data FILE writes perf's perf.data format instead (for perf script and
       perf report on any machine; atomically, an earlier FILE kept as FILE.old, links
       followed as for -o; text lines then only with -o FILE); --perf-data - writes
@@ -41,7 +45,10 @@ usage:
       CONFIG: --prog NAME[,NAME...] load and attach only those programs (SEC(\"?...\")
       programs are loaded only so); --set NAME=VALUE a .rodata/.data/.bss variable
       (integer, bool, enumerator, string); --map-size NAME=N max_entries of a map;
-      --pin-root DIR where maps pinned by name live (default /sys/fs/bpf)
+      --pin-root DIR where maps pinned by name live (default /sys/fs/bpf);
+      --metrics [ADDR:]PORT serves GET /metrics (OpenMetrics, or Prometheus text when
+      not asked for it) for Prometheus to scrape: samples per event, lost per CPU,
+      programs attached; alone it records quietly, system-wide until stopped
   sluice probes [--clean]
       list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes
       those no perf event uses (left by killed runs)

@@ -64,6 +64,10 @@ fn record_args(s: &Setup, data: &str, text: &Path) -> Vec<String> {
             .to_string(),
         "--event".into(),
         format!("any_call=uprobe/{}:traced_call(v)", s.bin.display()),
+        // The payload compared byte for byte with perf script's hex dump: kept raw (the
+        // object's BTF would decode it as struct note).
+        "--decode".into(),
+        "notes=raw".into(),
         "--perf-data".into(),
         data.into(),
         "-o".into(),

@@ -60,8 +60,8 @@ fn default_record_runs_the_embedded_demo_on_sleep() {
             .any(|l| l.contains("syscalls:sys_enter_openat: __syscall_nr=")),
         "{out}"
     );
-    assert!(out.contains("bpf-output:paths: map=paths size="), "{out}");
-    assert!(out.contains("str=\"/etc/"), "{out}");
+    // The record decoded by the object's BTF (struct etc_path), not guessed as text.
+    assert!(out.contains("bpf-output:paths: path=\"/etc/"), "{out}");
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn json_lines_parse_and_carry_the_fields() {
             opens.push(l.to_owned());
         } else if l.contains("\"event\":\"bpf-output:paths\"") {
             let s = l
-                .split("\"str\":\"")
+                .split("\"fields\":{\"path\":\"")
                 .nth(1)
                 .unwrap()
                 .split('"')
@@ -255,7 +255,7 @@ fn pid_follows_every_thread_old_and_new_into_a_file_until_sighup() {
     let (new, new_tid) = opener("/etc/passwd", stop.clone());
     wait_for_line(&out_file, "the new thread's opens", tid_is(new_tid));
     wait_for_line(&out_file, "/etc/passwd", |l| {
-        l.contains("\"str\":\"/etc/passwd\"")
+        l.contains("\"fields\":{\"path\":\"/etc/passwd\"}")
     });
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(child.id() as i32).unwrap(),

@@ -10,7 +10,7 @@
     clippy::panic
 )]
 
-use sluice_core::btf::{encode_value, find_global_var, global_vars, value_kind, Btf, ValueError};
+use sluice_core::btf::{encode_value, find_global_var, global_vars, value_kind, Btf, SetError};
 use sluice_core::object::ObjectStorage;
 use sluice_core::probe::Section;
 use sluice_core::Object;
@@ -120,7 +120,7 @@ fn globals_of_every_data_section_by_name_and_type() {
     assert_eq!(encode("knob_mode", "5").unwrap(), 5u32.to_le_bytes());
     assert_eq!(
         encode("knob_mode", "MODE_NONE"),
-        Err(ValueError::NoEnumerator)
+        Err(SetError::NoEnumerator)
     );
     assert_eq!(
         encode("knob_s16", "-32768").unwrap(),
@@ -131,7 +131,7 @@ fn globals_of_every_data_section_by_name_and_type() {
     assert_eq!(encode("knob_label", "1234567").unwrap(), *b"1234567\0");
     assert_eq!(
         encode("knob_label", "12345678"),
-        Err(ValueError::TooLong { len: 8 })
+        Err(SetError::TooLong { len: 8 })
     );
     assert_eq!(encode("bss_knob", "0x10").unwrap(), 16u64.to_le_bytes());
     assert!(find_global_var(&btf, "nope").is_none());

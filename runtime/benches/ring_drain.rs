@@ -1,7 +1,8 @@
 //! The whole kernel-to-consumer drain through [`Session`], against the `ringbuf` peer
 //! (`shared/peers/ringbuf/drain.c`): a generator process makes N `getppid` syscalls, the
 //! fixture `tests/bpf/bench_drain.o` sends a 32-byte record per call through a perf event
-//! array, and this program is the consumer — the session's own loop (`poll`, drain every
+//! array (`tests/bpf/bench_ringbuf.o`: through a BPF ring buffer), and this program is the
+//! consumer — the session's own loop (`poll`, drain every
 //! ring, hand each sample to a sink) with a sink that only counts and checks sequence
 //! numbers, so the figure is sluice's drain and nothing else (no formatting: the CLI with
 //! `-o /dev/null` measures that separately, see `vs_ringbuf.sh`).
@@ -112,6 +113,17 @@ fn main() {
         ..SessionOptions::default()
     };
     let mut session = Session::start(&objects, &opts).unwrap();
+    // A BPF ring buffer object (tests/bpf/bench_ringbuf.o): one shared buffer, its size set
+    // by the object, so the perf ring knobs do not apply.
+    let ringbuf = session
+        .sources()
+        .iter()
+        .any(|s| matches!(s.kind, sluice_runtime::session::SourceKind::RingBuf { .. }));
+    let config = if ringbuf {
+        "ringbuf-256KiB".to_owned()
+    } else {
+        config
+    };
 
     let (mut received, mut gaps, mut next_seq) = (0u64, 0u64, 0u64);
     let mut lost_records = 0u64;

@@ -16,6 +16,12 @@
 #   sluice-runtime 64p-...                the same with the peers' 64-page ring
 #   sluice-cli text|json                  `sluice record -e bench_drain.o -o /dev/null`: the
 #                                         drain plus formatting every sample (text / --json)
+#   sluice-runtime ringbuf-256KiB         ring_drain.rs on tests/bpf/bench_ringbuf.o: the same
+#                                         record through a 256 KiB BPF ring buffer, the twin of
+#                                         the peer's libbpf ring_buffer row
+#   sluice-cli rb-decoded|rb-raw|rb-json  `sluice record -e bench_ringbuf.o -o /dev/null`:
+#                                         records decoded by BTF (text), `--decode rb=raw`
+#                                         (hex), decoded as JSON: the decode+print cost
 # Figures: events sent (BPF hits) / received / lost, events/s (received / wall), consumer
 # CPU (user+sys) per received event. Medians by events/s; ratios are sluice-runtime DEFAULT
 # against each peer. Raw runs go to $OUT/results.log.
@@ -56,6 +62,8 @@ gcc -O2 -Wall -o "$P/gen" "$OUT/peer/gen.c"
     -Wall -Werror -Wno-unused-function -c bench_drain.c -o "$OUT/bench_drain.o")
 cmp -s "$OUT/bench_drain.o" "$repo/tests/bpf/bench_drain.o" ||
     echo "note: bench_drain.o differs from the committed fixture (another clang?)" >&2
+(cd "$repo/tests/bpf" && clang -O2 -g -target bpfel -nostdinc -fdebug-compilation-dir=. \
+    -Wall -Werror -Wno-unused-function -c bench_ringbuf.c -o "$OUT/bench_ringbuf.o")
 (cd "$repo" && cargo build -q --release -p sluice)
 drain_bin=$(cd "$repo" && cargo bench -q -p sluice-runtime --bench ring_drain --no-run \
     --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*ring_drain[^"]*"' |
@@ -99,11 +107,22 @@ ours() {  # [PAGES [WAKEUP]]
     cat "$P/tmp/err" >>"$LOG"
 }
 
-cli() {  # $1 text|json
-    local json=()
-    [[ $1 == json ]] && json=(--json)
+ours_rb() {
+    taskset -c "$CONS_CPU" timeout 120 "$drain_bin" "$OUT/bench_ringbuf.o" "$N" "$GEN_CPU" \
+        "$P/gen" 2>"$P/tmp/err"
+    cat "$P/tmp/err" >>"$LOG"
+}
+
+cli() {  # $1 text|json|rb-decoded|rb-raw|rb-json
+    local json=() obj=$OUT/bench_drain.o
+    case $1 in
+    json) json=(--json) ;;
+    rb-decoded) obj=$OUT/bench_ringbuf.o ;;
+    rb-raw) obj=$OUT/bench_ringbuf.o json=(--decode rb=raw) ;;
+    rb-json) obj=$OUT/bench_ringbuf.o json=(--json) ;;
+    esac
     /usr/bin/time -f '%e %U %S' -o "$P/tmp/time.out" \
-        taskset -c "$CONS_CPU" timeout 120 "$SLUICE" record "${json[@]}" -e "$OUT/bench_drain.o" \
+        taskset -c "$CONS_CPU" timeout 120 "$SLUICE" record "${json[@]}" -e "$obj" \
         -o /dev/null -- taskset -c "$GEN_CPU" "$P/gen" "$N" 2>"$P/tmp/cli.err"
     cat "$P/tmp/cli.err" "$P/tmp/time.out" >>"$LOG"
     local gcpu wall user sys samples lost
@@ -126,6 +145,10 @@ for ((rep = 1; rep <= REPS; rep++)); do
         ours 64
         cli text
         cli json
+        ours_rb
+        cli rb-decoded
+        cli rb-raw
+        cli rb-json
     } | tee -a "$LOG" >>"$RES"
 done
 
@@ -143,3 +166,10 @@ END{o="sluice-runtime DEFAULT"; for(i=1;i<=n;i++){k=keys[i]; if(k==o) continue;
     printf "  vs %-40s events/s x%.2f  cpu/event x%.2f  (lost: theirs %s, ours %s)\n", k,
         (r[k]>0 ? r[o]/r[k] : 0), (c[o]>0 ? c[k]/c[o] : 0), l[k], l[o]}}' "$OUT/medians"
 echo "raw runs: $LOG"
+echo "ring buffer: sluice-runtime ringbuf-256KiB vs libbpf-ringbuf ringbuf-256KiB, and the CLI's decode cost"
+awk '{k=$1" "$2; r[k]=$8; c[k]=$9; l[k]=$5}
+END{o="sluice-runtime ringbuf-256KiB"; p="libbpf-ringbuf ringbuf-256KiB";
+    printf "  events/s x%.2f  cpu/event x%.2f  (lost: libbpf %s, sluice %s)\n",
+        (r[p]>0 ? r[o]/r[p] : 0), (c[o]>0 ? c[p]/c[o] : 0), l[p], l[o];
+    printf "  CLI us/record: decoded text %.3f, raw hex %.3f, decoded JSON %.3f (drain alone %.3f)\n",
+        c["sluice-cli rb-decoded"], c["sluice-cli rb-raw"], c["sluice-cli rb-json"], c[o]}' "$OUT/medians"

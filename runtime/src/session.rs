@@ -12,7 +12,11 @@
 //! probe — a kprobe or uprobe, under a name carrying our pid; tracepoints need none; a
 //! program loaded once per DWARF site gets a probe per site —, one perf event per CPU, the
 //! program attached) and one per perf event array (its `PERF_COUNT_SW_BPF_OUTPUT` events),
-//! maps every ring and enables the events. [`Session::run`] then drains the rings until
+//! maps every ring and enables the events. Every BPF ring buffer (`BPF_MAP_TYPE_RINGBUF`) of
+//! every object is a source of its own (`ringbuf:MAP`, after those with a link), read
+//! through the same [`RingSet`]: its records are handed out as samples with no fields (a
+//! ring-buffer record carries no pid, CPU or time), and the last drain reads each buffer to
+//! its end ([`Session::drain_to_end`]). [`Session::run`] then drains the rings until
 //! the workload exits, a deadline passes or a signal arrives, and drains once more after
 //! disabling, so nothing published is left behind.
 //!
@@ -32,6 +36,7 @@ mod report;
 mod watch;
 
 use std::fmt;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use sluice_core::perf::abi::map_type;
@@ -40,7 +45,7 @@ use sluice_core::Object;
 use crate::attach::{Link, Linker, Scope};
 use crate::load::{load_planned, set_target_tgid, LoadedObject};
 use crate::probe::{plans, set_specs, Attach};
-use crate::ring::{PerfRing, RingEvent, RingSet};
+use crate::ring::{PerfRing, RingBuf, RingEvent, RingSet};
 use crate::sys::signal::SignalPipe;
 use crate::tracefs::Tracefs;
 
@@ -52,6 +57,9 @@ pub use watch::WORKLOAD_GRACE;
 
 /// How long [`Session::run`] sleeps at most between two drains.
 pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long the last drain waits at most for a ring-buffer record still reserved.
+pub const RINGBUF_BUSY_WAIT: Duration = Duration::from_millis(50);
 
 /// A running record session (see the module docs for the release order).
 pub struct Session {
@@ -123,6 +131,7 @@ impl Session {
             cpus: &cpus,
             scope,
             ring: opts.ring,
+            pmu: !opts.tracefs_probes,
         };
         {
             // Probes made and their events opened under the shared lock, so that a
@@ -141,6 +150,7 @@ impl Session {
         }
         s.shared = s.find_shared();
         s.map_rings(opts.ring.data_pages)?;
+        s.map_ringbufs(objects)?;
         // Output events were opened first so no program writes into nothing; all start now,
         // the trace events at the workload's exec with `on_exec`.
         let on_exec = matches!(scope, Scope::Task { on_exec: true, .. });
@@ -249,12 +259,13 @@ impl Session {
             let (link, format) = linker
                 .attach(plan, prog)
                 .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;
+            let program = prog.name().to_owned();
             self.sources.push(Source {
                 name: link.name().to_owned(),
                 object: object(),
-                kind: SourceKind::Trace {
-                    format,
-                    program: prog.name().to_owned(),
+                kind: match format {
+                    Some(format) => SourceKind::Trace { format, program },
+                    None => SourceKind::Hook { program },
                 },
             });
             self.links.push(link);
@@ -333,6 +344,42 @@ impl Session {
         found
     }
 
+    /// Maps every ring buffer of every object, each a source of its own after those with a
+    /// link (so `links[i]` stays the link of `sources[i]`), its ring after the perf rings.
+    fn map_ringbufs(&mut self, objects: &[ObjectSource]) -> Result<(), Error> {
+        for (loaded, src) in self.loaded.iter().zip(objects) {
+            for map in loaded.maps() {
+                if map.map_type() != map_type::RINGBUF {
+                    continue;
+                }
+                let ring = RingBuf::map(map, map.name(), u64::from(map.max_entries())).map_err(
+                    |source| Error::RingBuf {
+                        object: src.name.clone(),
+                        source,
+                    },
+                )?;
+                // Not polled by the set: `run` polls the map fds with the perf rings'.
+                let index =
+                    self.rings
+                        .push_ringbuf(None, ring)
+                        .map_err(|source| Error::RingBuf {
+                            object: src.name.clone(),
+                            source,
+                        })?;
+                self.ring_source.resize(index, 0);
+                self.ring_source.push(self.sources.len());
+                self.sources.push(Source {
+                    name: format!("ringbuf:{}", map.name()),
+                    object: src.name.clone(),
+                    kind: SourceKind::RingBuf {
+                        map: map.name().to_owned(),
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The event sources, in the order of [`Event`]'s `source` indices.
     #[must_use]
     pub fn sources(&self) -> &[Source] {
@@ -366,6 +413,12 @@ impl Session {
         self.rounds
     }
 
+    /// Counters of the ring buffers, summed (records, discarded, wrapped, malformed).
+    #[must_use]
+    pub fn ringbuf_stats(&self) -> crate::ring::RingBufStats {
+        self.rings.ringbuf_stats()
+    }
+
     /// Names of the tracefs probes made (`group/event`).
     #[must_use]
     pub fn probe_names(&self) -> Vec<String> {
@@ -380,7 +433,9 @@ impl Session {
         for ring in self.rings.rings() {
             s.lost.entry(ring.cpu()).or_insert(0);
         }
-        s.malformed = self.rings.stats().malformed;
+        let bufs = self.rings.ringbuf_stats();
+        s.malformed = self.rings.stats().malformed + bufs.malformed;
+        s.discarded = bufs.discarded;
         s
     }
 
@@ -469,6 +524,34 @@ impl Session {
         n
     }
 
+    /// The fds of the ring-buffer maps (they poll readable when the kernel wakes a reader).
+    fn ringbuf_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.loaded
+            .iter()
+            .flat_map(LoadedObject::maps)
+            .filter(|m| m.map_type() == map_type::RINGBUF)
+            .map(AsFd::as_fd)
+    }
+
+    /// The last drain, after the events are disabled: a ring-buffer record reserved by a
+    /// program still running when its link went away is committed within microseconds,
+    /// so a drain that stopped at one (BUSY) is repeated, for at most
+    /// [`RINGBUF_BUSY_WAIT`].
+    pub fn drain_to_end(&mut self, sink: &mut dyn FnMut(&Session, &Event)) -> usize {
+        let mut n = self.drain(sink);
+        let until = Instant::now() + RINGBUF_BUSY_WAIT;
+        while self.rings.ringbuf_busy() && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(200));
+            n += self.drain(sink);
+        }
+        if self.rings.ringbuf_busy() {
+            log::warn!(
+                "a ring-buffer record stayed reserved (BUSY): the records after it are left unread"
+            );
+        }
+        n
+    }
+
     /// Releases everything in the order of the module docs and reports what was removed:
     /// how many tracefs probes were made and removed, and the errors of those that stayed.
     pub fn close(self) -> Closed {
@@ -528,7 +611,7 @@ impl Session {
             Some(None) => {
                 // Already gone: nothing more can come from it.
                 self.disable();
-                self.drain(sink);
+                self.drain_to_end(sink);
                 return Ok(Stop::ProcessExited);
             }
             Some(Some(fd)) => Some(fd),
@@ -566,11 +649,12 @@ impl Session {
             }
             let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
             let rings = self.links.iter().filter_map(Link::events);
-            watch::wait(rings, signals, pidfd.as_ref(), wait)?;
+            let bufs: Vec<BorrowedFd<'_>> = self.ringbuf_fds().collect();
+            watch::wait(rings, &bufs, signals, pidfd.as_ref(), wait)?;
             self.drain(sink);
         };
         self.disable();
-        self.drain(sink);
+        self.drain_to_end(sink);
         Ok(stop)
     }
 }

@@ -267,8 +267,8 @@ fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
     s.drain(&mut |s, e| match e {
         Event::Sample { source, sample } => {
             let key = match &s.sources()[*source].kind {
-                SourceKind::Trace { program, .. } => program.clone(),
-                SourceKind::Output { .. } => "out".into(),
+                SourceKind::Trace { program, .. } | SourceKind::Hook { program } => program.clone(),
+                SourceKind::Output { .. } | SourceKind::RingBuf { .. } => "out".into(),
             };
             by.entry(key).or_default().push(sample.clone());
         }

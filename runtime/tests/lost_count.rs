@@ -107,6 +107,9 @@ fn one_run(bin: &PathBuf, pages: usize) -> Run {
                 run.output_samples += samples;
                 run.output_lost += lost;
             }
+            SourceKind::Hook { .. } | SourceKind::RingBuf { .. } => {
+                panic!("no hook or ring buffer in this object")
+            }
         }
     };
     let ctl = RunControl {

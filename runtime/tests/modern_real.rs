@@ -146,3 +146,102 @@ fn real_objects_open_and_tracing_ones_load() {
     assert_eq!(opened + refused, names.len());
     assert_eq!(refused, 0, "every real object opens");
 }
+
+/// Every program of every libbpf-tools object, loaded and attached on its own (its plan
+/// alone through `load_planned`, then a `Linker`), as the kernel takes it: the counts by
+/// section kind are printed. Every `tp_btf/` and `raw_tp/` program whose tracepoint this
+/// kernel's BTF has must load and attach (they need neither kprobes nor trampolines); any
+/// other failure must name the program.
+#[test]
+fn real_programs_load_and_attach_one_by_one() {
+    use sluice_runtime::attach::{Linker, Scope};
+    use sluice_runtime::load::load_planned;
+    use sluice_runtime::probe::{plans, Attach};
+    use sluice_runtime::tracefs::Tracefs;
+    use std::collections::BTreeMap;
+    let Some(dir) = std::env::var_os("SLUICE_REAL_OBJS").map(PathBuf::from) else {
+        eprintln!("SKIPPED: SLUICE_REAL_OBJS is not set (run tests/real/fetch.sh)");
+        return;
+    };
+    if !common::kernel("real_programs_load_and_attach_one_by_one") {
+        return;
+    }
+    // The tracepoints of this kernel's BTF (`btf_trace_NAME` typedefs), read once.
+    let vmlinux = std::fs::read("/sys/kernel/btf/vmlinux").unwrap_or_default();
+    let mut index = vec![0u32; sluice_core::btf::Btf::count_types(&vmlinux).unwrap() as usize];
+    let btf = sluice_core::btf::Btf::parse(&vmlinux, &mut index).unwrap();
+    let tracepoints: std::collections::BTreeSet<String> = btf
+        .types()
+        .filter(|t| t.kind() == sluice_core::btf::Kind::Typedef)
+        .filter_map(|t| t.name().strip_prefix("btf_trace_").map(str::to_owned))
+        .collect();
+    let has_tracepoint = |name: &str| tracepoints.contains(name);
+    let tracefs = Tracefs::find().unwrap();
+    let cpus = sluice_runtime::kernel::cpus::online().unwrap();
+    let linker = Linker {
+        tracefs: &tracefs,
+        cpus: &cpus,
+        scope: Scope::System,
+        ring: Default::default(),
+        pmu: true,
+    };
+    // kind -> (programs, attached)
+    let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures: Vec<String> = Vec::new();
+    let (mut total, mut attached) = (0, 0);
+    for name in pinned().iter().filter(|n| n.starts_with("libbpf-tools/")) {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let mut storage = Box::new(ObjectStorage::new());
+        let obj = Object::open(&bytes, &mut storage).unwrap();
+        let mut opts = LoadOptions::default();
+        opts.object_name = Some(name.rsplit('/').next().unwrap().to_owned());
+        for plan in plans(&obj, &opts).unwrap() {
+            let kind = plan
+                .spec()
+                .split(['/', ' '])
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let entry = by_kind.entry(kind.clone()).or_default();
+            entry.0 += 1;
+            total += 1;
+            let must = matches!(kind.as_str(), "tp_btf" | "raw_tp" | "raw_tracepoint")
+                && has_tracepoint(plan.spec().split('/').nth(1).unwrap_or_default());
+            if let Attach::Skip(why) = plan.attach() {
+                assert!(!must, "{name}: {}: {why}", plan.program());
+                failures.push(format!("{name}: {} skipped: {why}", plan.program()));
+                continue;
+            }
+            let outcome = load_planned(&obj, std::slice::from_ref(&plan), &opts)
+                .map_err(|e| e.to_string())
+                .and_then(|l| {
+                    let prog = l.programs().first().unwrap();
+                    linker
+                        .attach(&plan, prog)
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                });
+            match outcome {
+                Ok(()) => {
+                    entry.1 += 1;
+                    attached += 1;
+                }
+                Err(e) => {
+                    // Maps user space sizes (max_entries 0) are --map-size's business.
+                    let sized = e.contains("max_entries") || e.contains("Invalid argument");
+                    assert!(!must || sized, "{name}: {}: {e}", plan.program());
+                    assert!(!e.is_empty());
+                    failures.push(format!("{name}: {}: {e}", plan.program()));
+                }
+            }
+        }
+    }
+    for f in &failures {
+        eprintln!("not attached: {f}");
+    }
+    for (kind, (n, ok)) in &by_kind {
+        eprintln!("real programs {kind}: {ok} of {n} load and attach");
+    }
+    eprintln!("real programs: {attached} of {total} load and attach on this host");
+    assert!(attached > 0);
+}

@@ -141,6 +141,7 @@ fn run(locs: &ArgLocs<'_>, calls: &[(*const Outer, i32, u8, i64)]) -> Vec<(Vec<u
             license: "GPL",
             kern_version: 0,
             btf: None,
+            attach: Default::default(),
         },
         &LoadLog::Always {
             level: 1,

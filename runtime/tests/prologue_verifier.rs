@@ -46,6 +46,7 @@ fn verify(what: &str, locs: &ArgLocs<'_>) -> usize {
         license: "GPL",
         kern_version: sluice_runtime::kernel::version::running_kernel_version().unwrap_or(0),
         btf: None,
+        attach: Default::default(),
     };
     match load::program(
         &load,

@@ -209,6 +209,7 @@ fn run(bin: &Path, args: &str, fetch_args: Option<&[(&str, bool)]>) -> Vec<(Vec<
             license: "GPL",
             kern_version: 0,
             btf: None,
+            attach: Default::default(),
         },
         &LoadLog::Always {
             level: 1,

@@ -51,6 +51,12 @@ sampling:
 lost_count:
 shared_tp:
 many_args:
+attach_types:
+attach_refused:
+attach_multi:
+attach_nofunc:
+bench_ringbuf:
+ringbuf_records:
 "
 
 for entry in $FIXTURES; do

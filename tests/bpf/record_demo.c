@@ -8,7 +8,8 @@
  * all the files a command opens (libraries, locale data, its own input) only
  * the configuration files under /etc/ are recorded. The path itself is a user
  * pointer in the tracepoint's record; the program copies it and sends it
- * through the perf event array `paths` so the output can show it.
+ * through the perf event array `paths` as a struct etc_path, which the output
+ * decodes by the object's BTF.
  */
 #include "sluice_bpf.h"
 
@@ -50,22 +51,34 @@ struct bpf_map_def SEC("maps") target_tgid = {
 
 #define PATH_LEN 64
 
+/* What goes to `paths`: a type of its own, so the object's BTF describes the record
+ * and `sluice record` prints it as `path="/etc/..."`. */
+struct etc_path {
+	char path[PATH_LEN];
+};
+
+/* A subprogram taking the record: a function's parameters are in BTF. */
+static __noinline int under_etc(struct etc_path *p)
+{
+	return p->path[0] == '/' && p->path[1] == 'e' && p->path[2] == 't' &&
+	       p->path[3] == 'c' && p->path[4] == '/';
+}
+
 SEC("tracepoint/syscalls/sys_enter_openat")
 int etc_opens(struct sys_enter_openat_args *args)
 {
-	char path[PATH_LEN] = {};
+	struct etc_path p = {};
 	u32 key = 0;
 	u32 *target = bpf_map_lookup_elem(&target_tgid, &key);
 
 	if (target && *target && *target != bpf_get_current_pid_tgid() >> 32)
 		return 0;
 
-	if (bpf_probe_read_user_str(path, sizeof(path), args->filename) < 6)
+	if (bpf_probe_read_user_str(p.path, sizeof(p.path), args->filename) < 6)
 		return 0;
-	if (path[0] != '/' || path[1] != 'e' || path[2] != 't' || path[3] != 'c' ||
-	    path[4] != '/')
+	if (!under_etc(&p))
 		return 0;
-	bpf_perf_event_output(args, &paths, BPF_F_CURRENT_CPU, path, sizeof(path));
+	bpf_perf_event_output(args, &paths, BPF_F_CURRENT_CPU, &p, sizeof(p));
 	return 1;
 }
 

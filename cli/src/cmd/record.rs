@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crate::fail::Failure;
 use crate::output::pair::{Item, Pairer};
-use crate::output::{self, json, perf_data, text, Comms};
+use crate::output::{self, json, perf_data, records, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
 use sluice_runtime::ring::{RingConfig, Wakeup};
@@ -61,12 +61,14 @@ struct Args {
     cpus: Option<Vec<u32>>,
     output: Option<std::path::PathBuf>,
     perf_data: Option<std::path::PathBuf>,
+    metrics: Option<std::net::SocketAddr>,
     btf: Option<std::path::PathBuf>,
     debuginfo: Option<std::path::PathBuf>,
     /// `--prog`, `--set`, `--map-size`, `--pin-root` ([`super::config`]); `-F`.
     load: sluice_runtime::LoadOptions,
     /// `--pmu MAP=EVENT`.
     pmu: BTreeMap<String, String>,
+    decode: Vec<(String, records::Choice)>,
     command: Vec<OsString>,
 }
 
@@ -152,6 +154,14 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                     .ok_or_else(|| bad(format!("--pmu wants MAP=EVENT, got '{v}'")))?;
                 a.pmu.insert(map.to_owned(), event.to_owned());
             }
+            Long("decode") => {
+                let v = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .string()
+                    .map_err(crate::fail::usage)?;
+                a.decode.push(records::parse_decode(&v).map_err(&bad)?);
+            }
             // The kernel's BTF for CO-RE when /sys/kernel/btf/vmlinux is missing (appliances
             // often lack it), and a vmlinux with DWARF for kprobe arguments that are variables.
             Long("btf") => a.btf = Some(parser.value().map_err(crate::fail::usage)?.into()),
@@ -182,6 +192,11 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             }
             Long("perf-data") => {
                 a.perf_data = Some(parser.value().map_err(crate::fail::usage)?.into());
+            }
+            Long("metrics") => {
+                let v = parser.value().map_err(crate::fail::usage)?;
+                let text = v.to_string_lossy().into_owned();
+                a.metrics = Some(output::metrics::parse_addr(&text).map_err(bad)?);
             }
             Value(v) => {
                 a.command.push(v);
@@ -257,13 +272,42 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
     }
 }
 
+/// The counters of `session`'s sources and the server of them (its address said on
+/// stderr).
+fn start_metrics(
+    addr: std::net::SocketAddr,
+    session: &Session,
+) -> Result<
+    (
+        std::sync::Arc<output::metrics::Counters>,
+        output::metrics::Server,
+    ),
+    Failure,
+> {
+    use output::metrics::{exposition::Exposition, Counters, Limits, Server};
+    let events = session.sources().iter().map(|s| s.name.clone()).collect();
+    let attached = session
+        .objects()
+        .iter()
+        .map(|o| o.programs().len())
+        .sum::<usize>();
+    let counters = std::sync::Arc::new(Counters::new(events, attached as u64));
+    let exposition = Exposition::new(std::sync::Arc::clone(&counters), Vec::new());
+    let server = Server::start(addr, exposition, Limits::default())
+        .map_err(|e| Failure::runtime(format!("--metrics {addr}: cannot listen: {e}"), None))?;
+    crate::console::say!("sluice: metrics on http://{}/metrics", server.local_addr());
+    Ok((counters, server))
+}
+
 fn record(args: Args) -> Result<(), Failure> {
     let objects = read_objects(&args.objects)?;
-    let command: Vec<OsString> = if args.command.is_empty() && !args.all && args.pid.is_none() {
-        DEFAULT_WORKLOAD.iter().map(OsString::from).collect()
-    } else {
-        args.command.clone()
-    };
+    // An exporter (`--metrics` alone) records system-wide until it is stopped.
+    let command: Vec<OsString> =
+        if args.command.is_empty() && !args.all && args.pid.is_none() && args.metrics.is_none() {
+            DEFAULT_WORKLOAD.iter().map(OsString::from).collect()
+        } else {
+            args.command.clone()
+        };
     let mut ring = RingConfig::default();
     if let Some(p) = args.pages {
         ring.data_pages = p;
@@ -286,7 +330,9 @@ fn record(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
-    let text_out = perf_target.is_none() || args.output.is_some();
+    // `--metrics` alone records quietly: the numbers are for the scraper.
+    let text_out =
+        (perf_target.is_none() && (args.metrics.is_none() || args.json)) || args.output.is_some();
     // Handlers first: a Ctrl-C during set-up then ends the run at its first step, through
     // the same release path.
     let sigs = signals::install()
@@ -327,6 +373,8 @@ fn record(args: Args) -> Result<(), Failure> {
         cpus: args.cpus.clone(),
         load: args.load.clone(),
         pmu: args.pmu.clone(),
+        // perf.data describes every event by its tracefs format.
+        tracefs_probes: args.perf_data.is_some(),
     };
     opts.load.target_btf = args.btf.clone();
     opts.load.debuginfo = args.debuginfo.clone();
@@ -375,6 +423,11 @@ fn record(args: Args) -> Result<(), Failure> {
         }
         None => None,
     };
+    // The metrics server, before the workload runs: its first scrape sees every event.
+    let metrics = match args.metrics {
+        Some(addr) => Some(start_metrics(addr, &session)?),
+        None => None,
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command
@@ -384,6 +437,9 @@ fn record(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    let mut indices = records::Indices::new(&objects);
+    let decoder = records::Records::new(&objects, &mut indices, session.sources(), &args.decode)
+        .map_err(|e| Failure::usage_msg(format!("record: {e}")))?;
     let started = Instant::now();
     let deadline = args.duration.map(|d| started + d);
     // A full output nobody reads must not make the run deaf to a stop: the writer waits
@@ -407,19 +463,33 @@ fn record(args: Args) -> Result<(), Failure> {
         buf: String::with_capacity(512),
         comms: Comms::default(),
         json: args.json,
+        records: decoder,
     };
     // A program's output and its probe's sample of one hit print together (output::pair).
     let mut pairer = Pairer::new(session.sources());
     let mut stopped_by_output = false;
+    let counters = metrics.as_ref().map(|(c, _)| std::sync::Arc::clone(c));
     let mut sink = |s: &Session, e: &Event| {
         if let Some(r) = recording.as_mut() {
             r.event(s, e);
+        }
+        if let Some(c) = &counters {
+            match e {
+                Event::Lost { cpu, lost, .. } => c.lost(*cpu, *lost),
+                Event::Sample { source, .. } => c.sample(*source),
+            }
         }
         if text_out {
             match e {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } => {
-                    pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    // What the object's BTF decodes prints with its names, never paired;
+                    // so does what --decode MAP=raw keeps as hex.
+                    if lines.records.stands_alone(*source, sample.raw.len()) {
+                        lines.item(s, Item::One(*source, sample));
+                    } else {
+                        pairer.push(*source, sample, &mut |item| lines.item(s, item));
+                    }
                 }
             }
         }
@@ -454,10 +524,21 @@ fn record(args: Args) -> Result<(), Failure> {
         write_error.get_or_insert(e);
     }
     let unwritten = (lines.unwritten, lines.out.buffer().len());
+    let short = lines.records.short();
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
+    let scrapes = metrics.map(|(_, server)| {
+        server
+            .stats()
+            .scrapes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    });
     let summary = session.summary();
     let names: Vec<String> = session.sources().iter().map(|s| s.name.clone()).collect();
+    let ringbufs = session
+        .sources()
+        .iter()
+        .any(|s| matches!(s.kind, SourceKind::RingBuf { .. }));
     // Release everything (events, then probes, then programs) before reporting.
     let closed = session.close();
     for (name, e) in &closed.errors {
@@ -489,14 +570,32 @@ fn record(args: Args) -> Result<(), Failure> {
         Stop::Signal(s) => format!("signal {s}"),
         Stop::ProcessExited => format!("process {} exited", args.pid.unwrap_or(0)),
     };
+    // Ring-buffer records say nothing of who wrote them: the summary says so.
+    let bufs = if ringbufs {
+        format!(
+            "; ring-buffer records carry no pid/cpu/time (shown as the program wrote them), \
+             {} discarded by their programs",
+            summary.discarded
+        )
+    } else {
+        String::new()
+    };
+    let short = if short > 0 {
+        format!("; {short} records shorter than their type (shown raw)")
+    } else {
+        String::new()
+    };
     crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
-         probes removed {}; stopped: {why}",
+         probes removed {}; stopped: {why}{bufs}{short}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
         summary.malformed,
         closed.probes_removed,
     );
+    if let Some(n) = scrapes {
+        crate::console::say!("sluice record: metrics: {n} scrapes answered");
+    }
     match &perf_result {
         Some(Ok(st)) => crate::console::say!(
             "sluice record: perf.data {}: {} samples, {} lost records, {} side-band, {} \
@@ -554,6 +653,7 @@ struct Lines<'a> {
     buf: String,
     comms: Comms,
     json: bool,
+    records: records::Records<'a>,
 }
 
 impl Lines<'_> {
@@ -596,6 +696,18 @@ impl Lines<'_> {
                 let Some(src) = sources.get(source) else {
                     return;
                 };
+                let recs = &mut self.records;
+                let json_mode = self.json;
+                let mut decode = |o: &mut String| recs.fields(o, source, &sample.raw, json_mode);
+                if let SourceKind::RingBuf { map } = &src.kind {
+                    if json_mode {
+                        json::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    } else {
+                        text::record_line(buf, &src.name, map, &sample.raw, &mut decode);
+                    }
+                    self.put();
+                    return;
+                }
                 let h = head(
                     self.comms.get(sample.fields.pid, sample.fields.tid),
                     sample,
@@ -611,11 +723,14 @@ impl Lines<'_> {
                         }
                     }
                     (SourceKind::Output { map }, true) => {
-                        json::output_line(buf, &h, map, &sample.raw)
+                        json::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
                     (SourceKind::Output { map }, false) => {
-                        text::output_line(buf, &h, map, &sample.raw)
+                        text::output_line(buf, &h, map, &sample.raw, &mut decode)
                     }
+                    // Writes no samples of its own.
+                    (SourceKind::Hook { .. }, _) => return,
+                    (SourceKind::RingBuf { .. }, _) => {}
                 }
             }
             Item::Pair { output, trace } => {

@@ -1,6 +1,6 @@
 //! One JSON object per line, hand-serialised (no serde in the binary).
 
-use super::{decimal_into, hex_into, hex_u64_into, payload_text, signed_into, Head, Value};
+use super::{decimal_into, hex_into, hex_u64_into, signed_into, Head, Value};
 
 /// Appends `s` as a JSON string literal to `out`.
 pub fn string_into(out: &mut String, s: &str) {
@@ -101,17 +101,44 @@ fn trace_members(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&st
 
 fn output_members(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
     head(out, h);
+    record_members(out, map, raw, &mut |_| false);
+}
+
+/// `,"map":MAP,"size":N,` then `"fields":{...}` when `decode` appends them, else
+/// `"data":"HEX"`.
+fn record_members(
+    out: &mut String,
+    map: &str,
+    raw: &[u8],
+    decode: &mut dyn FnMut(&mut String) -> bool,
+) {
     out.push_str(",\"map\":");
     string_into(out, map);
     out.push_str(",\"size\":");
     decimal_into(out, raw.len() as u64);
+    out.push_str(",\"fields\":");
+    if decode(out) {
+        return;
+    }
+    out.truncate(out.len() - ",\"fields\":".len());
     out.push_str(",\"data\":\"");
     hex_into(out, raw);
     out.push('"');
-    if let Some(t) = payload_text(raw) {
-        out.push_str(",\"str\":");
-        string_into(out, t);
-    }
+}
+
+/// Appends a ring-buffer record: `{"type":"record","event":..,"map":..,"size":..}` with
+/// `"fields"` (decoded) or `"data"` (hex). It has no process, CPU or time.
+pub fn record_line(
+    out: &mut String,
+    event: &str,
+    map: &str,
+    raw: &[u8],
+    decode: &mut dyn FnMut(&mut String) -> bool,
+) {
+    out.push_str("{\"type\":\"record\",\"event\":");
+    string_into(out, event);
+    record_members(out, map, raw, decode);
+    out.push('}');
 }
 
 /// Appends a trace sample with its decoded fields.
@@ -120,9 +147,16 @@ pub fn trace_line(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&s
     out.push('}');
 }
 
-/// Appends a bpf-output sample.
-pub fn output_line(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
-    output_members(out, h, map, raw);
+/// Appends a bpf-output sample, with `"fields"` when `decode` appends them.
+pub fn output_line(
+    out: &mut String,
+    h: &Head<'_>,
+    map: &str,
+    raw: &[u8],
+    decode: &mut dyn FnMut(&mut String) -> bool,
+) {
+    head(out, h);
+    record_members(out, map, raw, decode);
     out.push('}');
 }
 
@@ -207,8 +241,15 @@ mod tests {
             )
         );
         assert_eq!(
-            line(|s| output_line(s, &h, "m", b"ab\0")),
-            format!("{{{head},\"map\":\"m\",\"size\":3,\"data\":\"616200\",\"str\":\"ab\"}}")
+            line(|s| output_line(s, &h, "m", b"ab\0", &mut |_| false)),
+            format!("{{{head},\"map\":\"m\",\"size\":3,\"data\":\"616200\"}}")
+        );
+        assert_eq!(
+            line(|s| record_line(s, "ringbuf:r", "r", b"ab\0", &mut |o| {
+                o.push_str("{\"a\":1}");
+                true
+            })),
+            "{\"type\":\"record\",\"event\":\"ringbuf:r\",\"map\":\"r\",\"size\":3,\"fields\":{\"a\":1}}"
         );
         assert_eq!(
             line(|s| lost_line(s, "e", Some(3), 9)),

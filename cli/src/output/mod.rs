@@ -1,13 +1,18 @@
 //! Turning session events into lines: `perf script`-like text ([`text`]) or JSON lines
 //! ([`json`]); a program's bpf-output and its probe's sample of the same hit side by side
-//! ([`pair`]). RAW data is decoded by the event's tracefs `format`; nothing in a sample is
-//! trusted (a field that does not fit prints as `?`).
+//! ([`pair`]). RAW data is decoded by the event's tracefs `format`; what a program wrote
+//! (bpf-output, ring buffers) by the object's BTF ([`records`], [`value`]), else shown as
+//! hex — never guessed from its first bytes. Nothing in a sample is trusted (a field that
+//! does not fit prints as `?`).
 
 pub mod file;
 pub mod json;
+pub mod metrics;
 pub mod pair;
 pub mod perf_data;
+pub mod records;
 pub mod text;
+pub mod value;
 
 use std::collections::HashMap;
 
@@ -125,17 +130,6 @@ fn scalar(f: &Field, raw: &[u8]) -> Value {
 pub fn until_nul(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(b.get(..end).unwrap_or(b)).into_owned()
-}
-
-/// The printable text at the start of a bpf-output payload, if it is one: non-empty,
-/// printable ASCII up to a NUL.
-pub fn payload_text(b: &[u8]) -> Option<&str> {
-    let end = b.iter().position(|&c| c == 0)?;
-    let text = b.get(..end)?;
-    if text.is_empty() || !text.iter().all(|c| (0x20..0x7f).contains(c)) {
-        return None;
-    }
-    std::str::from_utf8(text).ok()
 }
 
 /// The lower-case hex digit of `n` (0..16).
@@ -288,10 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn payload_text_only_when_printable() {
-        assert_eq!(payload_text(b"/etc/x\0\0"), Some("/etc/x"));
-        assert_eq!(payload_text(b"\x01\x02\0"), None);
-        assert_eq!(payload_text(b"no nul"), None);
+    fn hex_of_bytes() {
         let mut s = String::new();
         hex_into(&mut s, &[0, 0xab]);
         assert_eq!(s, "00ab");

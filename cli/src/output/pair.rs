@@ -11,8 +11,9 @@
 //! - same thread id;
 //! - T comes after O with no other sample of that thread in between;
 //! - `0 <= T.time - O.time <= WINDOW_NS` (1 ms; a hit takes microseconds);
-//! - O's payload reads as words (below) and does not start with printable text (a path or
-//!   a name keeps its own `str=` line).
+//! - O's payload reads as words (below); an output the object's BTF decodes
+//!   ([`super::records`]) is never held: it prints with its field names; nor is one that
+//!   `--decode MAP=raw` keeps as hex.
 //!
 //! An output that may still pair is held back until its thread's next sample, or until a
 //! sample more than [`WINDOW_NS`] younger arrives, or the end of the run: then it prints
@@ -176,9 +177,9 @@ impl Pairer {
     }
 }
 
-/// Whether an output payload may be paired: whole words, not text (module docs).
+/// Whether an output payload may be paired: whole words (module docs).
 fn pairable(raw: &[u8]) -> bool {
-    words(raw, &[]).is_some() && super::payload_text(raw).is_none()
+    words(raw, &[]).is_some()
 }
 
 /// The payload as words typed by `fields` (module docs), or `None` when it is not whole
@@ -343,7 +344,9 @@ mod tests {
         bad.push(1);
         assert_eq!(words(&bad, &fields), None);
         assert!(pairable(&raw));
-        assert!(!pairable(b"/etc/passwd\0\0\0\0\0"));
+        // No text guessed from the bytes: whole words pair (an output the object's BTF
+        // decodes is kept out of pairing by the caller, see records).
+        assert!(pairable(b"/etc/passwd\0\0\0\0\0"));
         assert!(!pairable(b"abc"));
     }
 }

@@ -1,8 +1,6 @@
 //! `perf script`-like lines: `COMM PID/TID [CPU] SECS.USECS: GROUP:EVENT: field=value ...`.
 
-use super::{
-    decimal_digits, decimal_into, hex_into, hex_u64_into, payload_text, signed_into, Head, Value,
-};
+use super::{decimal_digits, decimal_into, hex_into, hex_u64_into, signed_into, Head, Value};
 
 /// Appends `SECS.USECS` of a perf timestamp in nanoseconds.
 pub fn timestamp(out: &mut String, ns: Option<u64>) {
@@ -105,19 +103,44 @@ pub fn trace_line(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&s
     }
 }
 
-/// Appends a bpf-output sample: the head, the map, the size, the bytes in hex, and the
-/// text when the payload starts with printable text.
-pub fn output_line(out: &mut String, h: &Head<'_>, map: &str, raw: &[u8]) {
+/// Appends a bpf-output sample: the head, then the record's fields when `decode` appends
+/// them ([`super::records`]), else the map, the size and the bytes in hex.
+pub fn output_line(
+    out: &mut String,
+    h: &Head<'_>,
+    map: &str,
+    raw: &[u8],
+    decode: &mut dyn FnMut(&mut String) -> bool,
+) {
     head(out, h);
+    if !decode(out) {
+        raw_fields(out, map, raw);
+    }
+}
+
+/// ` map=MAP size=N data=HEX`.
+fn raw_fields(out: &mut String, map: &str, raw: &[u8]) {
     out.push_str(" map=");
     out.push_str(map);
     out.push_str(" size=");
     decimal_into(out, raw.len() as u64);
     out.push_str(" data=");
     hex_into(out, raw);
-    if let Some(t) = payload_text(raw) {
-        use std::fmt::Write as _;
-        let _ = write!(out, " str={t:?}");
+}
+
+/// Appends a ring-buffer record: `ringbuf:MAP:` and its fields when `decode` appends
+/// them, else the map, size and hex. A ring-buffer record has no process, CPU or time.
+pub fn record_line(
+    out: &mut String,
+    event: &str,
+    map: &str,
+    raw: &[u8],
+    decode: &mut dyn FnMut(&mut String) -> bool,
+) {
+    out.push_str(event);
+    out.push(':');
+    if !decode(out) {
+        raw_fields(out, map, raw);
     }
 }
 
@@ -208,9 +231,21 @@ mod tests {
             line(|s| pair_line(s, (&h("e"), None), &[], "out", b"ab\0")),
             "             cat     12/13     [001] 1234.567891: e: | bpf(out): data=616200"
         );
+        // No text guessed from the payload's first bytes.
         assert_eq!(
-            line(|s| output_line(s, &h("m"), "m", b"ab\0")),
-            "             cat     12/13     [001] 1234.567891: m: map=m size=3 data=616200 str=\"ab\""
+            line(|s| output_line(s, &h("m"), "m", b"ab\0", &mut |_| false)),
+            "             cat     12/13     [001] 1234.567891: m: map=m size=3 data=616200"
+        );
+        assert_eq!(
+            line(|s| record_line(s, "ringbuf:rb", "rb", b"ab\0", &mut |_| false)),
+            "ringbuf:rb: map=rb size=3 data=616200"
+        );
+        assert_eq!(
+            line(|s| record_line(s, "ringbuf:rb", "rb", b"ab\0", &mut |o| {
+                o.push_str(" a=1");
+                true
+            })),
+            "ringbuf:rb: a=1"
         );
     }
 }

@@ -8,6 +8,7 @@
 //! .BTF.ext bytes ──BtfExt::parse(bytes, &btf)──► func_info / line_info / core_relo iterators
 //! Btf + `.maps` DATASEC id ──btf_maps──► BtfMapDef per map (type, sizes, flags, inner map)
 //! local Btf + target Btf (the kernel's) ──CoreResolver──► new imm/offset per relocation, or poison
+//! Btf + type id + record bytes ──walk──► a Visitor's fields (value.rs: records decoded)
 //! ```
 //!
 //! # The type index
@@ -39,6 +40,7 @@ mod header;
 pub(crate) mod maps;
 mod section;
 mod types;
+mod value;
 mod var;
 
 pub use core_relo::{
@@ -57,8 +59,12 @@ pub use types::{
     ArrayInfo, Entries, Entry, EnumValue, IntInfo, Kind, Member, Param, Type, VarSecInfo, INT_BOOL,
     INT_CHAR, INT_SIGNED, LINKAGE_EXTERN, LINKAGE_GLOBAL, LINKAGE_STATIC, TYPE_HEADER_LEN,
 };
+pub use value::{
+    find_c_type, record_candidates, walk, Int, RecordFit, ValueError, Visitor, MAX_VALUES,
+    MAX_VALUE_DEPTH,
+};
 pub use var::{
-    encode_value, find_global_var, global_vars, is_data_section, value_kind, GlobalVar, ValueError,
+    encode_value, find_global_var, global_vars, is_data_section, value_kind, GlobalVar, SetError,
     ValueKind,
 };
 

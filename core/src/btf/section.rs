@@ -238,6 +238,56 @@ impl<'a> Btf<'a> {
         self.ty(found)
     }
 
+    /// The id of the first type named `name` of kind `kind` in `split`, a split BTF over
+    /// this one (a kernel module's `/sys/kernel/btf/MODULE` over `vmlinux`): its type ids
+    /// follow this BTF's last, and its string offsets past this BTF's strings are its own.
+    /// The records are walked, not validated (only `split`'s names are read).
+    ///
+    /// # Errors
+    /// [`BtfError::Truncated`] / [`BtfError::BadHeader`] / [`BtfError::BadKind`] for a
+    /// `split` whose header or records are malformed.
+    pub fn find_in_split(&self, split: &[u8], name: &str, kind: Kind) -> BtfResult<Option<u32>> {
+        let header = Header::parse(split)?;
+        let endian = header.endian();
+        let types = header.types(split);
+        let strings = Strings(header.strings(split));
+        let base_len = u32::try_from(self.strings.0.len()).unwrap_or(u32::MAX);
+        let want = name.as_bytes();
+        let mut off = 0usize;
+        let mut id = self.type_count();
+        while off < types.len() {
+            id = id.checked_add(1).ok_or(BtfError::Capacity {
+                what: "BTF types",
+                limit: u32::MAX,
+            })?;
+            let (k, _, len) = record_shape(types, off, endian).ok_or(BtfError::Truncated {
+                what: "type record header",
+                offset: off as u32,
+                len: TYPE_HEADER_LEN as u32,
+            })?;
+            let k = Kind::from_u8(k).ok_or(BtfError::BadKind { id, kind: k })?;
+            if k == kind {
+                let name_off = header::get_u32(types, off, endian).unwrap_or(0);
+                let hit = match name_off.checked_sub(base_len) {
+                    Some(own) => strings.is(own, want),
+                    None => self.strings.is(name_off, want),
+                };
+                if hit && !want.is_empty() && !want.contains(&0) {
+                    return Ok(Some(id));
+                }
+            }
+            off =
+                off.checked_add(len)
+                    .filter(|&e| e <= types.len())
+                    .ok_or(BtfError::Truncated {
+                        what: "type record",
+                        offset: off as u32,
+                        len: len as u32,
+                    })?;
+        }
+        Ok(None)
+    }
+
     /// Follows TYPEDEF, VOLATILE, CONST, RESTRICT and TYPE_TAG from `id` to the first other
     /// type and returns its id (0 when the chain ends at void).
     ///

@@ -317,3 +317,64 @@ fn bit_flips(s: &[u8], n: usize, seed: &mut u64) -> std::vec::Vec<std::vec::Vec<
         })
         .collect()
 }
+
+/// A BTF blob: header, the given type records, the given strings.
+fn blob(types: &[u8], strings: &[u8]) -> std::vec::Vec<u8> {
+    let mut v = std::vec::Vec::new();
+    v.extend_from_slice(&[0x9f, 0xeb, 1, 0]);
+    v.extend_from_slice(&24u32.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&(types.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(types.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    v.extend_from_slice(types);
+    v.extend_from_slice(strings);
+    v
+}
+
+/// A type record header: name offset, info (kind << 24 | vlen), size or type.
+fn record(name_off: u32, kind: u32, vlen: u32, third: u32) -> [u8; 12] {
+    let mut r = [0u8; 12];
+    r[..4].copy_from_slice(&name_off.to_le_bytes());
+    r[4..8].copy_from_slice(&((kind << 24) | vlen).to_le_bytes());
+    r[8..].copy_from_slice(&third.to_le_bytes());
+    r
+}
+
+#[test]
+fn split_btf_names_and_ids_follow_the_base() {
+    // Base: [1] INT "int" (size 4, its 4-byte encoding), [2] FUNC_PROTO, [3] FUNC "base_f".
+    let mut types = std::vec::Vec::new();
+    types.extend_from_slice(&record(1, 1, 0, 4));
+    types.extend_from_slice(&(32u32).to_le_bytes());
+    types.extend_from_slice(&record(0, 13, 0, 1));
+    types.extend_from_slice(&record(5, 12, 0, 2));
+    let base_strings = b"\0int\0base_f\0";
+    let base = blob(&types, base_strings);
+    let mut index = [0u32; 8];
+    let base = Btf::parse(&base, &mut index).unwrap();
+    assert_eq!(base.type_count(), 3);
+    // Split: [4] FUNC "mod_f" (its own string, offset past the base's 12 bytes), [5]
+    // TYPEDEF "int" (a base string, as pahole dedups them), [6] FUNC "base_f" (base string).
+    let mut split = std::vec::Vec::new();
+    split.extend_from_slice(&record(12 + 1, 12, 0, 2));
+    split.extend_from_slice(&record(1, 8, 0, 1));
+    split.extend_from_slice(&record(5, 12, 0, 2));
+    let split = blob(&split, b"\0mod_f\0");
+    assert_eq!(base.find_in_split(&split, "mod_f", Kind::Func), Ok(Some(4)));
+    assert_eq!(
+        base.find_in_split(&split, "int", Kind::Typedef),
+        Ok(Some(5))
+    );
+    assert_eq!(
+        base.find_in_split(&split, "base_f", Kind::Func),
+        Ok(Some(6))
+    );
+    assert_eq!(base.find_in_split(&split, "int", Kind::Func), Ok(None));
+    assert_eq!(base.find_in_split(&split, "mod", Kind::Func), Ok(None));
+    assert_eq!(base.find_in_split(&split, "", Kind::Func), Ok(None));
+    // A truncated record is an error, not a wrong id.
+    let mut cut = split.clone();
+    cut.truncate(24 + 30);
+    assert!(base.find_in_split(&cut, "zzz", Kind::Func).is_err());
+}

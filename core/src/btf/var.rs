@@ -157,7 +157,7 @@ pub fn value_kind<'a>(btf: &Btf<'a>, type_id: u32) -> Result<ValueKind<'a>, BtfE
 /// Why a value does not fit a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ValueError {
+pub enum SetError {
     /// Not a number (for an integer, or an enum without that enumerator).
     NotANumber,
     /// A number past the type's range.
@@ -187,25 +187,25 @@ pub enum ValueError {
     },
 }
 
-impl fmt::Display for ValueError {
+impl fmt::Display for SetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            ValueError::NotANumber => f.write_str("not a number"),
-            ValueError::OutOfRange { size, signed } => {
+            SetError::NotANumber => f.write_str("not a number"),
+            SetError::OutOfRange { size, signed } => {
                 let (lo, hi) = range(size, signed);
                 write!(f, "out of range ({lo}..={hi})")
             }
-            ValueError::NotBool => f.write_str("want true, false, 1 or 0"),
-            ValueError::NoEnumerator => f.write_str("no such enumerator, nor a value in range"),
-            ValueError::TooLong { len } => write!(
+            SetError::NotBool => f.write_str("want true, false, 1 or 0"),
+            SetError::NoEnumerator => f.write_str("no such enumerator, nor a value in range"),
+            SetError::TooLong { len } => write!(
                 f,
                 "longer than {} bytes (the array holds {len} with the NUL)",
                 len.saturating_sub(1)
             ),
-            ValueError::Unsupported(kind) => {
+            SetError::Unsupported(kind) => {
                 write!(f, "a {} variable cannot be set from text", kind.name())
             }
-            ValueError::Size { have, want } => {
+            SetError::Size { have, want } => {
                 write!(f, "the section has {have} bytes for it, its type {want}")
             }
         }
@@ -292,38 +292,37 @@ fn put(bits: u128, endian: Endian, out: &mut [u8]) {
 /// of `endian`): every byte of `out` is written (a string's tail zeroed).
 ///
 /// # Errors
-/// [`ValueError`] for a value that does not fit, or a type no text is read into.
+/// [`SetError`] for a value that does not fit, or a type no text is read into.
 pub fn encode_value(
     kind: &ValueKind<'_>,
     text: &str,
     endian: Endian,
     out: &mut [u8],
-) -> Result<(), ValueError> {
+) -> Result<(), SetError> {
     let want = match *kind {
         ValueKind::Int { size, .. } | ValueKind::Bool { size } | ValueKind::Enum { size, .. } => {
             size
         }
         ValueKind::Chars { len } => len,
-        ValueKind::Other(k) => return Err(ValueError::Unsupported(k)),
+        ValueKind::Other(k) => return Err(SetError::Unsupported(k)),
     };
     if out.len() != want as usize {
-        return Err(ValueError::Size {
+        return Err(SetError::Size {
             have: out.len(),
             want,
         });
     }
     match *kind {
         ValueKind::Int { size, signed } => {
-            let (neg, mag) = parse_number(text).ok_or(ValueError::NotANumber)?;
-            let bits =
-                fit(neg, mag, size, signed).ok_or(ValueError::OutOfRange { size, signed })?;
+            let (neg, mag) = parse_number(text).ok_or(SetError::NotANumber)?;
+            let bits = fit(neg, mag, size, signed).ok_or(SetError::OutOfRange { size, signed })?;
             put(bits, endian, out);
         }
         ValueKind::Bool { .. } => {
             let v = match text.trim() {
                 "true" | "1" => 1,
                 "false" | "0" => 0,
-                _ => return Err(ValueError::NotBool),
+                _ => return Err(SetError::NotBool),
             };
             put(v, endian, out);
         }
@@ -333,8 +332,8 @@ pub fn encode_value(
                 // The raw bits of the enumerator, cut to the enum's size.
                 Some(e) => u128::from(e.raw),
                 None => {
-                    let (neg, mag) = parse_number(text).ok_or(ValueError::NoEnumerator)?;
-                    fit(neg, mag, size, signed).ok_or(ValueError::NoEnumerator)?
+                    let (neg, mag) = parse_number(text).ok_or(SetError::NoEnumerator)?;
+                    fit(neg, mag, size, signed).ok_or(SetError::NoEnumerator)?
                 }
             };
             put(bits, endian, out);
@@ -342,14 +341,14 @@ pub fn encode_value(
         ValueKind::Chars { len } => {
             let bytes = text.as_bytes();
             if bytes.len() >= len as usize {
-                return Err(ValueError::TooLong { len });
+                return Err(SetError::TooLong { len });
             }
             out.fill(0);
             if let Some(dst) = out.get_mut(..bytes.len()) {
                 dst.copy_from_slice(bytes);
             }
         }
-        ValueKind::Other(k) => return Err(ValueError::Unsupported(k)),
+        ValueKind::Other(k) => return Err(SetError::Unsupported(k)),
     }
     Ok(())
 }
@@ -359,7 +358,7 @@ pub fn encode_value(
 mod tests {
     use super::*;
 
-    fn int(size: u32, signed: bool, text: &str) -> Result<[u8; 16], ValueError> {
+    fn int(size: u32, signed: bool, text: &str) -> Result<[u8; 16], SetError> {
         let mut out = [0u8; 16];
         let kind = ValueKind::Int { size, signed };
         encode_value(&kind, text, Endian::Little, &mut out[..size as usize])?;
@@ -371,7 +370,7 @@ mod tests {
         assert_eq!(int(1, false, "255").unwrap()[0], 255);
         assert_eq!(
             int(1, false, "256"),
-            Err(ValueError::OutOfRange {
+            Err(SetError::OutOfRange {
                 size: 1,
                 signed: false
             })
@@ -401,7 +400,7 @@ mod tests {
         );
         assert_eq!(&int(16, true, "-2").unwrap(), &(-2i128).to_le_bytes());
         for bad in ["", "-", "0x", "12a", "--1", "1.5", "one", "0x-1"] {
-            assert_eq!(int(4, true, bad), Err(ValueError::NotANumber), "{bad}");
+            assert_eq!(int(4, true, bad), Err(SetError::NotANumber), "{bad}");
         }
     }
 
@@ -422,7 +421,7 @@ mod tests {
         assert_eq!(b, [0]);
         assert_eq!(
             encode_value(&kind, "yes", Endian::Little, &mut b),
-            Err(ValueError::NotBool)
+            Err(SetError::NotBool)
         );
         let mut s = [0xaau8; 8];
         let kind = ValueKind::Chars { len: 8 };
@@ -431,12 +430,12 @@ mod tests {
         encode_value(&kind, "1234567", Endian::Little, &mut s).unwrap();
         assert_eq!(
             encode_value(&kind, "12345678", Endian::Little, &mut s),
-            Err(ValueError::TooLong { len: 8 })
+            Err(SetError::TooLong { len: 8 })
         );
         let mut short = [0u8; 2];
         assert_eq!(
             encode_value(&kind, "a", Endian::Little, &mut short),
-            Err(ValueError::Size { have: 2, want: 8 })
+            Err(SetError::Size { have: 2, want: 8 })
         );
         assert_eq!(
             encode_value(
@@ -445,13 +444,13 @@ mod tests {
                 Endian::Little,
                 &mut short
             ),
-            Err(ValueError::Unsupported(Kind::Struct))
+            Err(SetError::Unsupported(Kind::Struct))
         );
     }
 
     #[test]
     fn ranges_are_named() {
-        let e = ValueError::OutOfRange {
+        let e = SetError::OutOfRange {
             size: 2,
             signed: true,
         };

@@ -41,10 +41,21 @@ pub mod cmd {
     pub const OBJ_GET: u32 = 7;
     /// `BPF_OBJ_GET_INFO_BY_FD` (Linux 4.13).
     pub const OBJ_GET_INFO_BY_FD: u32 = 15;
+    /// `BPF_RAW_TRACEPOINT_OPEN` (Linux 4.17): attaches a raw tracepoint, `tp_btf`, or
+    /// (with no name) a tracing program to its `attach_btf_id`.
+    pub const RAW_TRACEPOINT_OPEN: u32 = 17;
     /// `BPF_BTF_LOAD` (Linux 4.18).
     pub const BTF_LOAD: u32 = 18;
+    /// `BPF_PROG_GET_FD_BY_ID` (Linux 4.13).
+    pub const PROG_GET_FD_BY_ID: u32 = 13;
+    /// `BPF_BTF_GET_FD_BY_ID` (Linux 4.18).
+    pub const BTF_GET_FD_BY_ID: u32 = 19;
     /// `BPF_MAP_FREEZE` (Linux 5.2): user space may no longer write the map.
     pub const MAP_FREEZE: u32 = 22;
+    /// `BPF_BTF_GET_NEXT_ID` (Linux 5.4).
+    pub const BTF_GET_NEXT_ID: u32 = 23;
+    /// `BPF_LINK_CREATE` (Linux 5.7).
+    pub const LINK_CREATE: u32 = 28;
 }
 
 /// `enum bpf_map_type` values (unknown values are passed through untouched).
@@ -356,6 +367,76 @@ pub struct BtfLoadAttr {
     pub btf_log_true_size: u32,
 }
 
+/// `union bpf_attr` as used by `BPF_LINK_CREATE`, with the `perf_event` / `tracing` union
+/// member's `bpf_cookie` (Linux 5.15).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct LinkCreateAttr {
+    /// The program.
+    pub prog_fd: u32,
+    /// What it attaches to: a perf event fd (`BPF_PERF_EVENT`), 0 for tracing programs.
+    pub target_fd: u32,
+    /// `enum bpf_attach_type`.
+    pub attach_type: u32,
+    /// Flags (zero).
+    pub flags: u32,
+    /// `target_btf_id` for tracing (0: the program's `attach_btf_id`).
+    pub target_btf_id: u32,
+    /// Explicit padding (zero).
+    pub pad0: u32,
+    /// `bpf_cookie` (zero).
+    pub cookie: u64,
+}
+
+/// `union bpf_attr` as used by `BPF_RAW_TRACEPOINT_OPEN` (without the 6.10 cookie).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct RawTracepointOpenAttr {
+    /// Address of the NUL-terminated tracepoint name; 0 for `tp_btf`, `fentry`, `lsm`
+    /// (the program's `attach_btf_id` says where).
+    pub name: u64,
+    /// The program.
+    pub prog_fd: u32,
+    /// Explicit padding (zero).
+    pub pad0: u32,
+}
+
+/// `union bpf_attr` as used by the `*_GET_NEXT_ID` and `*_GET_FD_BY_ID` commands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct IdAttr {
+    /// `start_id` (next id) or the id (fd by id).
+    pub id: u32,
+    /// Output of `*_GET_NEXT_ID`: the next id.
+    pub next_id: u32,
+    /// `open_flags` (zero).
+    pub open_flags: u32,
+    /// Explicit padding (zero).
+    pub pad0: u32,
+}
+
+/// `struct bpf_btf_info`, as `BPF_OBJ_GET_INFO_BY_FD` fills it for a BTF object.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_btf_info")]
+pub struct BtfInfoRaw {
+    /// Address of a buffer for the raw BTF (0: not copied).
+    pub btf: u64,
+    /// In: the buffer's size; out: the BTF's size.
+    pub btf_size: u32,
+    /// Kernel-wide BTF id.
+    pub id: u32,
+    /// Address of a buffer for the name (`vmlinux`, a module's name).
+    pub name: u64,
+    /// In: the name buffer's size; out: the name's length.
+    pub name_len: u32,
+    /// Whether it is the kernel's or a module's BTF (Linux 5.11).
+    pub kernel_btf: u32,
+}
+
 /// `struct bpf_prog_info`, as `BPF_OBJ_GET_INFO_BY_FD` fills it (up to Linux 5.16's fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(8))]
@@ -603,6 +684,15 @@ const _: () = {
     assert!(size_of::<MapInfoRaw>() == 40);
     assert!(size_of::<BtfLoadAttr>() == 32);
     assert!(offset_of!(BtfLoadAttr, btf_log_true_size) == 28);
+
+    assert!(size_of::<LinkCreateAttr>() == 32);
+    assert!(offset_of!(LinkCreateAttr, target_btf_id) == 16);
+    assert!(offset_of!(LinkCreateAttr, cookie) == 24);
+    assert!(size_of::<RawTracepointOpenAttr>() == 16);
+    assert!(size_of::<IdAttr>() == 16);
+    assert!(size_of::<BtfInfoRaw>() == 32);
+    assert!(offset_of!(BtfInfoRaw, name) == 16);
+    assert!(offset_of!(BtfInfoRaw, kernel_btf) == 28);
 
     assert!(size_of::<ProgInfoRaw>() == 232);
     assert!(offset_of!(ProgInfoRaw, tag) == 8);

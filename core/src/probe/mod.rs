@@ -40,6 +40,13 @@
 //! `kprobe/`, `kretprobe/`, `uprobe/`, `uretprobe/`, `tracepoint/` or `tp/` prefix, a
 //! malformed name is an error with a column.
 //!
+//! # Attach points
+//!
+//! libbpf's other tracing sections (`tp_btf/`, `fentry/`, `fexit/`, `fmod_ret/`, `lsm/`, their
+//! `.s` forms, `raw_tp/`, `raw_tracepoint/`, `.w`, `ksyscall/`, `kretsyscall/`,
+//! `kprobe.multi/`, `kretprobe.multi/`, `uprobe.multi/`) are titles to [`parse`]; [`attach_point`]
+//! reads what they attach to.
+//!
 //! # Canonical form
 //!
 //! [`ProbeSpec`]'s `Display` prints the libbpf-style form when it can say everything (so
@@ -48,6 +55,7 @@
 //! spec.
 
 mod arg;
+mod attach;
 mod ctype;
 mod cursor;
 mod error;
@@ -58,6 +66,9 @@ mod spec;
 mod tests;
 
 pub use arg::{Arg, ArgBase, FetchType, Step, MAX_STEPS};
+pub use attach::{
+    attach_point, attach_types, AttachError, AttachKind, AttachPoint, BPF_F_SLEEPABLE,
+};
 pub use ctype::{CType, IntWidth, Signedness, TypedArg};
 pub use error::ProbeError;
 pub use grammar::{parse, validate};

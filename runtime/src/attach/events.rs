@@ -207,6 +207,30 @@ pub enum Error {
         /// The errno.
         errno: Errno,
     },
+    /// The kernel refused to attach a program to a hook, raw tracepoint or PMU probe;
+    /// `reason` says why in the kernel's terms.
+    Refused {
+        /// The program.
+        program: String,
+        /// What it was to attach to (`fentry/do_unlinkat`, `uprobe /bin/true:main`).
+        target: String,
+        /// The call refused (`BPF_LINK_CREATE`).
+        call: &'static str,
+        /// The errno.
+        errno: Errno,
+        /// Why, in the kernel's terms.
+        reason: String,
+    },
+    /// The attach point cannot be attached on this kernel or by sluice (a
+    /// `kprobe.multi/` without `CONFIG_FPROBE`, a syscall without its wrapper).
+    Unsupported {
+        /// The program.
+        program: String,
+        /// The attach point.
+        target: String,
+        /// Why.
+        reason: String,
+    },
     /// Storing an event fd in a perf event array failed.
     MapUpdate {
         /// The map.
@@ -261,6 +285,21 @@ impl fmt::Display for Error {
             Error::Id { what, cpu, errno } => {
                 write!(f, "PERF_EVENT_IOC_ID of {what} on CPU {cpu}: {errno}")
             }
+            Error::Refused {
+                program,
+                target,
+                call,
+                errno,
+                reason,
+            } => write!(
+                f,
+                "cannot attach program '{program}' to {target}: {reason} ({call}: {errno})"
+            ),
+            Error::Unsupported {
+                program,
+                target,
+                reason,
+            } => write!(f, "cannot attach program '{program}' to {target}: {reason}"),
             Error::MapUpdate { map, cpu, source } => {
                 write!(
                     f,
@@ -278,7 +317,9 @@ impl std::error::Error for Error {
             | Error::SetBpf { errno, .. }
             | Error::Enable { errno, .. }
             | Error::SetOutput { errno, .. }
-            | Error::Id { errno, .. } => Some(errno),
+            | Error::Id { errno, .. }
+            | Error::Refused { errno, .. } => Some(errno),
+            Error::Unsupported { .. } => None,
             Error::Process { source, .. } => Some(source),
             Error::MapUpdate { source, .. } => Some(source.as_ref()),
         }

@@ -12,9 +12,11 @@ use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents, Scope};
+use super::hook::{attach_hook, attach_pmu_probe, program_only};
 use super::sampling::open_sampling;
+use crate::kernel::hooks::{probe_pmu, syscall_function};
 use crate::load::{LoadedProgram, Map};
-use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace};
+use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace, ProbePlan};
 use crate::ring::RingConfig;
 use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
 
@@ -65,14 +67,53 @@ pub struct Link {
     program: Option<String>,
     /// `None` only once released.
     events: Option<PerCpuEvents>,
-    /// A BPF link (`BPF_LINK_CREATE`: tp_btf, fentry, raw_tp ...); none of the attach
-    /// types made today has one.
+    /// A BPF link (`BPF_LINK_CREATE`, `BPF_RAW_TRACEPOINT_OPEN`: tp_btf, fentry, raw_tp,
+    /// a PMU probe's `BPF_PERF_EVENT`).
     bpf_link: Option<OwnedFd>,
+    /// The perf event of a kprobe/uprobe PMU probe (no ring, no tracefs entry).
+    pmu_event: Option<OwnedFd>,
     /// The tracefs probe made for it; `None` for tracepoints and output events.
     probe: Option<ProbeGuard>,
 }
 
 impl Link {
+    /// A program attached through a BPF link alone (`tp_btf`, `fentry`, `raw_tp` ...),
+    /// named `name` (its section).
+    fn hook(name: String, program: String, link: OwnedFd) -> Link {
+        Link {
+            name,
+            program: Some(program),
+            events: None,
+            bpf_link: Some(link),
+            pmu_event: None,
+            probe: None,
+        }
+    }
+
+    /// A program attached to a PMU probe's perf event, through `link` or (no link) the
+    /// event's `SET_BPF`.
+    pub(super) fn pmu(
+        name: String,
+        program: String,
+        event: OwnedFd,
+        link: Option<OwnedFd>,
+    ) -> Link {
+        Link {
+            name,
+            program: Some(program),
+            events: None,
+            bpf_link: link,
+            pmu_event: Some(event),
+            probe: None,
+        }
+    }
+
+    /// Whether the program rides a BPF link or a PMU probe, without sample events.
+    #[must_use]
+    pub fn is_program_only(&self) -> bool {
+        self.events.is_none() && self.program.is_some()
+    }
+
     /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for output events.
     #[must_use]
     pub fn name(&self) -> &str {
@@ -127,6 +168,7 @@ impl Link {
         // `PerCpuEvents`' own drop disables every event before it closes any.
         drop(self.events.take());
         drop(self.bpf_link.take());
+        drop(self.pmu_event.take());
         self.probe.take().map(ProbeGuard::remove)
     }
 }
@@ -151,6 +193,11 @@ pub struct Linker<'a> {
     pub scope: Scope,
     /// Ring size and wake-up policy of every event.
     pub ring: RingConfig,
+    /// Make probes whose program always returns 0 (so never lets the probe write a sample)
+    /// and that fetch nothing through the kprobe/uprobe PMUs where the kernel has them:
+    /// no tracefs entry. `false` keeps every probe in tracefs (a perf.data file describes
+    /// each event by its tracefs format).
+    pub pmu: bool,
 }
 
 impl Linker<'_> {
@@ -165,13 +212,21 @@ impl Linker<'_> {
         &self,
         plan: &Plan,
         prog: &LoadedProgram,
-    ) -> Result<(Link, EventFormat), LinkError> {
+    ) -> Result<(Link, Option<EventFormat>), LinkError> {
         let (probe, group, event) = match plan.attach() {
             Attach::Sample { freq } => return self.attach_sampling(*freq, prog),
             Attach::Skip(_) => return Err(LinkError::Spec(SpecProblem::Title)),
             Attach::Invalid(problem) => return Err(LinkError::Spec(problem.clone())),
+            Attach::Hook(h) => {
+                let fd =
+                    attach_hook(h, prog, Some(self.tracefs.root())).map_err(LinkError::Events)?;
+                return Ok((Link::hook(h.section(), prog.name().to_owned(), fd), None));
+            }
             Attach::Tracepoint { category, name } => (None, category.clone(), name.clone()),
             Attach::Probe(p) => {
+                if let Some(link) = self.pmu_probe(plan, p, prog)? {
+                    return Ok((link, None));
+                }
                 let req = match (prog.site(), &p.place) {
                     // The loader built this program's prologue for one DWARF site (`FUNC`
                     // alone is after the function's prologue, as perf places it; an
@@ -194,6 +249,11 @@ impl Linker<'_> {
                     (None, ProbePlace::Symbol(at)) => ProbeRequest {
                         kind: p.kind,
                         target: at.resolve().map_err(LinkError::Tracefs)?,
+                        args: p.fetch_args.clone(),
+                    },
+                    (None, ProbePlace::Syscall(name)) => ProbeRequest {
+                        kind: p.kind,
+                        target: syscall_target(plan, prog, name)?,
                         args: p.fetch_args.clone(),
                     },
                 };
@@ -227,6 +287,7 @@ impl Linker<'_> {
             program: Some(prog.name().to_owned()),
             events: Some(events),
             bpf_link: None,
+            pmu_event: None,
             probe,
         };
         if let Some(events) = &link.events {
@@ -234,7 +295,53 @@ impl Linker<'_> {
                 .set_bpf(prog.name(), prog.as_fd())
                 .map_err(LinkError::Events)?;
         }
-        Ok((link, format))
+        Ok((link, Some(format)))
+    }
+
+    /// The PMU probe of `p` for `prog`, when it qualifies (see [`Linker::pmu`]): written
+    /// in libbpf's form (not the perf form, whose events the seeds' users expect in
+    /// tracefs), no argument list (so no fetch-args beside it), no DWARF site, a program that always returns 0, and a
+    /// kernel with the PMU. `None`: make it in tracefs.
+    fn pmu_probe(
+        &self,
+        plan: &Plan,
+        p: &ProbePlan,
+        prog: &LoadedProgram,
+    ) -> Result<Option<Link>, LinkError> {
+        let libbpf_form = ["kprobe/", "kretprobe/", "uprobe/", "uretprobe/"]
+            .iter()
+            .any(|f| plan.spec().starts_with(f))
+            || matches!(p.place, ProbePlace::Syscall(_));
+        if !self.pmu || !libbpf_form || !p.bare || prog.site().is_some() {
+            return Ok(None);
+        }
+        let user = matches!(
+            p.kind,
+            tracefs::ProbeKind::Uprobe | tracefs::ProbeKind::Uretprobe
+        );
+        let Some(pmu) = probe_pmu(if user { "uprobe" } else { "kprobe" }) else {
+            return Ok(None);
+        };
+        if !program_only(prog) {
+            log::debug!(
+                "'{}' may return non-zero: its probe stays in tracefs for its samples",
+                prog.name()
+            );
+            return Ok(None);
+        }
+        let target = match &p.place {
+            ProbePlace::Resolved(t) => t.clone(),
+            ProbePlace::Symbol(at) => at.resolve().map_err(LinkError::Tracefs)?,
+            ProbePlace::Syscall(name) => syscall_target(plan, prog, name)?,
+            ProbePlace::NeedsSite => return Ok(None),
+        };
+        let probe = attach_pmu_probe(p.kind, &target, pmu, prog).map_err(LinkError::Events)?;
+        Ok(Some(Link::pmu(
+            probe.what,
+            prog.name().to_owned(),
+            probe.event,
+            probe.link,
+        )))
     }
 
     /// A `perf_event` program on a sampling event per CPU ([`open_sampling`]): the link is
@@ -244,7 +351,7 @@ impl Linker<'_> {
         &self,
         freq: u64,
         prog: &LoadedProgram,
-    ) -> Result<(Link, EventFormat), LinkError> {
+    ) -> Result<(Link, Option<EventFormat>), LinkError> {
         let (events, name) =
             open_sampling(freq, self.scope, self.cpus, &self.ring).map_err(LinkError::Events)?;
         log::info!("sampling {name} at {freq} Hz for '{}'", prog.name());
@@ -253,6 +360,7 @@ impl Linker<'_> {
             program: Some(prog.name().to_owned()),
             events: Some(events),
             bpf_link: None,
+            pmu_event: None,
             probe: None,
         };
         if let Some(events) = &link.events {
@@ -264,7 +372,7 @@ impl Linker<'_> {
             name: name.to_owned(),
             ..EventFormat::default()
         };
-        Ok((link, format))
+        Ok((link, Some(format)))
     }
 
     /// The output events of perf event array `map` ([`open_bpf_output`]), as a link
@@ -278,7 +386,24 @@ impl Linker<'_> {
             program: None,
             events: Some(open_bpf_output(map, self.cpus, &self.ring)?),
             bpf_link: None,
+            pmu_event: None,
             probe: None,
         })
     }
+}
+
+/// The kernel function of syscall `name` (`ksyscall/NAME`) for `prog`.
+fn syscall_target(
+    plan: &Plan,
+    prog: &LoadedProgram,
+    name: &str,
+) -> Result<tracefs::ProbeTarget, LinkError> {
+    let func = syscall_function(name).map_err(|e| {
+        LinkError::Events(super::Error::Unsupported {
+            program: prog.name().to_owned(),
+            target: plan.spec().to_owned(),
+            reason: format!("finding the syscall's kernel function: {e}"),
+        })
+    })?;
+    Ok(tracefs::ProbeTarget::Kernel { func, offset: 0 })
 }

@@ -29,6 +29,7 @@
 //! (`EBUSY` otherwise): [`Link`]'s one `Drop` does the three in that order.
 
 mod events;
+mod hook;
 mod link;
 mod sampling;
 mod shared;
@@ -39,6 +40,7 @@ pub use events::{
     tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
     Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
+pub use hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use link::{Link, LinkError, Linker};
 pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,

@@ -81,6 +81,32 @@ pub enum Error {
         /// Why.
         source: sluice_core::btf::BtfError,
     },
+    /// A program's attach target (`fentry/FUNC`, `tp_btf/NAME`, `lsm/HOOK`) is not in the
+    /// running kernel's BTF (nor a module's).
+    NoAttachTarget {
+        /// The program.
+        program: String,
+        /// Its section (`fentry/do_unlinkat`).
+        section: String,
+        /// The BTF type searched (`btf_trace_sched_switch`, `bpf_lsm_file_open`).
+        btf_name: String,
+        /// Where it was searched (`/sys/kernel/btf/vmlinux and 12 modules`).
+        searched: String,
+    },
+    /// The kernel refused a program at a hook it cannot attach there (`fentry/` without
+    /// BPF trampolines, `lsm/` without the BPF LSM): said in the kernel's terms.
+    HookRefused {
+        /// The program.
+        program: String,
+        /// Its section (`fentry/do_unlinkat`).
+        section: String,
+        /// The call refused (`BPF_PROG_LOAD`).
+        call: &'static str,
+        /// The errno.
+        errno: Errno,
+        /// Why.
+        reason: String,
+    },
     /// The object's `.BTF` does not parse.
     ObjectBtf {
         /// Why.
@@ -356,7 +382,8 @@ impl Error {
             Error::Syscall { errno, .. }
             | Error::Verifier { errno, .. }
             | Error::Unsupported { errno, .. }
-            | Error::Permission { errno, .. } => Some(*errno),
+            | Error::Permission { errno, .. }
+            | Error::HookRefused { errno, .. } => Some(*errno),
             _ => None,
         }
     }
@@ -477,6 +504,36 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "target BTF {path}: {source}"),
             Error::TargetBtf { path: None, source } => write!(f, "target BTF: {source}"),
+            Error::NoAttachTarget {
+                program,
+                section,
+                btf_name,
+                searched,
+            } => {
+                let what = match section.split(['/', '.']).next().unwrap_or_default() {
+                    "tp_btf" => "tracepoint: this kernel has no such tracepoint",
+                    "lsm" => "LSM hook: this kernel has no such hook (or no CONFIG_BPF_LSM)",
+                    _ => {
+                        "function: not a function of this kernel, or not traceable \
+                         (inlined, or left out of BTF)"
+                    }
+                };
+                write!(
+                    f,
+                    "cannot attach program '{program}' ({section}): no '{btf_name}' in the \
+                     kernel's BTF ({searched}); {what}"
+                )
+            }
+            Error::HookRefused {
+                program,
+                section,
+                call,
+                errno,
+                reason,
+            } => write!(
+                f,
+                "cannot attach program '{program}' to {section}: {reason} ({call}: {errno})"
+            ),
             Error::ObjectBtf { source } => write!(f, "object BTF: {source}"),
             Error::DatasecSection { datasec } => write!(
                 f,
@@ -682,7 +739,7 @@ impl std::error::Error for Error {
             Error::TargetBtf { source, .. }
             | Error::ObjectBtf { source }
             | Error::CoreRelocation { source, .. } => Some(source),
-            Error::BtfRefused { errno, .. } => Some(errno),
+            Error::BtfRefused { errno, .. } | Error::HookRefused { errno, .. } => Some(errno),
             Error::Kconfig { problem, .. } => Some(problem),
             Error::BadSpec { source, .. } => Some(source),
             Error::Unspellable { source, .. } => source.as_ref().map(|e| e as _),
@@ -691,6 +748,7 @@ impl std::error::Error for Error {
             Error::NoDebugSections { source, .. } | Error::Dwarf { source, .. } => Some(source),
             Error::Site { problem, .. } => Some(problem),
             Error::NoProgram { .. }
+            | Error::NoAttachTarget { .. }
             | Error::NoLoadedProgram { .. }
             | Error::DatasecSection { .. }
             | Error::DatasecVariable { .. }

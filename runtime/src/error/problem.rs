@@ -112,6 +112,8 @@ pub enum SpecProblem {
     NoSite,
     /// The section is an opaque title that names no probe (map it with `--event`).
     Title,
+    /// An attach point (`fentry/`, `tp_btf/`, ...) without a usable target.
+    AttachPoint(sluice_core::probe::AttachError),
 }
 
 impl fmt::Display for SpecProblem {
@@ -121,6 +123,7 @@ impl fmt::Display for SpecProblem {
             SpecProblem::TracepointWithoutTarget => f.write_str("tracepoint without a target"),
             SpecProblem::NoSite => f.write_str("the program was loaded without its DWARF site"),
             SpecProblem::Title => f.write_str("the section names no probe; map it with --event"),
+            SpecProblem::AttachPoint(e) => write!(f, "{e}"),
         }
     }
 }

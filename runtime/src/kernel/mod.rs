@@ -3,9 +3,11 @@
 //! mean.
 
 pub mod arch;
+pub mod btf;
 pub mod config;
 pub mod cpus;
 pub(crate) mod errno;
 pub mod features;
+pub mod hooks;
 pub mod kallsyms;
 pub mod version;

@@ -10,13 +10,16 @@ use super::btf::{self, ExtInfo};
 use super::kconfig::kconfig_value;
 use super::map::{create_maps, init_data_maps, Map, MapBtf};
 use super::options::LoadOptions;
-use super::program::{self, prog_info, LoadLog, ProgInfo, ProgramLoad, DEFAULT_LOG_SIZE};
+use super::program::{
+    self, prog_info, AttachLoad, LoadLog, ProgInfo, ProgramLoad, DEFAULT_LOG_SIZE,
+};
 use crate::error::{Error, Result};
+use crate::kernel::btf::{find_attach_types, AttachBtf, BTF_DIR};
 use crate::kernel::config::read_kernel_config;
 use crate::kernel::features::Features;
 use crate::kernel::version::running_kernel_version;
 use crate::probe::debuginfo::Site;
-use crate::probe::{plans, Plan};
+use crate::probe::{plans, Attach, Plan};
 use crate::sys::bpf::ProgBtf;
 use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver};
 use sluice_core::object::{KconfigExtern, LinkedPart, MapKind, Object, Program};
@@ -34,6 +37,10 @@ pub struct LoadedProgram {
     insns: Vec<Insn>,
     ext: ExtInfo,
     site: Option<Site>,
+    /// `expected_attach_type`, `attach_btf_id`, flags it was loaded with.
+    attach: (u32, u32, u32),
+    /// The module BTF its `attach_btf_id` is in.
+    attach_btf_obj: Option<OwnedFd>,
     fd: OwnedFd,
 }
 
@@ -177,6 +184,12 @@ impl LoadedObject {
                 func_info: &p.ext.func_info,
                 line_info: &p.ext.line_info,
             }),
+            attach: AttachLoad {
+                expected_attach_type: p.attach.0,
+                attach_btf_id: p.attach.1,
+                attach_btf_obj: p.attach_btf_obj.as_ref().map(AsFd::as_fd),
+                prog_flags: p.attach.2,
+            },
         };
         let log = LoadLog::Always {
             level,
@@ -378,11 +391,12 @@ pub fn load_planned(
         local: local.as_ref(),
         cands: cands.as_ref(),
     };
+    let hooks = attach_btfs(plans, opts)?;
     let mut programs = Vec::with_capacity(plans.len());
-    for plan in plans {
+    for (plan, hook) in plans.iter().zip(&hooks) {
         // One program per DWARF site (inlined instances), each with its own prologue.
         for v in plan.variants() {
-            let loaded = load_one(obj, plan, &v.prologue, &shared)?;
+            let loaded = load_one(obj, plan, hook.as_ref(), &v.prologue, &shared)?;
             programs.push(LoadedProgram {
                 site: v.site.clone(),
                 ..loaded
@@ -416,10 +430,92 @@ struct Shared<'a, 'o> {
     cands: Option<&'a CandidateIndex<'o>>,
 }
 
-/// Relocates the program of `plan` behind `prologue` and loads it (`site`: none yet).
+/// The kernel BTF type of each plan that needs one (`tp_btf`, `fentry`, `fexit`,
+/// `fmod_ret`, `lsm`), in the order of `plans`: read from the running kernel's BTF (or
+/// [`LoadOptions::target_btf`]) and its modules' only when some plan needs it.
+///
+/// # Errors
+/// [`Error::NoAttachTarget`] for a type in none of them; as [`find_attach_types`].
+fn attach_btfs(plans: &[Plan], opts: &LoadOptions) -> Result<Vec<Option<AttachBtf>>> {
+    let wanted: Vec<(usize, (String, sluice_core::btf::Kind))> = plans
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match p.attach() {
+            Attach::Hook(h) => h.btf_type().map(|t| (i, t)),
+            _ => None,
+        })
+        .collect();
+    let mut out: Vec<Option<AttachBtf>> = plans.iter().map(|_| None).collect();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let base = opts
+        .target_btf
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from(btf::VMLINUX_BTF));
+    let types: Vec<(String, sluice_core::btf::Kind)> =
+        wanted.iter().map(|(_, t)| t.clone()).collect();
+    let (found, searched) = find_attach_types(&base, Some(std::path::Path::new(BTF_DIR)), &types)?;
+    for ((i, (name, _)), hit) in wanted.into_iter().zip(found) {
+        let plan = plans.get(i).ok_or(Error::NoProgram { index: i })?;
+        let Some(hit) = hit else {
+            let section = match plan.attach() {
+                Attach::Hook(h) => h.section(),
+                _ => plan.spec().to_owned(),
+            };
+            return Err(Error::NoAttachTarget {
+                program: plan.program().to_owned(),
+                section,
+                btf_name: name,
+                searched: searched.to_string(),
+            });
+        };
+        log::debug!(
+            "program '{}': attach_btf_id {} ({name}{})",
+            plan.program(),
+            hit.id,
+            hit.module
+                .as_ref()
+                .map_or_else(String::new, |m| format!(", module {}", m.name))
+        );
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(hit);
+        }
+    }
+    Ok(out)
+}
+
+/// The error of loading a BTF hook's program: a refusal without a verifier log, by a
+/// process that has every capability, is the hook's (no BPF trampolines, no BPF LSM),
+/// said in the kernel's terms rather than as a missing privilege.
+fn hook_load_error(plan: &Plan, name: &str, e: Error) -> Error {
+    let Attach::Hook(h) = plan.attach() else {
+        return e;
+    };
+    let errno = match &e {
+        Error::Permission { errno, .. } | Error::Syscall { errno, .. } => *errno,
+        Error::Verifier { errno, log, .. } if log.is_empty() => *errno,
+        _ => return e,
+    };
+    let facts = crate::kernel::hooks::attach_facts(None, None);
+    if !facts.missing_caps.is_empty() {
+        return e;
+    }
+    Error::HookRefused {
+        program: name.to_owned(),
+        section: h.section(),
+        call: "BPF_PROG_LOAD",
+        errno,
+        reason: crate::kernel::errno::attach_reason(h.kind, &h.target, errno, &facts),
+    }
+}
+
+/// Relocates the program of `plan` behind `prologue` and loads it (`site`: none yet),
+/// against `hook`'s BTF type when it has one.
 fn load_one(
     obj: &Object<'_, '_>,
     plan: &Plan,
+    hook: Option<&AttachBtf>,
     prologue: &[Insn],
     sh: &Shared<'_, '_>,
 ) -> Result<LoadedProgram> {
@@ -453,6 +549,23 @@ fn load_one(
         .prog_type
         .or_else(|| plan.prog_type())
         .unwrap_or(opts.default_prog_type);
+    let (expected_attach_type, prog_flags) = match plan.attach() {
+        Attach::Hook(h) => (h.kind.expected_attach_type(), h.prog_flags()),
+        _ => (0, 0),
+    };
+    let attach_btf_obj = match hook.and_then(|h| h.module.as_ref()) {
+        Some(m) => Some(m.fd.try_clone().map_err(|source| Error::Io {
+            path: format!("BTF of module {}", m.name),
+            source,
+        })?),
+        None => None,
+    };
+    let attach = AttachLoad {
+        expected_attach_type,
+        attach_btf_id: hook.map_or(0, |h| h.id),
+        attach_btf_obj: attach_btf_obj.as_ref().map(AsFd::as_fd),
+        prog_flags,
+    };
     let req = ProgramLoad {
         name,
         prog_type,
@@ -464,6 +577,7 @@ fn load_one(
             func_info: &info.func_info,
             line_info: &info.line_info,
         }),
+        attach,
     };
     let log = LoadLog::OnFailure {
         level: opts.log_level,
@@ -489,7 +603,7 @@ fn load_one(
                 log,
             });
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(hook_load_error(plan, name, e)),
     };
     log::debug!(
         "load bpf program '{}' ({}): fd = {}",
@@ -506,6 +620,8 @@ fn load_one(
         insns,
         ext: info,
         site: None,
+        attach: (expected_attach_type, attach.attach_btf_id, prog_flags),
+        attach_btf_obj,
         fd,
     })
 }

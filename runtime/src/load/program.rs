@@ -89,6 +89,23 @@ pub struct ProgramLoad<'a> {
     /// The program's BTF (`func_info`, `line_info`), if any: the verifier's log then names
     /// source lines.
     pub btf: Option<ProgBtf<'a>>,
+    /// What a tracing or LSM program is verified against (nothing for the others).
+    pub attach: AttachLoad<'a>,
+}
+
+/// The load-time half of an attach point: what `tp_btf/`, `fentry/`, `lsm/` and the
+/// sleepable forms tell the verifier (`expected_attach_type`, `attach_btf_id`, the module
+/// BTF it is in, `BPF_F_SLEEPABLE`). All zero for kprobes, tracepoints and raw tracepoints.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttachLoad<'a> {
+    /// `enum bpf_attach_type`.
+    pub expected_attach_type: u32,
+    /// The kernel BTF type id (a `FUNC`, or `tp_btf`'s `btf_trace_*` typedef).
+    pub attach_btf_id: u32,
+    /// The module's BTF fd when the type is in a module (`attach_btf_obj_fd`).
+    pub attach_btf_obj: Option<BorrowedFd<'a>>,
+    /// `BPF_F_*` load flags (`BPF_F_SLEEPABLE`).
+    pub prog_flags: u32,
 }
 
 /// When to ask the verifier for its log, at which level and with which first buffer size.
@@ -163,8 +180,10 @@ fn request<'a>(p: &ProgramLoad<'a>, prep: &'a Prepared, named: bool) -> ProgLoad
         license: &prep.license,
         kern_version: p.kern_version,
         name: if named { object_name(p.name) } else { [0; 16] },
-        prog_flags: 0,
-        expected_attach_type: 0,
+        prog_flags: p.attach.prog_flags,
+        expected_attach_type: p.attach.expected_attach_type,
+        attach_btf_id: p.attach.attach_btf_id,
+        attach_btf_obj: p.attach.attach_btf_obj,
         btf: p.btf,
     }
 }

@@ -30,6 +30,7 @@ fn prog(prog_type: u32) -> ProgramLoad<'static> {
         license: "GPL",
         kern_version: 0,
         btf: None,
+        attach: Default::default(),
     }
 }
 

@@ -4,10 +4,12 @@
 
 pub mod debuginfo;
 mod fetch;
+mod hook;
 mod plan;
 mod spec;
 
 pub use fetch::{fetch_arg, fetch_args, unique_arg_names};
+pub use hook::HookPlan;
 pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
     ProbePlan, Variant,

@@ -23,10 +23,12 @@ use sluice_core::Insn;
 
 use super::debuginfo::{spec_needs_debug_info, Site};
 use super::fetch::fetch_args;
+use super::hook::HookPlan;
 use super::spec::{convention_prologue, parse_error, program_spec, spec_sites};
 use crate::error::Result;
 use crate::load::LoadOptions;
 use crate::tracefs::{self, ProbeTarget, UprobeSpec};
+use sluice_core::probe::{attach_point, AttachKind};
 
 /// One way program [`Plan::index`] is loaded: the prologue put before it and, when its
 /// spec's arguments name variables, the DWARF site that prologue was built for.
@@ -49,6 +51,9 @@ pub enum ProbePlace {
     /// The spec needs debug info (arguments naming variables, or a `:LINE` place): only the
     /// site a variant carries says where the probe goes.
     NeedsSite,
+    /// `ksyscall/NAME`, `kretsyscall/NAME`: the arch's wrapper of syscall `NAME`
+    /// (`__x64_sys_NAME`, ...), looked up in the running kernel when the probe is made.
+    Syscall(String),
 }
 
 /// A kprobe, kretprobe, uprobe or uretprobe made through tracefs.
@@ -62,6 +67,9 @@ pub struct ProbePlan {
     pub place: ProbePlace,
     /// The fetch-args of the arguments tracefs can fetch itself (without a site).
     pub fetch_args: String,
+    /// Whether the spec has no argument list at all (`kprobe/FUNC`, `ksyscall/NAME`):
+    /// only such a probe may go through the kprobe/uprobe PMUs.
+    pub bare: bool,
 }
 
 /// How a program is attached.
@@ -82,6 +90,9 @@ pub enum Attach {
         /// Samples a second ([`LoadOptions::sample_freq`]).
         freq: u64,
     },
+    /// A BPF link: a BTF hook (`tp_btf`, `fentry`, `fexit`, `fmod_ret`, `lsm`), a raw
+    /// tracepoint, or a multi-probe.
+    Hook(HookPlan),
     /// Not attached: the section is an opaque title; says why.
     Skip(String),
     /// The spec cannot be attached; says why.
@@ -127,9 +138,13 @@ impl Plan {
                     .sample_freq
                     .unwrap_or(crate::attach::DEFAULT_SAMPLE_FREQ),
             },
-            Ok(Section::Title(t)) => Attach::Skip(format!(
-                "section '{t}' names no probe; map it with --event {program}=SPEC"
-            )),
+            Ok(Section::Title(t)) => match attach_point(t) {
+                Some(Ok(point)) => attach_of_point(&point),
+                Some(Err(e)) => Attach::Invalid(SpecProblem::AttachPoint(e)),
+                None => Attach::Skip(format!(
+                    "section '{t}' names no probe; map it with --event {program}=SPEC"
+                )),
+            },
             Err(e) => Attach::Invalid(SpecProblem::Parse(*e)),
         };
         let given = opts.prologues.get(index).filter(|g| !g.is_empty());
@@ -284,6 +299,23 @@ pub fn set_specs(obj: &Object<'_, '_>, events: &BTreeMap<String, String>, opts: 
     }
 }
 
+/// How an attach point is attached: `ksyscall`/`kretsyscall` as a kprobe on the syscall's
+/// wrapper, every other kind through a BPF link.
+fn attach_of_point(point: &sluice_core::probe::AttachPoint<'_>) -> Attach {
+    let kind = match point.kind {
+        AttachKind::Ksyscall => tracefs::ProbeKind::Kprobe,
+        AttachKind::Kretsyscall => tracefs::ProbeKind::Kretprobe,
+        _ => return Attach::Hook(HookPlan::new(point)),
+    };
+    Attach::Probe(ProbePlan {
+        kind,
+        group: sluice_core::probe::DEFAULT_GROUP.to_owned(),
+        place: ProbePlace::Syscall(point.target.to_owned()),
+        fetch_args: String::new(),
+        bare: true,
+    })
+}
+
 /// How `spec` is attached.
 fn attach_of(spec: &ProbeSpec<'_>) -> Attach {
     let kind = match (spec.kind(), spec.target()) {
@@ -336,6 +368,7 @@ fn attach_of(spec: &ProbeSpec<'_>) -> Attach {
         group: spec.group_or_default().to_owned(),
         place,
         fetch_args,
+        bare: spec.args().is_empty(),
     })
 }
 
@@ -435,6 +468,26 @@ mod tests {
                 func: "true".into()
             })
         );
+        // Syscall probes go to the wrapper, found when the probe is made.
+        let Attach::Probe(k) =
+            attach_of_point(&attach_point("kretsyscall/openat").unwrap().unwrap())
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (k.kind, k.place),
+            (
+                tracefs::ProbeKind::Kretprobe,
+                ProbePlace::Syscall("openat".into())
+            )
+        );
+        assert!(matches!(
+            attach_of_point(&attach_point("tp_btf/sched_switch").unwrap().unwrap()),
+            Attach::Hook(HookPlan {
+                kind: AttachKind::TpBtf,
+                ..
+            })
+        ));
         // Variables and lines need the DWARF site a variant carries.
         let d = probe("uprobe//bin/true:main(argc)");
         assert_eq!(

@@ -1,4 +1,6 @@
-//! Perf ring buffers: one `1 + 2^n` page mapping per perf event (per CPU), drained in place.
+//! Perf ring buffers: one `1 + 2^n` page mapping per perf event (per CPU), drained in place;
+//! and BPF ring buffers (`BPF_MAP_TYPE_RINGBUF`, [`RingBuf`]), one per map, read through
+//! the same [`RingSet`].
 //!
 //! [`PerfRing`] maps a perf event fd and hands out its records, parsed by
 //! [`sluice_core::perf::record`], either synchronously ([`PerfRing::drain`]) or, merged
@@ -30,6 +32,7 @@
 mod cursor;
 mod perf_ring;
 mod reader;
+mod ringbuf;
 
 pub use crate::sys::ring_map::{
     DATA_HEAD_OFFSET, DATA_OFFSET_OFFSET, DATA_SIZE_OFFSET, DATA_TAIL_OFFSET,
@@ -38,3 +41,7 @@ pub use perf_ring::{
     Error, PerfRing, RingConfig, RingStats, Wakeup, ATTR_FLAG_WATERMARK, DEFAULT_DATA_PAGES,
 };
 pub use reader::{RingEvent, RingSet, SampleEvent, DEFAULT_FLUSH_INTERVAL};
+pub use ringbuf::{
+    Drained, Error as RingBufError, RingBuf, RingBufStats, RINGBUF_BUSY, RINGBUF_DISCARD,
+    RINGBUF_HEADER,
+};

@@ -18,6 +18,7 @@ use futures_core::Stream;
 use sluice_core::perf::record::{Record, Sample, SampleFields};
 
 use super::perf_ring::{Error, PerfRing, RingStats};
+use super::ringbuf::{self, RingBuf, RingBufStats};
 
 /// Most RAW buffers kept for reuse by [`RingSet::recycle`].
 const RAW_POOL_LIMIT: usize = 4096;
@@ -71,9 +72,18 @@ pub enum RingEvent {
 }
 
 struct Entry {
+    /// The ring's index in the set (push order over perf rings and ring buffers).
+    index: usize,
     ring: PerfRing,
     fd: Option<Async<OwnedFd>>,
     idle_ready: u32,
+}
+
+/// A BPF ring buffer of the set: its records are samples without fields.
+struct BufEntry {
+    index: usize,
+    ring: RingBuf,
+    fd: Option<Async<OwnedFd>>,
 }
 
 /// The rings of one session (typically one per online CPU), read as a [`Stream`].
@@ -82,6 +92,9 @@ struct Entry {
 /// workload is done, then call [`RingSet::drain_now`] once more for what is left.
 pub struct RingSet {
     entries: Vec<Entry>,
+    bufs: Vec<BufEntry>,
+    /// Rings pushed so far: the next one's index.
+    next: usize,
     pending: VecDeque<RingEvent>,
     /// RAW buffers of samples already consumed, for the next ones.
     pool: Vec<Vec<u8>>,
@@ -89,12 +102,15 @@ pub struct RingSet {
     batch: Vec<(u64, RingEvent)>,
     timer: Timer,
     errors: VecDeque<Error>,
+    /// The last drain stopped at a BUSY ring-buffer record.
+    busy: bool,
 }
 
 impl std::fmt::Debug for RingSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RingSet")
             .field("rings", &self.entries.len())
+            .field("ring_buffers", &self.bufs.len())
             .field("pending", &self.pending.len())
             .finish_non_exhaustive()
     }
@@ -113,11 +129,14 @@ impl RingSet {
     pub fn new(flush: Duration) -> Self {
         RingSet {
             entries: Vec::new(),
+            bufs: Vec::new(),
+            next: 0,
             pending: VecDeque::new(),
             pool: Vec::new(),
             batch: Vec::new(),
             timer: Timer::interval(flush),
             errors: VecDeque::new(),
+            busy: false,
         }
     }
 
@@ -130,23 +149,86 @@ impl RingSet {
         let cpu = ring.cpu();
         // The fd is never read, so its blocking mode does not matter: do not change it.
         let fd = Async::new_nonblocking(fd).map_err(|source| Error::Reactor { cpu, source })?;
+        Ok(self.push_entry(ring, Some(fd)))
+    }
+
+    fn push_entry(&mut self, ring: PerfRing, fd: Option<Async<OwnedFd>>) -> usize {
+        let index = self.next;
+        self.next += 1;
         self.entries.push(Entry {
+            index,
             ring,
-            fd: Some(fd),
+            fd,
             idle_ready: 0,
         });
-        Ok(self.entries.len() - 1)
+        index
+    }
+
+    /// Adds a BPF ring buffer, with the fd of its map when it is to be polled for
+    /// wake-ups (`None`: only the flush timer and [`RingSet::drain_now`] drain it). Its
+    /// records come out as [`RingEvent::Sample`]s whose fields are all empty (a ring-buffer
+    /// record carries no pid, CPU or time), after the perf samples of the same batch.
+    /// Returns the ring's index.
+    ///
+    /// # Errors
+    /// [`ringbuf::Error::Reactor`] when the fd cannot be registered with the reactor.
+    pub fn push_ringbuf(
+        &mut self,
+        fd: Option<OwnedFd>,
+        ring: RingBuf,
+    ) -> Result<usize, ringbuf::Error> {
+        let fd = fd
+            .map(Async::new_nonblocking)
+            .transpose()
+            .map_err(|source| ringbuf::Error::Reactor {
+                map: ring.name().to_owned(),
+                source,
+            })?;
+        let index = self.next;
+        self.next += 1;
+        self.bufs.push(BufEntry { index, ring, fd });
+        Ok(index)
+    }
+
+    /// The ring buffers, in push order, with their indices.
+    pub fn ringbufs(&self) -> impl Iterator<Item = (usize, &RingBuf)> {
+        self.bufs.iter().map(|b| (b.index, &b.ring))
+    }
+
+    /// Mutable access to the ring buffer of index `index` (e.g. to
+    /// [`RingBuf::produce`] into an anonymous one).
+    pub fn ringbuf_mut(&mut self, index: usize) -> Option<&mut RingBuf> {
+        self.bufs
+            .iter_mut()
+            .find(|b| b.index == index)
+            .map(|b| &mut b.ring)
+    }
+
+    /// Counters summed over the ring buffers.
+    #[must_use]
+    pub fn ringbuf_stats(&self) -> RingBufStats {
+        self.bufs.iter().fold(RingBufStats::default(), |a, b| {
+            let s = b.ring.stats();
+            RingBufStats {
+                records: a.records + s.records,
+                discarded: a.discarded + s.discarded,
+                wrapped: a.wrapped + s.wrapped,
+                malformed: a.malformed + s.malformed,
+            }
+        })
+    }
+
+    /// Whether the last drain stopped at a ring-buffer record still reserved (BUSY): its
+    /// program has not committed it yet.
+    #[must_use]
+    pub fn ringbuf_busy(&self) -> bool {
+        self.busy
     }
 
     /// Adds a ring with no fd to poll (an anonymous ring, or one whose fd the caller
     /// keeps): only the flush timer and [`RingSet::drain_now`] drain it.
     pub fn push_unpolled(&mut self, ring: PerfRing) -> usize {
-        self.entries.push(Entry {
-            ring,
-            fd: None,
-            idle_ready: 0,
-        });
-        self.entries.len() - 1
+        self.push_entry(ring, None)
     }
 
     /// The rings, in push order.
@@ -156,7 +238,10 @@ impl RingSet {
 
     /// Mutable access to ring `index` (e.g. to [`PerfRing::produce`] into an anonymous one).
     pub fn ring_mut(&mut self, index: usize) -> Option<&mut PerfRing> {
-        self.entries.get_mut(index).map(|e| &mut e.ring)
+        self.entries
+            .iter_mut()
+            .find(|e| e.index == index)
+            .map(|e| &mut e.ring)
     }
 
     /// Lost-record counts, one per ring in push order: `(cpu, lost)`.
@@ -242,7 +327,8 @@ impl RingSet {
         batch.clear();
         let pool = &mut self.pool;
         let mut rings_with_records = 0usize;
-        for (index, entry) in self.entries.iter_mut().enumerate() {
+        for (pos, entry) in self.entries.iter_mut().enumerate() {
+            let index = entry.index;
             let cpu = entry.ring.cpu();
             let before = batch.len();
             let mut last_time = 0u64;
@@ -277,7 +363,7 @@ impl RingSet {
             if batch.len() > before {
                 rings_with_records += 1;
             }
-            if ready.and_then(|r| r.get(index)).copied().unwrap_or(false) {
+            if ready.and_then(|r| r.get(pos)).copied().unwrap_or(false) {
                 if batch.len() == before {
                     entry.idle_ready += 1;
                     if entry.idle_ready >= IDLE_READY_LIMIT {
@@ -295,6 +381,25 @@ impl RingSet {
         // records are already in order.
         if rings_with_records > 1 {
             batch.sort_by_key(|(t, _)| *t);
+        }
+        // Ring-buffer records have no time: after the perf samples, each buffer in order.
+        self.busy = false;
+        for b in &mut self.bufs {
+            let index = b.index;
+            let d = b.ring.drain(|bytes| {
+                let mut raw = pool.pop().unwrap_or_default();
+                raw.clear();
+                raw.extend_from_slice(bytes);
+                batch.push((
+                    u64::MAX,
+                    RingEvent::Sample(SampleEvent {
+                        ring: index,
+                        fields: SampleFields::default(),
+                        raw,
+                    }),
+                ));
+            });
+            self.busy |= d.busy;
         }
         let n = batch.len();
         self.batch = batch;
@@ -337,6 +442,21 @@ impl Stream for RingSet {
                     }
                 }
                 any |= *flag;
+            }
+            for b in &this.bufs {
+                if let Some(fd) = &b.fd {
+                    for _ in 0..4 {
+                        match fd.poll_readable(cx) {
+                            Poll::Ready(Ok(())) => any = true,
+                            Poll::Ready(Err(e)) => {
+                                log::warn!("polling ring buffer '{}': {e}", b.ring.name());
+                                any = true;
+                                break;
+                            }
+                            Poll::Pending => break,
+                        }
+                    }
+                }
             }
             // Drain the timer's ticks the same way so its waker is registered.
             let mut tick = false;
@@ -409,5 +529,44 @@ mod tests {
         assert_eq!(times, [1, 2, 3, 4, 5, 6, 9, 10, 105]);
         assert_eq!(set.lost(), [(None, 0), (None, 5)]);
         assert_eq!(set.stats().records, 9);
+    }
+
+    #[test]
+    fn ring_buffer_records_follow_the_perf_samples_of_their_batch() {
+        let f = SampleFormat::new(SampleType::TID | SampleType::TIME);
+        let mut set = RingSet::new(Duration::from_millis(5));
+        let page = rustix::param::page_size() as u64;
+        let rb = set
+            .push_ringbuf(None, RingBuf::anonymous(page).unwrap())
+            .unwrap();
+        let perf = set.push_unpolled(PerfRing::anonymous(1, f).unwrap());
+        assert_eq!((rb, perf), (0, 1));
+        let r = set.ringbuf_mut(rb).unwrap();
+        r.produce(b"first", false, false).unwrap();
+        r.produce(b"dropped", true, false).unwrap();
+        let busy = r.produce(b"late", false, true).unwrap();
+        assert!(set.ring_mut(perf).unwrap().produce(&sample(3, 7)));
+        let (events, errors) = set.drain_now();
+        assert!(errors.is_empty());
+        let got: Vec<(usize, Vec<u8>, Option<u64>)> = events
+            .iter()
+            .map(|e| match e {
+                RingEvent::Sample(s) => (s.ring, s.raw.clone(), s.fields.time),
+                RingEvent::Lost { .. } => panic!("{e:?}"),
+            })
+            .collect();
+        assert_eq!(got, [(1, vec![], Some(7)), (0, b"first".to_vec(), None)]);
+        assert!(set.ringbuf_busy(), "stopped at the reserved record");
+        set.ringbuf_mut(rb).unwrap().commit(busy).unwrap();
+        // Through the stream, the timer drains it.
+        let next = futures_lite::future::block_on(set.next()).unwrap();
+        let RingEvent::Sample(s) = next else {
+            panic!("{next:?}")
+        };
+        assert_eq!((s.ring, s.raw.as_slice()), (0, &b"late"[..]));
+        assert_eq!(s.fields, SampleFields::default());
+        assert!(!set.ringbuf_busy());
+        let st = set.ringbuf_stats();
+        assert_eq!((st.records, st.discarded), (2, 1));
     }
 }

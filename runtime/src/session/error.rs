@@ -50,6 +50,13 @@ pub enum Error {
     },
     /// Mapping a ring failed.
     Ring(crate::ring::Error),
+    /// Mapping a BPF ring buffer failed.
+    RingBuf {
+        /// The object.
+        object: String,
+        /// Why.
+        source: crate::ring::RingBufError,
+    },
     /// A CPU asked for is not online.
     Cpu {
         /// The CPU.
@@ -95,6 +102,7 @@ impl fmt::Display for Error {
             } => write!(f, "{source}"),
             Error::Attach { object, source } => write!(f, "{object}: {source}"),
             Error::Ring(e) => write!(f, "{e}"),
+            Error::RingBuf { object, source } => write!(f, "{object}: {source}"),
             Error::Cpu { cpu, online } => {
                 let list: Vec<String> = online.iter().map(u32::to_string).collect();
                 write!(f, "CPU {cpu} is not online (online: {})", list.join(","))
@@ -113,6 +121,7 @@ impl std::error::Error for Error {
             Error::Tracefs { source, .. } => Some(source),
             Error::Attach { source, .. } => Some(source),
             Error::Ring(e) => Some(e),
+            Error::RingBuf { source, .. } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Cpus { source } => Some(source),
             Error::Spec { problem, .. } => Some(problem),

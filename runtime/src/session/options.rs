@@ -36,6 +36,11 @@ pub struct SessionOptions {
     /// the counter's name (`--pmu MAP=EVENT`, one of [`crate::attach::COUNTERS`]), for
     /// programs that call `bpf_perf_event_read_value`.
     pub pmu: BTreeMap<String, String>,
+    /// Keep every kprobe and uprobe in tracefs, with its sample events, even those whose
+    /// program always returns 0 (which otherwise go through the kprobe/uprobe PMUs and
+    /// leave nothing in tracefs): a perf.data file describes each event by its tracefs
+    /// format.
+    pub tracefs_probes: bool,
 }
 
 /// What ends [`Session::run`](super::Session::run) besides its own events.

@@ -17,9 +17,23 @@ pub enum SourceKind {
         /// The program attached.
         program: String,
     },
+    /// A program attached without sample events (a BPF link to `tp_btf`, `fentry`,
+    /// `raw_tp` ..., or a kprobe/uprobe PMU probe): it writes no samples of its own; what
+    /// it observes comes through its maps and outputs.
+    Hook {
+        /// The program attached.
+        program: String,
+    },
     /// A `PERF_COUNT_SW_BPF_OUTPUT` event of a perf event array: RAW is what the program
     /// passed to `bpf_perf_event_output`.
     Output {
+        /// The map.
+        map: String,
+    },
+    /// A BPF ring buffer (`BPF_MAP_TYPE_RINGBUF`): RAW is one record as the program wrote
+    /// it. The sample's fields are all empty: a ring-buffer record carries no pid, CPU or
+    /// time.
+    RingBuf {
         /// The map.
         map: String,
     },
@@ -28,7 +42,8 @@ pub enum SourceKind {
 /// One event source of the session (a group of per-CPU perf events).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
-    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for outputs.
+    /// `GROUP:EVENT` for trace events, `bpf-output:MAP` for outputs, `ringbuf:MAP` for ring
+    /// buffers.
     pub name: String,
     /// The object it comes from.
     pub object: String,
@@ -91,6 +106,9 @@ pub struct Summary {
     pub lost: BTreeMap<Option<u32>, u64>,
     /// Records skipped as malformed, over all rings.
     pub malformed: u64,
+    /// Ring-buffer records their programs discarded (`bpf_ringbuf_discard`), over all ring
+    /// buffers.
+    pub discarded: u64,
 }
 
 /// What [`Session::close`](super::Session::close) released.

@@ -2,7 +2,7 @@
 //! child, ended with a grace period) and a process that is not ours (`record -p`, watched
 //! through a pidfd).
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -71,10 +71,11 @@ pub(super) fn end_workload(child: &mut Child, sig: i32) {
     tree::reap_except(pid);
 }
 
-/// Sleeps until a ring of `rings`, the signal pipe or the `process` pidfd is readable, or
-/// `timeout`.
+/// Sleeps until a ring of `rings`, a ring-buffer map of `bufs`, the signal pipe or the
+/// `process` pidfd is readable, or `timeout`.
 pub(super) fn wait<'a>(
     rings: impl Iterator<Item = &'a PerCpuEvents>,
+    bufs: &[BorrowedFd<'_>],
     signals: Option<&SignalPipe>,
     process: Option<&OwnedFd>,
     timeout: Duration,
@@ -84,6 +85,7 @@ pub(super) fn wait<'a>(
         .flat_map(|g| g.events().iter())
         .map(|e| PollFd::new(&e.fd, PollFlags::IN))
         .collect();
+    fds.extend(bufs.iter().map(|fd| PollFd::new(fd, PollFlags::IN)));
     let sig = signals.map(SignalPipe::fd);
     if let Some(fd) = &sig {
         fds.push(PollFd::new(fd, PollFlags::IN));

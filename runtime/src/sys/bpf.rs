@@ -7,8 +7,9 @@
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, map_type, BtfLoadAttr, MapCreateAttr, MapElemAttr, MapInfoRaw, ObjInfoAttr, ObjPinAttr,
-    ProgInfoRaw, ProgLoadAttr, BPF_OBJ_NAME_LEN,
+    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, LinkCreateAttr, MapCreateAttr, MapElemAttr,
+    MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr, RawTracepointOpenAttr,
+    BPF_OBJ_NAME_LEN,
 };
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -23,20 +24,9 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::ObjInfoAttr {}
     impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
-    impl Attr for super::GetFdByIdAttr {}
-}
-
-/// `BPF_PROG_GET_FD_BY_ID` (include/uapi/linux/bpf.h, Linux 4.13).
-const PROG_GET_FD_BY_ID: u32 = 13;
-
-/// The `bpf_attr` of the `*_GET_FD_BY_ID` commands: `{ __u32 id; __u32 next_id; __u32
-/// open_flags; }` (the `start_id` union member shares `id`'s place).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-struct GetFdByIdAttr {
-    id: u32,
-    next_id: u32,
-    open_flags: u32,
+    impl Attr for sluice_core::perf::abi::LinkCreateAttr {}
+    impl Attr for sluice_core::perf::abi::RawTracepointOpenAttr {}
+    impl Attr for sluice_core::perf::abi::IdAttr {}
 }
 
 /// Calls `bpf(cmd, attr, sizeof(*attr))`.
@@ -228,6 +218,10 @@ pub struct ProgLoad<'a> {
     pub prog_flags: u32,
     /// `enum bpf_attach_type`, for the types that need it at load time.
     pub expected_attach_type: u32,
+    /// The kernel BTF type a tracing or LSM program attaches to (0: none).
+    pub attach_btf_id: u32,
+    /// The module BTF that [`attach_btf_id`](Self::attach_btf_id) is in (`None`: vmlinux).
+    pub attach_btf_obj: Option<BorrowedFd<'a>>,
     /// The program's BTF with its `bpf_func_info` / `bpf_line_info` records (instruction
     /// indices of the linked program), so verifier messages name source lines.
     pub btf: Option<ProgBtf<'a>>,
@@ -321,6 +315,8 @@ pub fn prog_load(req: &ProgLoad<'_>, log: Option<LogRequest<'_>>) -> (Result<Own
         prog_flags: req.prog_flags,
         prog_name: req.name,
         expected_attach_type: req.expected_attach_type,
+        attach_btf_id: req.attach_btf_id,
+        attach_prog_fd: req.attach_btf_obj.map_or(0, |fd| fd.as_raw_fd() as u32),
         ..ProgLoadAttr::default()
     };
     // SAFETY: insns points at insn_cnt live 8-byte instructions, license at a live
@@ -364,13 +360,13 @@ pub fn prog_info(fd: BorrowedFd<'_>) -> Result<ProgInfoRaw, Errno> {
 /// kernel's errno.
 #[doc(alias = "BPF_PROG_GET_FD_BY_ID")]
 pub fn prog_get_fd_by_id(id: u32) -> Result<OwnedFd, Errno> {
-    let mut a = GetFdByIdAttr {
+    let mut a = IdAttr {
         id,
-        ..GetFdByIdAttr::default()
+        ..IdAttr::default()
     };
     // SAFETY: the attr holds integers only (no address); the kernel reads it and answers
     // with a new fd (kernel/bpf/syscall.c bpf_prog_get_fd_by_id).
-    unsafe { sys_bpf(PROG_GET_FD_BY_ID, &mut a) }.and_then(owned_fd)
+    unsafe { sys_bpf(cmd::PROG_GET_FD_BY_ID, &mut a) }.and_then(owned_fd)
 }
 
 /// Freezes a map (`BPF_MAP_FREEZE`, Linux 5.2): user space can no longer write it, and
@@ -488,6 +484,107 @@ pub fn map_info(fd: BorrowedFd<'_>) -> Result<MapInfoRaw, Errno> {
     Ok(info)
 }
 
+/// Attaches program `prog` (`BPF_LINK_CREATE`, Linux 5.7): a tracing or LSM program to its
+/// `attach_btf_id` (`target` `None`), or a kprobe/uprobe program to perf event `target`
+/// (`BPF_PERF_EVENT`, Linux 5.15). The link lasts as long as the returned fd.
+///
+/// # Errors
+/// The kernel's errno: `EINVAL` for an attach type it does not know for this program,
+/// `ENOTSUPP` (524) or `EPERM` when it cannot make a trampoline, `EBUSY`, `EEXIST`.
+#[doc(alias = "BPF_LINK_CREATE")]
+pub fn link_create(
+    prog: BorrowedFd<'_>,
+    target: Option<BorrowedFd<'_>>,
+    attach_type: u32,
+) -> Result<OwnedFd, Errno> {
+    let mut a = LinkCreateAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: target.map_or(0, |t| t.as_raw_fd() as u32),
+        attach_type,
+        ..LinkCreateAttr::default()
+    };
+    // SAFETY: LinkCreateAttr as filled holds no addresses (kernel/bpf/syscall.c
+    // link_create reads fds and integers only for these attach types).
+    unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
+}
+
+/// Attaches program `prog` to raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`, Linux
+/// 4.17), or, with `name` `None`, a `tp_btf`/`fentry`/`fexit`/`lsm` program to its
+/// `attach_btf_id` (Linux 5.5). The attachment lasts as long as the returned fd.
+///
+/// # Errors
+/// The kernel's errno: `ENOENT` for an unknown tracepoint, `EINVAL` for a program of the
+/// wrong type.
+#[doc(alias = "BPF_RAW_TRACEPOINT_OPEN")]
+pub fn raw_tracepoint_open(name: Option<&CStr>, prog: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+    let mut a = RawTracepointOpenAttr {
+        name: name.map_or(0, |n| addr(n.as_ptr())),
+        prog_fd: prog.as_raw_fd() as u32,
+        pad0: 0,
+    };
+    // SAFETY: name is 0 or a live NUL-terminated string borrowed for the call, which
+    // the kernel only reads (kernel/bpf/syscall.c bpf_raw_tracepoint_open,
+    // strncpy_from_user).
+    unsafe { sys_bpf(cmd::RAW_TRACEPOINT_OPEN, &mut a) }.and_then(owned_fd)
+}
+
+/// The id of the first BTF object after `start` (`BPF_BTF_GET_NEXT_ID`, Linux 5.4): the
+/// kernel's and each module's BTF have one.
+///
+/// # Errors
+/// `ENOENT` after the last; `EPERM` without `CAP_SYS_ADMIN`.
+#[doc(alias = "BPF_BTF_GET_NEXT_ID")]
+pub fn btf_next_id(start: u32) -> Result<u32, Errno> {
+    let mut a = IdAttr {
+        id: start,
+        ..IdAttr::default()
+    };
+    // SAFETY: IdAttr holds no addresses; the kernel writes next_id into it
+    // (kernel/bpf/syscall.c bpf_obj_get_next_id).
+    unsafe { sys_bpf(cmd::BTF_GET_NEXT_ID, &mut a) }?;
+    Ok(a.next_id)
+}
+
+/// An fd of BTF object `id` (`BPF_BTF_GET_FD_BY_ID`, Linux 4.18).
+///
+/// # Errors
+/// `ENOENT` for an id that is gone; `EPERM` without `CAP_SYS_ADMIN`.
+#[doc(alias = "BPF_BTF_GET_FD_BY_ID")]
+pub fn btf_fd_by_id(id: u32) -> Result<OwnedFd, Errno> {
+    let mut a = IdAttr {
+        id,
+        ..IdAttr::default()
+    };
+    // SAFETY: IdAttr holds no addresses (kernel/bpf/syscall.c bpf_btf_get_fd_by_id).
+    unsafe { sys_bpf(cmd::BTF_GET_FD_BY_ID, &mut a) }.and_then(owned_fd)
+}
+
+/// The name of BTF object `fd` (`vmlinux`, or a module's name) and its id
+/// (`BPF_OBJ_GET_INFO_BY_FD` on a BTF fd, Linux 5.11 for the name).
+///
+/// # Errors
+/// The kernel's errno.
+pub fn btf_name(fd: BorrowedFd<'_>) -> Result<(u32, String), Errno> {
+    let mut name = [0u8; 64];
+    let mut info = BtfInfoRaw {
+        name: addr(name.as_mut_ptr()),
+        name_len: name.len() as u32,
+        ..BtfInfoRaw::default()
+    };
+    let mut a = ObjInfoAttr {
+        bpf_fd: fd.as_raw_fd() as u32,
+        info_len: core::mem::size_of::<BtfInfoRaw>() as u32,
+        info: addr(&raw mut info),
+    };
+    // SAFETY: `info` is a live, exclusive bpf_btf_info of info_len bytes whose only
+    // address, `name`, points at a live exclusive buffer of name_len bytes; the btf
+    // address is 0, so the kernel copies no BTF (kernel/bpf/btf.c btf_get_info_by_fd).
+    unsafe { sys_bpf(cmd::OBJ_GET_INFO_BY_FD, &mut a) }?;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let text = String::from_utf8_lossy(name.get(..end).unwrap_or_default()).into_owned();
+    Ok((info.id, text))
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -497,6 +594,77 @@ pub fn map_info(fd: BorrowedFd<'_>) -> Result<MapInfoRaw, Errno> {
 )]
 mod tests {
     use super::*;
+    use crate::sys::fake::{self, Call, Cmd, Reply};
+    use sluice_core::probe::attach_types;
+
+    #[test]
+    fn link_create_fills_the_attr() {
+        let f = fake::install(|call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::LinkCreate => {
+                let a = b.link_create().unwrap();
+                assert_eq!(a.attach_type, attach_types::TRACE_FENTRY);
+                assert_eq!(
+                    (a.target_fd, a.flags, a.target_btf_id, a.cookie),
+                    (0, 0, 0, 0)
+                );
+                Ok(fake::fd())
+            }
+            _ => Err(Errno::NOSYS),
+        });
+        let prog = std::fs::File::open("/dev/null").unwrap();
+        link_create(prog.as_fd(), None, attach_types::TRACE_FENTRY).unwrap();
+        assert_eq!(f.count(), 1);
+    }
+
+    #[test]
+    fn raw_tracepoint_open_passes_the_name() {
+        let _f = fake::install(|call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::RawTracepointOpen => {
+                let a = b.raw_tracepoint_open().unwrap();
+                if a.name == 0 {
+                    return Err(Errno::INVAL);
+                }
+                // SAFETY: the wrapper passes a live NUL-terminated string for the call.
+                let name = unsafe {
+                    CStr::from_ptr(core::ptr::with_exposed_provenance::<core::ffi::c_char>(
+                        a.name as usize,
+                    ))
+                };
+                assert_eq!(name.to_str().unwrap(), "sched_switch");
+                Ok(fake::fd())
+            }
+            _ => Err(Errno::NOSYS),
+        });
+        let prog = std::fs::File::open("/dev/null").unwrap();
+        raw_tracepoint_open(Some(c"sched_switch"), prog.as_fd()).unwrap();
+        assert_eq!(
+            raw_tracepoint_open(None, prog.as_fd()).unwrap_err(),
+            Errno::INVAL
+        );
+    }
+
+    #[test]
+    fn btf_ids_and_fds() {
+        let _f = fake::install(|call| match call {
+            Call::Bpf(mut b) => match b.cmd {
+                Cmd::Other(cmd::BTF_GET_NEXT_ID) => {
+                    let a: IdAttr = b.attr().unwrap();
+                    if a.id >= 3 {
+                        return Err(Errno::NOENT);
+                    }
+                    b.put_next_id(a.id + 1);
+                    Ok(Reply::Value(0))
+                }
+                Cmd::Other(cmd::BTF_GET_FD_BY_ID) => Ok(fake::fd()),
+                _ => Err(Errno::NOSYS),
+            },
+            _ => Err(Errno::NOSYS),
+        });
+        assert_eq!(btf_next_id(0), Ok(1));
+        assert_eq!(btf_next_id(2), Ok(3));
+        assert_eq!(btf_next_id(3), Err(Errno::NOENT));
+        assert!(btf_fd_by_id(2).is_ok());
+    }
 
     #[test]
     fn possible_cpus_reads_sysfs() {

@@ -53,8 +53,8 @@
 
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, BtfLoadAttr, MapCreateAttr, MapElemAttr, ObjInfoAttr, PerfEventAttr, ProgInfoRaw,
-    ProgLoadAttr,
+    cmd, BtfLoadAttr, IdAttr, LinkCreateAttr, MapCreateAttr, MapElemAttr, ObjInfoAttr,
+    PerfEventAttr, ProgInfoRaw, ProgLoadAttr, RawTracepointOpenAttr,
 };
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -90,11 +90,7 @@ pub enum Cmd {
     Other(u32),
 }
 
-/// `BPF_RAW_TRACEPOINT_OPEN` (include/uapi/linux/bpf.h).
-const RAW_TRACEPOINT_OPEN: u32 = 17;
-/// `BPF_LINK_CREATE`.
-const LINK_CREATE: u32 = 28;
-/// `BPF_LINK_DETACH`.
+/// `BPF_LINK_DETACH` (include/uapi/linux/bpf.h).
 const LINK_DETACH: u32 = 34;
 
 impl Cmd {
@@ -109,10 +105,10 @@ impl Cmd {
             cmd::MAP_GET_NEXT_KEY => Cmd::MapGetNextKey,
             cmd::PROG_LOAD => Cmd::ProgLoad,
             cmd::OBJ_GET_INFO_BY_FD => Cmd::ObjGetInfoByFd,
-            RAW_TRACEPOINT_OPEN => Cmd::RawTracepointOpen,
+            cmd::RAW_TRACEPOINT_OPEN => Cmd::RawTracepointOpen,
             cmd::BTF_LOAD => Cmd::BtfLoad,
             cmd::MAP_FREEZE => Cmd::MapFreeze,
-            LINK_CREATE => Cmd::LinkCreate,
+            cmd::LINK_CREATE => Cmd::LinkCreate,
             LINK_DETACH => Cmd::LinkDetach,
             other => Cmd::Other(other),
         }
@@ -156,6 +152,12 @@ unsafe impl Plain for ObjInfoAttr {}
 unsafe impl Plain for BtfLoadAttr {}
 // SAFETY: as above.
 unsafe impl Plain for ProgInfoRaw {}
+// SAFETY: as above.
+unsafe impl Plain for LinkCreateAttr {}
+// SAFETY: as above.
+unsafe impl Plain for RawTracepointOpenAttr {}
+// SAFETY: as above.
+unsafe impl Plain for IdAttr {}
 // SAFETY: as above.
 unsafe impl Plain for PerfEventAttr {}
 // SAFETY: as above.
@@ -237,6 +239,23 @@ impl Bpf<'_> {
     #[must_use]
     pub fn btf_load(&self) -> Option<BtfLoadAttr> {
         self.typed(Cmd::BtfLoad)
+    }
+
+    /// The attr of a `BPF_LINK_CREATE`.
+    #[must_use]
+    pub fn link_create(&self) -> Option<LinkCreateAttr> {
+        self.typed(Cmd::LinkCreate)
+    }
+
+    /// The attr of a `BPF_RAW_TRACEPOINT_OPEN`.
+    #[must_use]
+    pub fn raw_tracepoint_open(&self) -> Option<RawTracepointOpenAttr> {
+        self.typed(Cmd::RawTracepointOpen)
+    }
+
+    /// Answers a `BPF_BTF_GET_NEXT_ID` (or another `*_GET_NEXT_ID`): writes `next_id`.
+    pub fn put_next_id(&mut self, id: u32) {
+        self.put_u32(core::mem::offset_of!(IdAttr, next_id), id);
     }
 
     /// Writes a `u32` output field of the attr at `offset` (skipped if the attr is shorter).

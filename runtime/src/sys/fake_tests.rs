@@ -15,6 +15,8 @@ fn prog<'a>(insns: &'a [[u8; 8]]) -> ProgLoad<'a> {
         name: [0; 16],
         prog_flags: 0,
         expected_attach_type: 7,
+        attach_btf_id: 0,
+        attach_btf_obj: None,
         btf: None,
     }
 }

@@ -7,7 +7,9 @@
 //! [`perf_event`] are safe, typed wrappers that build every `bpf_attr` themselves, so the
 //! addresses the kernel writes through always come from live Rust slices of the right size.
 //! `ring_map` is the perf ring's shared mapping (`mmap(2)`, the atomic `data_head` /
-//! `data_tail` views, bounded slices of the data area) that `ring` drains.
+//! `data_tail` views, bounded slices of the data area) that `ring` drains; `ringbuf_map` the
+//! BPF ring buffer's two mappings (consumer page read-write, producer page and the data
+//! twice read-only), its positions and header words.
 //!
 //! # Safety
 //! Every `unsafe` block carries a `// SAFETY:` line naming the man page or kernel source
@@ -45,6 +47,7 @@ pub mod out;
 pub mod perf_event;
 pub mod process;
 pub(crate) mod ring_map;
+pub(crate) mod ringbuf_map;
 pub mod signal;
 pub mod tree;
 

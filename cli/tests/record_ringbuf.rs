@@ -1,0 +1,220 @@
+//! `sluice record` reading a BPF ring buffer and decoding its records by the object's
+//! BTF: `tests/bpf/ringbuf_records.o` writes a `struct event` (and every eighth hit a
+//! 3000-byte `struct big`) for each `getppid` of the workload, discarding every fourth
+//! event. Oracle: the workload makes a known number of calls, and each record's fields are
+//! what the program computes from its hit number (see the fixture's `fill()`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use common::{fixture, sluice};
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn kernel(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        !common::required(),
+        "{test}: needs root (SLUICE_REQUIRE_KERNEL=1)"
+    );
+    eprintln!("\n*** SKIPPED kernel test {test}: not root ***\n");
+    false
+}
+
+/// 24 getppid calls in a 64-bit process (syscalls:sys_enter_getppid sees no compat call).
+const WORKLOAD: [&str; 3] = [
+    "/usr/bin/python3",
+    "-c",
+    "import os\nfor _ in range(24): os.getppid()",
+];
+const CALLS: u64 = 24;
+
+fn expected_seqs() -> Vec<u64> {
+    (0..CALLS).filter(|s| s % 4 != 3).collect()
+}
+
+#[test]
+fn record_decodes_struct_event_by_btf() {
+    if !kernel("record_decodes_struct_event_by_btf") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let obj = fixture("ringbuf_records.o");
+    let mut args = vec!["record", "-e", obj.as_str(), "--"];
+    args.extend(WORKLOAD);
+    let (code, out, err) = sluice(&args);
+    assert_eq!(code, 0, "{err}");
+    let events: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("ringbuf:events: magic="))
+        .collect();
+    let seqs: Vec<u64> = events
+        .iter()
+        .map(|l| {
+            let seq = l.split(" seq=").nth(1).unwrap();
+            seq.split(' ').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    // Python's own start-up may call getppid too: at least the workload's calls, numbered
+    // on from the first.
+    let first = seqs.first().copied().unwrap_or(0);
+    assert!(
+        seqs.len() >= expected_seqs().len(),
+        "{} events: {out}\n{err}",
+        seqs.len()
+    );
+    let want: Vec<u64> = (first..).filter(|s| s % 4 != 3).take(seqs.len()).collect();
+    assert_eq!(seqs, want, "{out}");
+    for (l, seq) in events.iter().zip(&seqs) {
+        let kind = if seq & 1 == 1 {
+            "KIND_BIG"
+        } else if seq % 3 == 0 {
+            "KIND_NEG"
+        } else {
+            "KIND_SMALL"
+        };
+        let neg = -(*seq as i64);
+        let want = format!(
+            " seq={seq} delta={neg} kind={kind} odd={} comm=\"python3\" in={{a={seq} b={neg}}} \
+             w={{u={} s={}}} vals=[{seq},{},{}]",
+            seq & 1 == 1,
+            (7 * neg) as u32,
+            7 * neg,
+            2 * seq,
+            3 * seq
+        );
+        if l.contains("comm=\"python3\"") {
+            assert!(l.ends_with(&want), "{l}\nwant ...{want}");
+        }
+        assert!(
+            l.starts_with("ringbuf:events: magic=1371602926 tid="),
+            "{l}"
+        );
+    }
+    let bigs = out
+        .lines()
+        .filter(|l| l.starts_with("ringbuf:events: seq="))
+        .count();
+    assert_eq!(bigs, seqs.iter().filter(|s| *s % 8 == 5).count(), "{out}");
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .expect(&err);
+    assert!(
+        summary.contains(&format!("ringbuf:events {}", seqs.len() + bigs)),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("ring-buffer records carry no pid/cpu/time"),
+        "{summary}"
+    );
+    // Every fourth hit was discarded: events and discarded ones together are the hits.
+    let discarded: u64 = summary
+        .split("; ")
+        .find_map(|p| p.strip_suffix(" discarded by their programs"))
+        .and_then(|p| p.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    let hits = first..first + seqs.len() as u64 + discarded;
+    assert_eq!(
+        hits.clone().filter(|s| s % 4 == 3).count() as u64,
+        discarded
+    );
+    assert!(hits.end - first >= CALLS, "{summary}");
+    // Nothing guessed from a payload's bytes.
+    assert!(!out.contains("str="), "{out}");
+}
+
+#[test]
+fn record_json_and_decode_choices() {
+    if !kernel("record_json_and_decode_choices") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let obj = fixture("ringbuf_records.o");
+    // JSON: the same names, as an object.
+    let mut args = vec!["record", "--json", "-e", obj.as_str(), "--"];
+    args.extend(WORKLOAD);
+    let (code, out, err) = sluice(&args);
+    assert_eq!(code, 0, "{err}");
+    let recs: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("{\"type\":\"record\",\"event\":\"ringbuf:events\""))
+        .collect();
+    assert!(recs.len() >= expected_seqs().len(), "{out}");
+    let l = recs
+        .iter()
+        .find(|l| l.contains("\"seq\":6,"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        l.contains("\"size\":64,\"fields\":{\"magic\":1371602926,\"tid\":"),
+        "{l}"
+    );
+    assert!(
+        l.ends_with(
+            "\"seq\":6,\"delta\":-6,\"kind\":\"KIND_NEG\",\"odd\":false,\"comm\":\"python3\",\
+             \"in\":{\"a\":6,\"b\":-6},\"w\":{\"u\":4294967254,\"s\":-42},\"vals\":[6,12,18]}}"
+        ),
+        "{l}"
+    );
+    assert!(l.contains("\"map\":\"events\""), "{l}");
+
+    // --decode events=raw: hex, every record.
+    let mut args = vec!["record", "--decode", "events=raw", "-e", obj.as_str(), "--"];
+    args.extend(WORKLOAD);
+    let (code, out, err) = sluice(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .all(|l| l.starts_with("ringbuf:events: map=events size=")),
+        "{out}"
+    );
+    assert!(out.contains("size=64 data=eeffc051"), "{out}");
+    assert!(out.contains("size=3000 data="), "{out}");
+
+    // --decode events='struct big': the 64-byte events are shorter: raw and counted.
+    let mut args = vec![
+        "record",
+        "--decode",
+        "events=struct big",
+        "-e",
+        obj.as_str(),
+        "--",
+    ];
+    args.extend(WORKLOAD);
+    let (code, out, err) = sluice(&args);
+    assert_eq!(code, 0, "{err}");
+    let short = out.lines().filter(|l| l.contains(" size=64 data=")).count();
+    assert!(short >= expected_seqs().len(), "{out}");
+    assert!(out.contains("ringbuf:events: seq=5 body=0xab"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "{short} records shorter than their type (shown raw)"
+        )),
+        "{err}"
+    );
+
+    // A type or map that is not there: bad input, exit 2, before anything runs.
+    let (code, _, err) = sluice(&[
+        "record",
+        "--decode",
+        "events=struct nope",
+        "-e",
+        obj.as_str(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("has no type 'struct nope'"), "{err}");
+    let (code, _, err) = sluice(&["record", "--decode", "nomap=raw", "-e", obj.as_str()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no ring buffer or perf event array named 'nomap'"),
+        "{err}"
+    );
+}
