@@ -20,7 +20,16 @@ read -r -a compare <<< "${SLUICE_COMPARE_ARGS-inspect}"
 tdir=${CARGO_TARGET_DIR:-target}
 host=$(uname -m)
 
-# The linker (rust-lld, all three) comes from .cargo/config.toml; the caller's RUSTFLAGS pass through.
+# The linker (rust-lld, all three) comes from .cargo/config.toml. What makes the shipped binaries
+# lean goes in per target here, not in the config, because tests (panic = unwind) build for the
+# same targets: no unwind tables (the release profile aborts on panic; targets/no-unwind.ld
+# drops std's and musl's too), identical functions folded, and x86_64 linked static like the
+# other two instead of static-pie (its relocations and GOT, ~35 KB). A caller's RUSTFLAGS win
+# over these, as cargo orders them.
+lean="-C force-unwind-tables=no -C link-arg=--icf=all -C link-arg=--no-eh-frame-hdr -C link-arg=$PWD/targets/no-unwind.ld"
+export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$lean -C relocation-model=static"
+export CARGO_TARGET_I686_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$lean"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_RUSTFLAGS="$lean"
 args=(); for t in "${targets[@]}"; do args+=(--target "$t"); done
 cargo build --release --locked -p sluice "${args[@]}"
 

@@ -42,6 +42,9 @@ usage:
       -F: samples a second of perf_event programs (default 49; the cycles counter,
       else cpu-clock); --pmu: fill perf event array MAP with one counter per CPU
       (cycles, instructions, cpu-clock, task-clock, ...) for bpf_perf_event_read_value
+      --event PROG=SPEC: attach program PROG at SPEC instead of its section name; given
+      again for one PROG, PROG is attached at each SPEC (one loaded copy per spec);
+      PROG=@FILE: at each spec of FILE, one a line (what `prologue --emit` writes)
       CONFIG: --prog NAME[,NAME...] load and attach only those programs (SEC(\"?...\")
       programs are loaded only so); --set NAME=VALUE a .rodata/.data/.bss variable
       (integer, bool, enumerator, string); --map-size NAME=N max_entries of a map;
@@ -60,8 +63,9 @@ usage:
       in the uprobe's binary (or its build-id/debuglink debug file), a kprobe's in FILE
       (a vmlinux with DWARF); one listing per site (every inlined instance), each with
       its resolved spec (variables as fetch-args: no debug info needed to record it);
-      --emit: write the resolved specs to OUT, one per line, for `record --event
-      PROG=SPEC` elsewhere; --lines: per line of the function, where the variables are
+      --emit: write the resolved specs to OUT, one per line (a site each), for
+      `record --event PROG=@OUT` elsewhere; --lines: per line of the function, where the
+      variables are
   sluice --help | --version
 
 exit codes: 0 success, 1 runtime failure, 2 bad input or usage";

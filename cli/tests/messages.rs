@@ -123,3 +123,73 @@ fn the_verifier_log_is_printed_once() {
         );
     }
 }
+
+/// `--event NAME=SPEC` for a program no object has is bad input naming it and listing the
+/// programs the objects have; it is checked before anything is made (no root needed).
+#[test]
+fn an_event_for_a_program_no_object_has_lists_the_programs() {
+    let (words, filter) = (fixture("dwarf_words.o"), fixture("record_filter.o"));
+    let (code, _, err) = sluice(&[
+        "record",
+        "-e",
+        &words,
+        "--event",
+        "nope=uprobe//bin/true:0x10",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--event nope: no such program")
+            && err.contains("p_words (uprobe//sluice/dwarf_words:f(a, b, c, d))"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Over several objects: every object's programs, each with its object.
+    let (code, _, err) = sluice(&[
+        "record",
+        "-e",
+        &words,
+        "-e",
+        &filter,
+        "--event",
+        "p_words=uprobe//bin/true:0x10",
+        "--event",
+        "nope=kprobe/vfs_read",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--event nope: no such program"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "p_words (uprobe//sluice/dwarf_words:f(a, b, c, d)) in {words}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("arg_at_least (") && err.contains(&format!(" in {filter}")),
+        "{err}"
+    );
+}
+
+/// `--event PROG=@FILE` reads the specs of FILE; a file that cannot be read, or that holds
+/// no spec, is bad input naming it.
+#[test]
+fn an_event_spec_file_must_hold_specs() {
+    let dir = std::env::temp_dir().join(format!("sluice-event-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.specs");
+    std::fs::write(&empty, "\n# nothing\n\n").unwrap();
+    let missing = dir.join("missing.specs");
+    for (file, says) in [(&empty, "no spec in the file"), (&missing, "cannot read")] {
+        let event = format!("p_words=@{}", file.display());
+        let (code, _, err) = sluice(&["record", "--event", &event, "--", "true"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("--event @{}: {says}", file.display())),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -435,3 +435,91 @@ fn a_public_alias_resolves_to_its_definition() {
     assert!(!fetch(&by_alias.1).is_empty(), "{}", by_alias.1);
     assert_eq!(fetch(&by_alias.1), fetch(&by_name.1));
 }
+
+/// `--lines` never points a line to one that cannot be probed: every "probe F:L instead" of
+/// a line sharing its address names a line that `--lines` of F lists with an address of its
+/// own (at `-O0`, `lines.c`'s `mix:4` shares the entry of its inlined `twist` with `twist`'s
+/// own line, which perf names `mix:-5`: no line of `mix`). Over every function of `lines.c`
+/// and `line.c`, gcc and clang at `-O0`, `-O2` and `-Os`.
+#[test]
+fn lines_point_only_to_lines_with_an_address_of_their_own() {
+    let dir = std::env::temp_dir().join(format!("sluice-lines-pointers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sources: [(&str, &[&str]); 2] = [
+        ("lines", &["mix", "pair", "twice", "twist", "main"]),
+        ("line", &["walk", "report", "main"]),
+    ];
+    let mut pointers = 0;
+    let mut inlined = 0;
+    for cc in ["gcc", "clang"] {
+        for opt in ["-O0", "-O2", "-Os"] {
+            for (name, funcs) in sources {
+                let bin = dir.join(format!("{name}_{cc}{opt}"));
+                let src = repo().join(format!("tests/dwarf/{name}.c"));
+                if !common::compile(
+                    cc,
+                    &[
+                        "-g",
+                        opt,
+                        "-o",
+                        bin.to_str().unwrap(),
+                        src.to_str().unwrap(),
+                    ],
+                ) {
+                    continue;
+                }
+                let listing = |func: &str| -> String {
+                    let spec = format!("uprobe/{}:{func}", bin.display());
+                    let (code, out, err) = sluice(&["prologue", "--lines", &spec]);
+                    assert_eq!(code, 0, "{spec}: {err}");
+                    out
+                };
+                // Per function: the lines listed with an address of their own.
+                let mut own: std::collections::BTreeMap<String, Vec<String>> =
+                    std::collections::BTreeMap::new();
+                let mut own_of = |func: &str| -> Vec<String> {
+                    own.entry(func.to_owned())
+                        .or_insert_with(|| {
+                            listing(func)
+                                .lines()
+                                .filter(|l| l.split('\t').nth(1).is_some_and(|p| p != "-"))
+                                .map(|l| l.split('\t').next().unwrap().to_owned())
+                                .collect()
+                        })
+                        .clone()
+                };
+                for func in funcs {
+                    for l in listing(func).lines() {
+                        let Some(why) = l.split('\t').nth(2) else {
+                            continue;
+                        };
+                        let Some(rest) = why.split_once("probe ") else {
+                            continue;
+                        };
+                        let Some(target) = rest.1.strip_suffix(" instead") else {
+                            continue;
+                        };
+                        let (tf, _) = target.split_once(':').unwrap();
+                        assert!(
+                            own_of(tf).iter().any(|t| t == target),
+                            "{cc} {opt} {name}: '{l}' points to {target}, which has no \
+                             address of its own:\n{}",
+                            listing(tf)
+                        );
+                        pointers += 1;
+                        inlined += usize::from(tf != *func);
+                    }
+                }
+            }
+        }
+    }
+    if pointers == 0 {
+        return skip("no compiler built the programs");
+    }
+    assert!(
+        inlined > 0,
+        "the -O0 mix:4 case points into its inlined twist"
+    );
+    eprintln!("{pointers} pointers ({inlined} into an inlined function), each to a probeable line");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

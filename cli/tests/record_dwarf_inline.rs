@@ -9,12 +9,16 @@
 //! the uprobe's own sample (its fetch-args) comes with it. For every hit: the caller the
 //! sample's address lies in (per `nm`) is the caller that printed the values, and BPF words
 //! == fetch-args == printed; both instances are hit.
+//!
+//! The same holds for the resolved specs `sluice prologue --emit` writes (one a line, a
+//! site each), given back as one `--event p_words=SPEC` per line or as `--event
+//! p_words=@FILE`: one program per spec, each attached at its own site.
 #![cfg(target_arch = "x86_64")]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 mod common;
 
-use common::{build_traced, pair_hit, record_dir, record_words, PairHit};
+use common::{build_traced, pair_hit, record_dir, record_words, record_words_at, sluice, PairHit};
 use sluice_core::probe::{self, Section};
 use sluice_runtime::probe::debuginfo::DebugInfo;
 use std::collections::BTreeMap;
@@ -51,37 +55,10 @@ fn caller_of(funcs: &[(u64, String)], address: u64) -> &str {
 /// A hit's kernel fetch-args and BPF words, as text.
 type Hit = (Vec<String>, Vec<String>);
 
-fn run(cc: &str, opt: &str) {
-    let Some(dir) = record_dir("inline", cc, opt) else {
-        return;
-    };
-    let Some(bin) = build_traced(cc, opt, &dir, "inline") else {
-        return;
-    };
-    let b = bin.display().to_string();
-    let spec = format!("uprobe/{b}:scale(x, factor, tag, $err)");
-    // Where the two instances are (the resolver's answer; which caller holds each is nm's).
-    let Ok(Section::Probe(parsed)) = probe::parse(&spec) else {
-        panic!("{spec}")
-    };
-    let sites = DebugInfo::open(&bin, None).unwrap().sites(&parsed).unwrap();
-    assert_eq!(sites.len(), 2, "{cc} -O{opt}: {sites:#?}");
-    assert!(sites.iter().all(|s| s.inlined));
-    let funcs = functions(&bin);
-    let mut site_caller: BTreeMap<u64, String> = BTreeMap::new();
-    for s in &sites {
-        site_caller.insert(s.address, caller_of(&funcs, s.address).to_owned());
-    }
-    let mut callers: Vec<&str> = site_caller.values().map(String::as_str).collect();
-    callers.sort_unstable();
-    assert_eq!(callers, ["left", "right"], "{cc} -O{opt}");
-    if opt == "2" {
-        // The point of two programs: each instance reads other registers.
-        assert_ne!(sites[0].fetch_args, sites[1].fetch_args, "{cc} -O{opt}");
-    }
-
-    let workload = format!("echo | {b} {CALLS}");
-    let out = record_words(&spec, &workload, 2, &format!("{cc} -O{opt}"));
+/// Checks the output of a recording of both instances (`site_caller`: each site's caller):
+/// every hit at a site, each site hit [`CALLS`] times, and per caller, in call order, the
+/// kernel's fetch-args and the program's words equal to what the caller printed, `$err` 0.
+fn check_hits(out: &str, site_caller: &BTreeMap<u64, String>, label: &str) {
     // What the program printed, per caller, in call order: x factor tag.
     let printed = |caller: &str| -> Vec<Vec<String>> {
         out.lines()
@@ -95,33 +72,69 @@ fn run(cc: &str, opt: &str) {
         let PairHit { ip, fields, words } = pair_hit(l);
         let caller = site_caller
             .get(&ip)
-            .unwrap_or_else(|| panic!("{cc} -O{opt}: a hit at {ip:#x}, no site there: {l}"));
+            .unwrap_or_else(|| panic!("{label}: a hit at {ip:#x}, no site there: {l}"));
         *sites_hit.entry(ip).or_default() += 1;
         by_caller
             .entry(caller.clone())
             .or_default()
             .push((fields, words));
     }
-    assert_eq!(sites_hit.len(), 2, "{cc} -O{opt}: both instances hit");
+    assert_eq!(sites_hit.len(), 2, "{label}: both instances hit\n{out}");
     assert!(sites_hit.values().all(|&n| n == CALLS), "{sites_hit:?}");
     for caller in ["left", "right"] {
         let want = printed(caller);
         let got = &by_caller[caller];
-        assert_eq!(want.len(), CALLS, "{cc} -O{opt} {caller}: printed\n{out}");
-        assert_eq!(got.len(), CALLS, "{cc} -O{opt} {caller}: hits\n{out}");
+        assert_eq!(want.len(), CALLS, "{label} {caller}: printed\n{out}");
+        assert_eq!(got.len(), CALLS, "{label} {caller}: hits\n{out}");
         for (k, ((fields, words), want)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(
-                fields, want,
-                "{cc} -O{opt} {caller} #{k}: fetch-args vs printed"
-            );
+            assert_eq!(fields, want, "{label} {caller} #{k}: fetch-args vs printed");
             assert_eq!(
                 &words[..3],
                 &want[..],
-                "{cc} -O{opt} {caller} #{k}: BPF vs printed"
+                "{label} {caller} #{k}: BPF vs printed"
             );
-            assert_eq!(words[3], "0", "{cc} -O{opt} {caller} #{k}: $err");
+            assert_eq!(words[3], "0", "{label} {caller} #{k}: $err");
         }
     }
+}
+
+/// The two instances of `scale` in `bin` (the resolver's answer), each with the caller
+/// that holds it (nm's answer).
+fn site_callers(bin: &Path, spec: &str, label: &str) -> BTreeMap<u64, String> {
+    let Ok(Section::Probe(parsed)) = probe::parse(spec) else {
+        panic!("{spec}")
+    };
+    let sites = DebugInfo::open(bin, None).unwrap().sites(&parsed).unwrap();
+    assert_eq!(sites.len(), 2, "{label}: {sites:#?}");
+    assert!(sites.iter().all(|s| s.inlined));
+    let funcs = functions(bin);
+    let mut site_caller: BTreeMap<u64, String> = BTreeMap::new();
+    for s in &sites {
+        site_caller.insert(s.address, caller_of(&funcs, s.address).to_owned());
+    }
+    let mut callers: Vec<&str> = site_caller.values().map(String::as_str).collect();
+    callers.sort_unstable();
+    assert_eq!(callers, ["left", "right"], "{label}");
+    if label.ends_with("-O2") {
+        // The point of two programs: each instance reads other registers.
+        assert_ne!(sites[0].fetch_args, sites[1].fetch_args, "{label}");
+    }
+    site_caller
+}
+
+fn run(cc: &str, opt: &str) {
+    let Some(dir) = record_dir("inline", cc, opt) else {
+        return;
+    };
+    let Some(bin) = build_traced(cc, opt, &dir, "inline") else {
+        return;
+    };
+    let b = bin.display().to_string();
+    let spec = format!("uprobe/{b}:scale(x, factor, tag, $err)");
+    let site_caller = site_callers(&bin, &spec, &format!("{cc} -O{opt}"));
+    let workload = format!("echo | {b} {CALLS}");
+    let out = record_words(&spec, &workload, 2, &format!("{cc} -O{opt}"));
+    check_hits(&out, &site_caller, &format!("{cc} -O{opt}"));
     eprintln!(
         "{cc} -O{opt}: 2 instances ({}), {} hits each, BPF == fetch-args == printed",
         site_caller
@@ -132,6 +145,52 @@ fn run(cc: &str, opt: &str) {
         CALLS
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `prologue --emit` writes a resolved spec per instance; recording them (an `--event` for
+/// each line, then `--event PROG=@FILE`) attaches the program at both instances, each with
+/// its own prologue: both callers' hits, right values.
+fn emitted(cc: &str, opt: &str) {
+    let Some(dir) = record_dir("inline-emit", cc, opt) else {
+        return;
+    };
+    let Some(bin) = build_traced(cc, opt, &dir, "inline") else {
+        return;
+    };
+    let b = bin.display().to_string();
+    let label = format!("{cc} -O{opt}");
+    let spec = format!("uprobe/{b}:scale(x, factor, tag, $err)");
+    let site_caller = site_callers(&bin, &spec, &label);
+    let file = dir.join("scale.specs");
+    let f = file.display().to_string();
+    let (code, _, err) = sluice(&["prologue", "--emit", &f, &spec]);
+    assert_eq!(code, 0, "{label}: {err}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{label}: one spec per instance:\n{text}");
+    for l in &lines {
+        // Resolved: a raw file offset, every variable a fetch-arg.
+        assert!(l.starts_with(&format!("uprobe/{b}:0x")), "{label}: {l}");
+        assert!(!l.contains("(x,") && l.contains("x=%"), "{label}: {l}");
+    }
+    let workload = format!("echo | {b} {CALLS}");
+    let out = record_words_at(&lines, &workload, 2, &format!("{label} --event x2"));
+    check_hits(&out, &site_caller, &format!("{label} --event x2"));
+    let from_file = format!("@{f}");
+    let out = record_words_at(&[&from_file], &workload, 2, &format!("{label} @FILE"));
+    check_hits(&out, &site_caller, &format!("{label} @FILE"));
+    eprintln!("{label}: the two emitted specs, given back, recorded both instances");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn gcc_o2_emitted_specs_record_both_instances() {
+    emitted("gcc", "2");
+}
+
+#[test]
+fn clang_o2_emitted_specs_record_both_instances() {
+    emitted("clang", "2");
 }
 
 #[test]

@@ -9,6 +9,10 @@
 //! BPF words == the uprobe's fetch-args == what the program printed, `$err` is 0, and the hit's
 //! address is not the link-time one (the file really was relocated). A global of a PIE at a
 //! return probe is refused with a message naming it.
+//!
+//! The resolved spec `sluice prologue --emit` writes for the same probe (the global as the
+//! uprobe tracer's `@+FILEOFFSET`) is recorded the same way, with the same checks: a spec
+//! `record --event` takes back, whose prologue reads the global where the kernel does.
 #![cfg(target_arch = "x86_64")]
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
@@ -23,8 +27,42 @@ use std::path::Path;
 const CALLS: usize = 3;
 
 /// Records `spec` (four values: `n, GLOBAL, n, $err`) on `probed` while `workload` runs and
-/// checks every hit against `printed` (`n global` per call, in order).
+/// checks every hit against `printed` (`n global` per call, in order); then the same with the
+/// resolved spec `prologue --emit` writes for it (`emitted` in `dir`).
 fn check(probed: &Path, spec: &str, workload: &str, printed_prefix: &str, label: &str) {
+    check_recorded(probed, spec, spec, workload, printed_prefix, label);
+    let dir = probed.parent().unwrap();
+    let file = dir.join("emitted.specs");
+    let f = file.display().to_string();
+    let (code, _, err) = sluice(&["prologue", "--emit", &f, spec]);
+    assert_eq!(code, 0, "{label}: --emit: {err}");
+    let emitted = std::fs::read_to_string(&file).unwrap();
+    let emitted = emitted.trim_end();
+    assert_eq!(emitted.lines().count(), 1, "{label}: {emitted}");
+    assert!(
+        emitted.contains("=@+0x"),
+        "{label}: the global as @+FILEOFFSET: {emitted}"
+    );
+    check_recorded(
+        probed,
+        spec,
+        &format!("@{f}"),
+        workload,
+        printed_prefix,
+        &format!("{label}, emitted {emitted}"),
+    );
+}
+
+/// [`check`] of one recording: `recorded` (a spec, or `@FILE`) given to `record`, the site
+/// found from `spec`.
+fn check_recorded(
+    probed: &Path,
+    spec: &str,
+    recorded: &str,
+    workload: &str,
+    printed_prefix: &str,
+    label: &str,
+) {
     let Ok(Section::Probe(parsed)) = probe::parse(spec) else {
         panic!("{spec}")
     };
@@ -34,7 +72,7 @@ fn check(probed: &Path, spec: &str, workload: &str, printed_prefix: &str, label:
         .unwrap();
     assert_eq!(sites.len(), 1, "{label}: {sites:#?}");
     let link_address = sites[0].address;
-    let out = record_words(spec, workload, 1, label);
+    let out = record_words(recorded, workload, 1, label);
     let printed: Vec<Vec<String>> = out
         .lines()
         .filter_map(|l| l.strip_prefix(printed_prefix))

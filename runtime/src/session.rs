@@ -120,6 +120,9 @@ impl Session {
             shared: Vec::new(),
             program_ids: Vec::new(),
         };
+        // `--event NAME=SPEC` must name a program of some object (bad input: before
+        // anything is made).
+        choose::names_in(objects, &opts.events.programs(), "--event")?;
         let scope = opts.scope.unwrap_or(Scope::System);
         let tracefs = Tracefs::find().map_err(|source| Error::Tracefs {
             program: None,
@@ -244,7 +247,12 @@ impl Session {
             self.links.push(link);
         }
         for prog in loaded.programs() {
-            let Some(plan) = plans.iter().find(|p| p.index() == prog.index()) else {
+            // A program given several specs is loaded once per spec: its plan is the one of
+            // its spec.
+            let Some(plan) = plans
+                .iter()
+                .find(|p| p.index() == prog.index() && p.spec() == prog.spec())
+            else {
                 continue;
             };
             if let Attach::Skip(why) = plan.attach() {

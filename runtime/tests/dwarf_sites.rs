@@ -91,8 +91,8 @@ fn with_object(f: impl FnOnce(&Object<'_, '_>, usize)) {
 
 fn opts_with(obj: &Object<'_, '_>, index: usize, spec: String) -> LoadOptions {
     let mut o = LoadOptions::default();
-    o.specs = vec![None; obj.programs().len()];
-    o.specs[index] = Some(spec);
+    o.specs = vec![Vec::new(); obj.programs().len()];
+    o.specs[index] = vec![spec];
     o
 }
 
@@ -255,15 +255,32 @@ fn resolved_specs_load_the_same_prologue_without_debug_info() {
             }
         }
         assert!(checked >= 6, "{checked}");
-        // A uprobe's global is an offset in the file (`@+0x...`): no spec spelling.
+        // A uprobe's global is an offset in the file, the uprobe tracer's `@+0x...`: the
+        // resolved spec spells it so, and its fetch-args are the site's.
         let spec = format!("uprobe/{b}:process+0(counter)");
         let sites = plan_sites(p, i, &opts_with(obj, i, spec.clone())).unwrap();
         let parsed = match sluice_core::probe::parse(&spec).unwrap() {
             sluice_core::probe::Section::Probe(s) => s,
             sluice_core::probe::Section::Title(t) => panic!("{t}"),
         };
-        let e = resolved_spec(&parsed, &sites[0]).unwrap_err().to_string();
-        assert!(e.contains("@+0x") && e.contains("cannot take"), "{e}");
+        let resolved = resolved_spec(&parsed, &sites[0]).unwrap();
+        assert!(resolved.contains("counter=@+0x"), "{resolved}");
+        // gcc builds a PIE: both prologues read the global at the program counter plus the
+        // same distance (DWARF: link-time addresses; resolved: file offsets).
+        assert_eq!(
+            plan_prologue(p, i, &opts_with(obj, i, resolved.clone())).unwrap(),
+            sites[0].prologue,
+            "{spec} -> {resolved}"
+        );
+        let again = match sluice_core::probe::parse(&resolved).unwrap() {
+            sluice_core::probe::Section::Probe(s) => s,
+            sluice_core::probe::Section::Title(t) => panic!("{t}"),
+        };
+        assert_eq!(
+            sluice_runtime::probe::fetch_args(&again),
+            sluice_runtime::probe::unique_arg_names(&sites[0].fetch_args).join(" "),
+            "{resolved}"
+        );
     });
 }
 

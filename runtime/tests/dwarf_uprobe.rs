@@ -208,14 +208,14 @@ fn run(opt: &str) {
     let (chain, local) = (index("chain"), index("local"));
     let path = bin.display();
     let mut opts = LoadOptions::default();
-    opts.specs = vec![None; obj.programs().len()];
-    opts.specs[chain] = Some(format!(
+    opts.specs = vec![Vec::new(); obj.programs().len()];
+    opts.specs[chain] = vec![format!(
         "uprobe/{path}:{FUNC}(file->f_mapping->a_ops, bytes, offset, $err)"
-    ));
-    opts.specs[local] = Some(format!(
+    )];
+    opts.specs[local] = vec![format!(
         "uprobe/{path}:{FUNC}+{}(chunk, bytes, $err)",
         local_offset(&bin)
-    ));
+    )];
     let sites: Vec<Site> = [chain, local]
         .iter()
         .map(|&i| {
@@ -244,7 +244,7 @@ fn run(opt: &str) {
             "{}: the loaded program starts with the site's prologue",
             p.name()
         );
-        assert_eq!(p.spec(), opts.specs[p.index()].as_deref().unwrap());
+        assert_eq!(p.spec(), opts.specs[p.index()][0]);
         assert!(matches!(&s.target, ProbeTarget::User { path, .. } if *path == bin));
     }
 

@@ -12,8 +12,9 @@
 //! function, every inlined instance) gets its own prologue and fetch-args, and its
 //! *resolved spec* (`spec:`): the same probe with the site's place and a fetch-arg for each
 //! variable, which needs no debug info where it is recorded. `--emit OUT` writes those
-//! specs, one per line, for `sluice record --event PROG="$(cat OUT)"` on a machine without
-//! the debug info (an appliance whose kernel's `vmlinux` stays on the build host).
+//! specs, one per line, for `sluice record --event PROG=@OUT` (the program attached at
+//! every one) on a machine without the debug info (an appliance whose kernel's `vmlinux`
+//! stays on the build host).
 //!
 //! `--lines` lists every line of the function with code (`FUNC:LINE`, relative to its
 //! declaration) and, per line, the fetch-args of SPEC's variables there or why they cannot
@@ -360,27 +361,32 @@ fn render(arch: Platform, spec: &str) -> Result<String, Failure> {
             )))
         }
     };
-    let locs =
-        prologue::from_typed_args(arch, probe.kind(), probe.args()).map_err(|e| match e {
-            Error::Usage { what, value } if what == NEEDS_DEBUG_INFO => {
-                let arg = usize::try_from(value)
-                    .ok()
-                    .and_then(|v| v.checked_sub(1))
-                    .and_then(|i| probe.args().exprs().get(i));
-                match arg {
-                    Some(arg) => Failure::input(format!(
-                        "'{spec}': argument {value} '{arg}' {NEEDS_DEBUG_INFO}"
-                    )),
-                    None => Failure::input(format!("'{spec}': {NEEDS_DEBUG_INFO}")),
-                }
+    // The fetch-args as written (`@+FILEOFFSET` kept, as the tracer takes it), and the
+    // locations the prologue reads (those at their distance from the probe's file offset).
+    let locs = prologue::from_typed_args(arch, probe.kind(), probe.args()).and_then(|l| {
+        let mut placed = l.clone();
+        sluice_runtime::probe::place_file_offsets(&probe, &mut placed).map(|()| (l, placed))
+    });
+    let (locs, placed) = locs.map_err(|e| match e {
+        Error::Usage { what, value } if what == NEEDS_DEBUG_INFO => {
+            let arg = usize::try_from(value)
+                .ok()
+                .and_then(|v| v.checked_sub(1))
+                .and_then(|i| probe.args().exprs().get(i));
+            match arg {
+                Some(arg) => Failure::input(format!(
+                    "'{spec}': argument {value} '{arg}' {NEEDS_DEBUG_INFO}"
+                )),
+                None => Failure::input(format!("'{spec}': {NEEDS_DEBUG_INFO}")),
             }
-            Error::Usage { what, value } => {
-                Failure::input(format!("'{spec}': argument {value}: {what} ({arch})"))
-            }
-            e => Failure::input(format!("'{spec}': {e}")),
-        })?;
+        }
+        Error::Usage { what, value } => {
+            Failure::input(format!("'{spec}': argument {value}: {what} ({arch})"))
+        }
+        e => Failure::input(format!("'{spec}': {e}")),
+    })?;
     let code: Prologue =
-        Prologue::generate(&locs).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
+        Prologue::generate(&placed).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     let mut out = if locs.values().is_empty() {
         "bpf_prologue: none (no value passed in r2..r5)\n".to_owned()
     } else {

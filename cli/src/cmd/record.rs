@@ -1,4 +1,4 @@
-//! `sluice record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
+//! `sluice record [-e OBJ.o]... [--event PROG=SPEC|PROG=@FILE]... [--duration S] [-m PAGES]
 //! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [--perf-data FILE|-]
 //! [-- CMD ARGS...]`: load
 //! filters, attach them, run the workload (like `perf record`: forked, held until the
@@ -36,6 +36,7 @@ use crate::output::pair::{Item, Pairer};
 use crate::output::{self, json, perf_data, records, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
+use sluice_runtime::probe::EventSpecs;
 use sluice_runtime::ring::{RingConfig, Wakeup};
 use sluice_runtime::session::{
     Event, ObjectSource, RunControl, Session, SessionOptions, SourceKind, Stop,
@@ -51,7 +52,7 @@ pub const DEFAULT_WORKLOAD: [&str; 2] = ["sleep", "1"];
 #[derive(Debug, Default)]
 struct Args {
     objects: Vec<std::path::PathBuf>,
-    events: BTreeMap<String, String>,
+    events: EventSpecs,
     duration: Option<Duration>,
     pages: Option<usize>,
     wakeup_events: Option<u32>,
@@ -97,7 +98,15 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 let (prog, spec) = v
                     .split_once('=')
                     .ok_or_else(|| bad(format!("--event wants PROG=SPEC, got '{v}'")))?;
-                a.events.insert(prog.to_owned(), spec.to_owned());
+                match spec.strip_prefix('@') {
+                    // The specs `sluice prologue --emit` wrote, one a line.
+                    Some(file) => {
+                        for spec in specs_file(std::path::Path::new(file))? {
+                            a.events.insert(prog.to_owned(), spec);
+                        }
+                    }
+                    None => a.events.insert(prog.to_owned(), spec.to_owned()),
+                }
             }
             Long("duration") | Short('d') => {
                 let v: f64 = parser
@@ -212,6 +221,37 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
         ));
     }
     Ok(a)
+}
+
+/// The specs of `--event PROG=@FILE`: one a line, as `sluice prologue --emit` writes them
+/// (one per site); blank lines and lines starting with `#` are skipped.
+fn specs_file(path: &std::path::Path) -> Result<Vec<String>, Failure> {
+    let bytes = sluice_runtime::sys::file::read_regular(path).map_err(|e| {
+        Failure::input(format!(
+            "record: --event @{}: cannot read: {e}",
+            path.display()
+        ))
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Failure::input(format!(
+            "record: --event @{}: not UTF-8 text",
+            path.display()
+        ))
+    })?;
+    let specs: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect();
+    if specs.is_empty() {
+        return Err(Failure::input(format!(
+            "record: --event @{}: no spec in the file (one a line, as `sluice prologue --emit` \
+             writes them)",
+            path.display()
+        )));
+    }
+    Ok(specs)
 }
 
 /// Parses `record`'s arguments and runs it.

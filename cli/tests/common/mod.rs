@@ -112,19 +112,19 @@ pub fn build_traced(cc: &str, opt: &str, dir: &Path, name: &str) -> Option<PathB
 /// `sluice record --json -e dwarf_words.o --event p_words=SPEC -- sh -c WORKLOAD`, checked:
 /// exit 0, `probes` probes removed, no sample left without its program's output. Stdout.
 pub fn record_words(spec: &str, workload: &str, probes: usize, label: &str) -> String {
-    let event = format!("p_words={spec}");
-    let (code, out, err) = sluice(&[
-        "record",
-        "--json",
-        "-e",
-        &fixture("dwarf_words.o"),
-        "--event",
-        &event,
-        "--",
-        "sh",
-        "-c",
-        workload,
-    ]);
+    record_words_at(&[spec], workload, probes, label)
+}
+
+/// [`record_words`] with `--event p_words=SPEC` once for each of `specs` (`@FILE` too).
+pub fn record_words_at(specs: &[&str], workload: &str, probes: usize, label: &str) -> String {
+    let fixture = fixture("dwarf_words.o");
+    let events: Vec<String> = specs.iter().map(|s| format!("p_words={s}")).collect();
+    let mut args = vec!["record", "--json", "-e", &fixture];
+    for e in &events {
+        args.extend(["--event", e.as_str()]);
+    }
+    args.extend(["--", "sh", "-c", workload]);
+    let (code, out, err) = sluice(&args);
     assert_eq!(code, 0, "{label}: {err}");
     assert!(
         err.contains(&format!("probes removed {probes}")),

@@ -41,15 +41,23 @@ pub enum Error {
     },
     /// `FUNC:LINE` names a line whose code starts at an address the line table gives to
     /// an earlier line first: a probe there is the other line's (`perf probe` refuses it
-    /// the same way and names the line to use).
+    /// the same way and names the line to use). The line named to use instead is one with
+    /// an address of its own; when the owner has none either, no line is named.
     SharedLine {
         /// The function.
         function: String,
         /// The line asked for, relative to the function's declaration.
         line: u64,
-        /// The line that owns the address, relative the same way (negative: a line
-        /// before the function, e.g. of a function inlined from the same file).
-        instead: i64,
+        /// The address shared.
+        address: u64,
+        /// The function whose line owns the address: `function`, or a function inlined
+        /// there whose own line it is.
+        owner_function: String,
+        /// The line that owns the address, relative to `owner_function`'s declaration.
+        owner_line: i64,
+        /// Whether `owner_function:owner_line` can be probed (it has an address of its
+        /// own): the line to probe instead. Otherwise it shares its addresses too.
+        probeable: bool,
     },
     /// No variable of that name is visible at that address.
     VariableNotFound {
@@ -179,11 +187,26 @@ impl fmt::Display for Error {
             Error::SharedLine {
                 function,
                 line,
-                instead,
-            } => write!(
-                f,
-                "{function}:{line} shares its address with line {instead}: probe {function}:{instead} instead"
-            ),
+                address,
+                owner_function,
+                owner_line,
+                probeable,
+            } => {
+                write!(f, "{function}:{line} shares its address ")?;
+                if owner_function == function {
+                    write!(f, "with line {owner_line}")?;
+                } else {
+                    write!(f, "with {owner_function}:{owner_line} (inlined there)")?;
+                }
+                if *probeable {
+                    write!(f, ": probe {owner_function}:{owner_line} instead")
+                } else {
+                    write!(
+                        f,
+                        ", which has no address of its own either: no FUNC:LINE probes {address:#x}"
+                    )
+                }
+            }
             Error::VariableNotFound {
                 name,
                 pc,
@@ -277,5 +300,35 @@ mod tests {
         let text = full.to_string();
         assert!(text.starts_with("available there: v0, v1, "), "{text}");
         assert!(text.ends_with("v15, …"), "{text}");
+    }
+
+    #[test]
+    fn a_shared_line_names_a_line_to_probe_only_when_it_has_its_own_address() {
+        let shared = |owner: &str, probeable| {
+            Error::SharedLine {
+                function: "mix".into(),
+                line: 4,
+                address: 0x117a,
+                owner_function: owner.into(),
+                owner_line: 2,
+                probeable,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            shared("mix", true),
+            "mix:4 shares its address with line 2: probe mix:2 instead"
+        );
+        assert_eq!(
+            shared("twist", true),
+            "mix:4 shares its address with twist:2 (inlined there): probe twist:2 instead"
+        );
+        let none = shared("mix", false);
+        assert!(!none.contains("probe mix:2"), "{none}");
+        assert_eq!(
+            none,
+            "mix:4 shares its address with line 2, which has no address of its own either: \
+             no FUNC:LINE probes 0x117a"
+        );
     }
 }

@@ -123,8 +123,49 @@ impl<'s> Resolver<'s> {
             .collect())
     }
 
-    /// [`Resolver::resolve`] for sites already found.
+    /// [`Resolver::resolve`] for sites already found; an [`Error::SharedLine`] says whether
+    /// the line it names can be probed ([`Resolver::probeable`]).
     pub(super) fn resolve_in(
+        &self,
+        func: &str,
+        sites: &[Site],
+        place: Place,
+        args: &[Arg<'_>],
+    ) -> Result<Vec<ProbeSite>, Error> {
+        self.resolve_at(func, sites, place, args)
+            .map_err(|e| match e {
+                Error::SharedLine {
+                    function,
+                    line,
+                    address,
+                    owner_function,
+                    owner_line,
+                    probeable: _,
+                } => Error::SharedLine {
+                    probeable: self.probeable(&owner_function, owner_line),
+                    function,
+                    line,
+                    address,
+                    owner_function,
+                    owner_line,
+                },
+                e => e,
+            })
+    }
+
+    /// Whether `func:line` has an address of its own (it resolves; a line that shares its
+    /// address too does not): a line a message may tell to probe instead.
+    fn probeable(&self, func: &str, line: i64) -> bool {
+        let Ok(rel) = u32::try_from(line) else {
+            return false;
+        };
+        self.find_sites(func).is_ok_and(|s| {
+            !s.is_empty() && self.resolve_at(func, &s, Place::Line(rel), &[]).is_ok()
+        })
+    }
+
+    /// [`Resolver::resolve_in`] without checking the line an [`Error::SharedLine`] names.
+    fn resolve_at(
         &self,
         func: &str,
         sites: &[Site],

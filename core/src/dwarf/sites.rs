@@ -297,6 +297,49 @@ impl<'s> Resolver<'s> {
         Ok((want_file.is_none() || file == want_file).then_some(line))
     }
 
+    /// Whose line `line` (absolute) is, as `FUNC:LINE`: a line before `func`'s
+    /// declaration (`decl`, in `file`) at `addr` inside a function inlined there is that
+    /// function's own (the innermost such instance, declared in the same file at or before
+    /// the line); any other is `func`'s, relative to its declaration.
+    fn line_owner(
+        &self,
+        func: &str,
+        (decl, file): (u64, Option<&[u8]>),
+        nested: &[DieRef],
+        addr: u64,
+        line: u64,
+    ) -> Result<(String, i64), Error> {
+        let rel = |l: u64, d: u64| {
+            i64::try_from(l)
+                .unwrap_or(i64::MAX)
+                .saturating_sub(i64::try_from(d).unwrap_or(i64::MAX))
+        };
+        if line < decl {
+            // Depth-first order: the innermost instance holding the address comes last.
+            for &inline in nested.iter().rev() {
+                if !self
+                    .ranges(inline)?
+                    .iter()
+                    .any(|&(b, e)| addr >= b && addr < e)
+                {
+                    continue;
+                }
+                let Some(d) = self.udata_of(inline, dw::DW_AT_decl_line)? else {
+                    continue;
+                };
+                let f = self.udata_of(inline, dw::DW_AT_decl_file)?;
+                let same_file =
+                    file.is_none() || f.and_then(|f| self.file_name(inline.unit, f)) == file;
+                if d <= line && same_file {
+                    if let Some(name) = self.name_of(inline)? {
+                        return Ok((String::from_utf8_lossy(name).into_owned(), rel(line, d)));
+                    }
+                }
+            }
+        }
+        Ok((String::from(func), rel(line, decl)))
+    }
+
     /// The addresses of `place` in one function instance.
     pub(super) fn addresses(
         &self,
@@ -397,12 +440,16 @@ impl<'s> Resolver<'s> {
                             .map(|r| r.line)
                     };
                     if let Some(line) = owner.filter(|&l| l != want) {
+                        let (owner_function, owner_line) =
+                            self.line_owner(func, (decl, want_file), &nested, addr, line)?;
                         return Err(Error::SharedLine {
                             function: String::from(func),
                             line: u64::from(rel),
-                            instead: i64::try_from(line)
-                                .unwrap_or(i64::MAX)
-                                .saturating_sub(i64::try_from(decl).unwrap_or(i64::MAX)),
+                            address: addr,
+                            owner_function,
+                            owner_line,
+                            // Told by the resolver, which tries it ([`Resolver::resolve`]).
+                            probeable: false,
                         });
                     }
                 }

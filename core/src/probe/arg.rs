@@ -5,7 +5,8 @@
 //! `$stack3`, `$arg2`, `$comm`, the pseudo-argument `$err`, or any other `$name` the seed's
 //! examples use such as `$outdata`), an absolute address `@ADDR`, a kernel symbol plus an
 //! offset `@SYM+OFF` (the kprobe tracer resolves it in the running kernel, so it holds under
-//! KASLR) or a constant `\IMM`.
+//! KASLR), a file offset of a uprobe's file `@+OFFSET` (the uprobe tracer's: a global of a
+//! shared library or PIE, wherever it is loaded) or a constant `\IMM`.
 //! `STEP`s are `.member`, `->member` and `[index]`; only a variable or `$retval` has a type
 //! that steps can walk. `TYPE` is a kprobe-tracer fetch type.
 //!
@@ -62,6 +63,11 @@ pub enum ArgBase<'a> {
         /// far smaller than 2 GiB, and it keeps [`ArgBase`] at three words).
         offset: i32,
     },
+    /// `@+OFFSET`: the memory at a file offset of the probed file, the uprobe tracer's
+    /// `@+OFFSET` (uprobes only): the kernel reads it at the probed address less the probe's
+    /// own file offset plus `OFFSET`, so it holds wherever the file is loaded; `sluice
+    /// prologue --emit` writes a global of a shared library or PIE this way.
+    FileOffset(u64),
     /// `\IMM`: a constant, the kprobe tracer's immediate.
     Imm(u64),
 }
@@ -80,6 +86,7 @@ impl ArgBase<'_> {
                 | ArgBase::ArgN(_)
                 | ArgBase::Addr(_)
                 | ArgBase::Sym { .. }
+                | ArgBase::FileOffset(_)
         )
     }
 }
@@ -311,7 +318,9 @@ impl<'a> Arg<'a> {
             }
             dollar(var, base_at)?
         } else if c.eat(b'@') {
-            if c.peek().is_some_and(|b| b.is_ascii_digit()) {
+            if c.eat(b'+') {
+                ArgBase::FileOffset(c.number()?)
+            } else if c.peek().is_some_and(|b| b.is_ascii_digit()) {
                 ArgBase::Addr(c.number()?)
             } else if c.peek().is_some_and(|b| is_ident_start(b) || b == b'.') {
                 let name = c.take_while(|b| is_ident_cont(b) || b == b'.');
@@ -332,7 +341,7 @@ impl<'a> Arg<'a> {
                 };
                 ArgBase::Sym { name, offset }
             } else {
-                return Err(c.err("expected an address or a kernel symbol after '@'"));
+                return Err(c.err("expected an address, a kernel symbol or +FILEOFFSET after '@'"));
             }
         } else if c.eat(b'\\') {
             ArgBase::Imm(c.number()?)
@@ -471,6 +480,7 @@ impl fmt::Display for ArgBase<'_> {
                 write!(f, "@{name}-{:#x}", offset.unsigned_abs())
             }
             ArgBase::Sym { name, offset } => write!(f, "@{name}+{offset:#x}"),
+            ArgBase::FileOffset(o) => write!(f, "@+{o:#x}"),
             ArgBase::Imm(v) => write!(f, "\\{v}"),
         }
     }

@@ -831,10 +831,12 @@ const BAD: &[(&str, u32, &str)] = &[
     ("f +8%di", 4, "expected '(' after a memory read offset"),
     ("f +(%di)", 3, "expected a number"),
     (
-        "f @+8",
+        "f @(8)",
         3,
-        "expected an address or a kernel symbol after '@'",
+        "expected an address, a kernel symbol or +FILEOFFSET after '@'",
     ),
+    ("f @+", 4, "expected a number"),
+    ("f @+sym", 4, "expected a number"),
     ("f @sym+", 7, "expected a number"),
     (
         "f @sym+0x80000000",
@@ -1049,6 +1051,20 @@ fn memory_reads() {
             "@a.b.0-0x10"
         ]
     );
+    // File offsets of a uprobe's file, as `sluice prologue --emit` writes a library's
+    // globals (the uprobe tracer's `@+OFFSET`).
+    let p = probe("uprobe//lib/x.so:0x1120(t=@+0x4018:s64, +8(@+16):u32, @+0)");
+    let bases: StdVec<ArgBase<'_>> = p.args().exprs().iter().map(Arg::base).collect();
+    assert_eq!(
+        bases,
+        [
+            ArgBase::FileOffset(0x4018),
+            ArgBase::FileOffset(16),
+            ArgBase::FileOffset(0)
+        ]
+    );
+    assert_eq!(p.args().exprs()[1].derefs(), [8]);
+    assert_eq!(args_text(&p), ["t=@+0x4018:s64", "+8(@+0x10):u32", "@+0x0"]);
     let p = probe("f +8($stack1)");
     assert_eq!(p.args().exprs()[0].base(), ArgBase::StackN(1));
     assert_eq!(p.args().exprs()[0].derefs(), [8]);

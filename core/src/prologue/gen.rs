@@ -102,6 +102,10 @@ fn narrow(e: &mut Emitter<'_>, dst: u8, width: u8, size: u8, signed: bool) -> Re
     }
 }
 
+/// The message for a [`Base::FileOffset`] read given to the generator as such.
+const FILE_OFFSET_UNPLACED: &str =
+    "@+FILEOFFSET needs the probe's own file offset (ArgLocs::at_probe_offset)";
+
 /// Emits the reads of argument `loc` (value `j`) into its stack slot; every failed read
 /// jumps to the error path, whose jumps are collected in `jumps`.
 fn emit_reads(
@@ -132,6 +136,12 @@ fn emit_reads(
             })?;
             e.push(Insn::ldx_mem(size_code(reg_size), R3, R6, ip.offset as i16))?;
             e.push(Insn::alu64_imm(ADD, R3, off))?;
+        }
+        Base::FileOffset(_) => {
+            return Err(Error::Usage {
+                what: FILE_OFFSET_UNPLACED,
+                value: 0,
+            })
         }
         Base::Const(c) => e.constant(R3, c)?,
     }
@@ -185,10 +195,12 @@ fn emit_direct(e: &mut Emitter<'_>, locs: &ArgLocs<'_>, loc: &ArgLoc<'_>, dst: u
         }
         Base::Const(c) => e.constant(dst, fold(c, loc.size(), loc.signed())),
         // Both read memory, so they are never direct.
-        Base::Stack(_) | Base::Addr(_) | Base::IpRel(_) => Err(Error::Usage {
-            what: "internal: a memory base taken as direct",
-            value: 0,
-        }),
+        Base::Stack(_) | Base::Addr(_) | Base::IpRel(_) | Base::FileOffset(_) => {
+            Err(Error::Usage {
+                what: "internal: a memory base taken as direct",
+                value: 0,
+            })
+        }
     }
 }
 

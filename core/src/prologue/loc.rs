@@ -77,6 +77,13 @@ pub enum Base {
     /// wherever the file is loaded. Costs one read. The tracer spells the same read
     /// `@+FILEOFFSET` for a uprobe; [`FetchArg`] writes `@%ip+OFF`, which no tracer takes.
     IpRel(i32),
+    /// The memory at a file offset of the probed file: a uprobe's `@+FILEOFFSET`, which
+    /// the kernel reads at the probed address less the probe's own file offset plus
+    /// `FILEOFFSET` (`translate_user_vaddr`), what `sluice prologue --emit` writes for a
+    /// global of a shared library or PIE. A prologue can read it only once that probe
+    /// offset is known: [`ArgLocs::at_probe_offset`] makes it [`Base::IpRel`]; before,
+    /// [`super::Prologue::generate`] refuses it. Costs one read.
+    FileOffset(u64),
     /// A constant (`\42`).
     Const(u64),
 }
@@ -86,7 +93,7 @@ impl Base {
     pub(super) fn implied_read(self) -> Option<i32> {
         match self {
             Base::Stack(off) => Some(off),
-            Base::Addr(_) | Base::IpRel(_) => Some(0),
+            Base::Addr(_) | Base::IpRel(_) | Base::FileOffset(_) => Some(0),
             Base::Reg(_) | Base::Const(_) => None,
         }
     }
@@ -242,6 +249,7 @@ impl fmt::Display for FetchArg<'_, '_> {
             Base::Addr(a) => write!(f, "@{a:#x}")?,
             Base::IpRel(off) if off < 0 => write!(f, "@%ip-{:#x}", off.unsigned_abs())?,
             Base::IpRel(off) => write!(f, "@%ip+{off:#x}")?,
+            Base::FileOffset(off) => write!(f, "@+{off:#x}")?,
             Base::Const(c) => write!(f, "\\{c}")?,
         }
         for _ in loc.derefs.iter() {
@@ -356,6 +364,39 @@ impl<'a> ArgLocs<'a> {
     }
 
     /// The kernel architecture whose `pt_regs` the prologue reads.
+    /// Makes every [`Base::FileOffset`] read a [`Base::IpRel`] one, for a probe at file
+    /// offset `probe` of the file: the distance between the two file offsets is the distance
+    /// between the two addresses wherever the file is loaded, as the kernel's
+    /// `@+FILEOFFSET` assumes. Valid where the program counter is the probed address: an
+    /// entry or offset uprobe, not a return probe.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] (the 1-based position among the values) for a distance of 2 GiB
+    /// or more.
+    pub fn at_probe_offset(&mut self, probe: u64) -> Result<()> {
+        for (i, v) in self.values.iter_mut().enumerate() {
+            let Value::Fetch(loc) = v else { continue };
+            if let Base::FileOffset(at) = loc.base {
+                let delta = at.wrapping_sub(probe) as i64;
+                let delta = i32::try_from(delta).map_err(|_| Error::Usage {
+                    what: "@+FILEOFFSET 2 GiB or more away from the probe's file offset",
+                    value: i as u64 + 1,
+                })?;
+                loc.base = Base::IpRel(delta);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a value is read at a file offset ([`Base::FileOffset`]), so needs
+    /// [`ArgLocs::at_probe_offset`] before a prologue can be made.
+    #[must_use]
+    pub fn has_file_offsets(&self) -> bool {
+        self.fetched()
+            .any(|l| matches!(l.base, Base::FileOffset(_)))
+    }
+
+    /// The architecture whose `pt_regs` the prologue reads.
     #[must_use]
     pub fn arch(&self) -> Arch {
         self.platform.kernel()

@@ -60,5 +60,6 @@ pub use gen::{write, Prologue};
 pub use limits::{ERR_SLOT, MAX_DEREFS, MAX_INSNS, MAX_READS, MAX_VALUES};
 pub use loc::{ArgLoc, ArgLocs, Base, FetchArg, Memory, Value, PROBE_READ_KERNEL, PROBE_READ_USER};
 pub use typed::{
-    c_type_layout, from_typed_args, from_typed_args_with, NEEDS_DEBUG_INFO, NEEDS_SYMBOLS,
+    c_type_layout, from_typed_args, from_typed_args_with, AT_RETURN, NEEDS_DEBUG_INFO,
+    NEEDS_SYMBOLS,
 };

@@ -557,6 +557,60 @@ fn ip_relative_global_reads_at_the_program_counter_plus_its_distance() {
 }
 
 #[test]
+fn file_offsets_read_at_their_distance_from_the_probes_file_offset() {
+    // `@+FILEOFFSET`, as `--emit` writes a shared library's global: kept as written (the
+    // tracer's spelling) until the probe's own file offset is known, then read at the
+    // program counter plus the distance between the two offsets.
+    let spec = "uprobe//lib/x.so:0x1120(n=%di:s32, g=@+0x4018:s64, +8(@+0x1000):u16, $err)";
+    let mut locs = typed(Arch::X86_64, spec).unwrap();
+    assert!(locs.has_file_offsets());
+    let shown: Vec<String> = locs
+        .fetched()
+        .zip(1..)
+        .map(|(l, n)| l.fetch_arg(n).to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        ["n=%di:s32", "g=@+0x4018:s64", "arg3=+8(@+0x1000):u16"]
+    );
+    // Unplaced, no prologue can read it.
+    assert!(matches!(
+        Prologue::<{ MAX_INSNS }>::generate(&locs),
+        Err(Error::Usage { what, .. }) if what.contains("probe's own file offset")
+    ));
+    locs.at_probe_offset(0x1120).unwrap();
+    assert!(!locs.has_file_offsets());
+    let bases: Vec<Base> = locs.fetched().map(ArgLoc::base).collect();
+    assert_eq!(bases[1..], [Base::IpRel(0x2ef8), Base::IpRel(-0x120)]);
+    let p: Prologue = Prologue::generate(&locs).unwrap();
+    let l = listing(&p);
+    for want in [
+        "r3 = *(u64 *)(r6 +128)",
+        "r3 += 12024",
+        "r3 += -288",
+        "r3 += 8",
+    ] {
+        assert!(l.iter().any(|s| s.ends_with(want)), "{want}: {l:#?}");
+    }
+    // 2 GiB or more away: refused, naming the value.
+    let mut far = typed(Arch::X86_64, "uprobe//lib/x.so:0x10(@+0x90000000)").unwrap();
+    assert!(matches!(
+        far.at_probe_offset(0x10),
+        Err(Error::Usage { value: 1, .. })
+    ));
+    // A kprobe has no probed file; at a return probe the program counter is the return
+    // address: both refused, naming the argument.
+    assert!(matches!(
+        typed(Arch::X86_64, "kprobe/f(%di, @+0x10)"),
+        Err(Error::Usage { value: 2, what }) if what.contains("uprobes only")
+    ));
+    assert!(matches!(
+        typed(Arch::X86_64, "uretprobe//lib/x.so:0x10(@+0x10:u8)"),
+        Err(Error::Usage { value: 1, what }) if what == AT_RETURN
+    ));
+}
+
+#[test]
 fn kernel_symbols_and_kaslr_relocation_move_absolute_reads() {
     // `@SYM+OFF` reads at the symbol's address in the running kernel (given by the caller,
     // /proc/kallsyms in sluice record) plus the offset; the kernel's fetch-arg stays `@SYM+OFF`.

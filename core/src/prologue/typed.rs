@@ -95,6 +95,10 @@ fn fetch_layout(word: u8, ty: Option<FetchType>, position: u64) -> Result<(u8, b
     }
 }
 
+/// The message of [`from_typed_args`] for `@+FILEOFFSET` in a return probe.
+pub const AT_RETURN: &str = "@+FILEOFFSET at a return probe: the program counter then holds the \
+     return address, not one of the probed file (probe the function's entry or an offset)";
+
 /// The message of [`from_typed_args`] for `@SYM` when it has no symbol table to look in.
 pub const NEEDS_SYMBOLS: &str =
     "@SYMBOL needs the running kernel's symbol table (a kprobe; sluice record looks it up in /proc/kallsyms)";
@@ -186,6 +190,15 @@ fn expr_loc<'a>(
             })?;
             Base::Addr(at.wrapping_add_signed(i64::from(offset)))
         }
+        ArgBase::FileOffset(off) => {
+            if memory != Memory::User {
+                return Err(Error::Usage {
+                    what: "@+FILEOFFSET is a file offset of a uprobe's file: uprobes only (a kprobe reads @SYM+OFF or @ADDR)",
+                    value: position,
+                });
+            }
+            Base::FileOffset(off)
+        }
         ArgBase::Imm(v) => Base::Const(v),
     };
     let mut loc = ArgLoc::new(base, size, signed)?;
@@ -274,6 +287,11 @@ pub fn from_typed_args_with<'a>(
                 }
                 if arg.is_err() {
                     locs.push_err()?;
+                } else if kind.is_return() && matches!(arg.base(), ArgBase::FileOffset(_)) {
+                    return Err(Error::Usage {
+                        what: AT_RETURN,
+                        value: i as u64 + 1,
+                    });
                 } else {
                     locs.push(expr_loc(arch, memory, arg, i as u64 + 1, symbol)?)?;
                 }

@@ -9,8 +9,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `--prog NAME`: the object has no program of that name.
+    /// `--prog NAME` or `--event NAME=SPEC`: the object has no program of that name.
     UnknownProgram {
+        /// The option that named it: `--prog` or `--event`.
+        option: &'static str,
         /// The name asked for.
         name: String,
         /// The programs the object offers (function name and section).
@@ -106,8 +108,12 @@ fn list(f: &mut fmt::Formatter<'_>, what: &str, items: &[String]) -> fmt::Result
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ConfigError::UnknownProgram { name, programs } => {
-                write!(f, "--prog {name}: no such program")?;
+            ConfigError::UnknownProgram {
+                option,
+                name,
+                programs,
+            } => {
+                write!(f, "{option} {name}: no such program")?;
                 list(f, "programs", programs)
             }
             ConfigError::UnknownVariable { name, variables } => {

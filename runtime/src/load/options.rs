@@ -30,10 +30,12 @@ pub struct LoadOptions {
     /// look in the binary their spec names (and its build-id / debuglink debug files).
     pub debuginfo: Option<PathBuf>,
     /// Probe specs to use instead of section names, indexed like
-    /// [`Object::programs`](sluice_core::Object::programs) (missing or `None`: the section
-    /// name). Section names are fixed when the object is compiled; this gives a program a
-    /// uprobe path, offset or argument list known only at run time: `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
-    pub specs: Vec<Option<String>>,
+    /// [`Object::programs`](sluice_core::Object::programs) (missing or empty: the section
+    /// name; several: the program is loaded and attached once per spec). Section names are
+    /// fixed when the object is compiled; this gives a program a uprobe path, offset or
+    /// argument list known only at run time:
+    /// `uprobe//opt/app/bin:process(file->f_mapping->a_ops, bytes)`.
+    pub specs: Vec<Vec<String>>,
     /// The object's name, for the kernel names of its global data maps (libbpf's
     /// `<name>.rodata`, the name cut at its first `.`): usually the file name. `None`:
     /// the section name alone (`.rodata`).

@@ -26,7 +26,7 @@ pub fn unique_arg_names(args: &[String]) -> Vec<String> {
 }
 
 /// The tracefs fetch-args a spec's arguments translate to: registers, `$retval`, `$stack`,
-/// `$stackN`, `$argN`, `$comm`, `@ADDR` and `\IMM` without steps, inside their `+OFF(...)`
+/// `$stackN`, `$argN`, `$comm`, `@ADDR`, `@SYM+OFF`, `@+FILEOFFSET` and `\IMM` without steps, inside their `+OFF(...)`
 /// memory reads (`+144(+216(+8(%sp)))`). Others (C variables, member steps) need debug info
 /// and a prologue: they are left to the program and logged.
 #[must_use]
@@ -61,6 +61,7 @@ pub fn fetch_arg(i: usize, a: &Arg<'_>) -> Result<Option<String>, &'static str> 
         ArgBase::Addr(a) => format!("@{a:#x}"),
         // The kernel resolves the symbol itself: right under KASLR.
         base @ ArgBase::Sym { .. } => base.to_string(),
+        ArgBase::FileOffset(o) => format!("@+{o:#x}"),
         ArgBase::Imm(v) => format!("\\{v}"),
         ArgBase::Var(_) | ArgBase::Special(_) | ArgBase::Err => {
             return Err("is not a tracefs fetch-arg");

@@ -13,7 +13,6 @@
 //! plan owns what it keeps (no borrow of the spec text), so it outlives the object's bytes.
 
 use crate::error::{ConfigError, SpecProblem};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use sluice_core::object::{Object, Program};
@@ -22,6 +21,7 @@ use sluice_core::probe::{Place, ProbeKind, ProbeSpec, Section, Target};
 use sluice_core::Insn;
 
 use super::debuginfo::{spec_needs_debug_info, Site};
+use super::events::EventSpecs;
 use super::fetch::fetch_args;
 use super::hook::HookPlan;
 use super::spec::{convention_prologue, parse_error, program_spec, spec_sites};
@@ -111,10 +111,20 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Plans program `index` (`p`): its spec ([`program_spec`]) parsed once, the program
-    /// type it implies, how it is attached, and its variants: the prologue given in
-    /// [`LoadOptions::prologues`], else one per DWARF site of a spec whose arguments name
-    /// variables (an inlined function has several), else the calling convention's.
+    /// Plans program `index` (`p`) at its first spec ([`program_spec`]): see
+    /// [`Plan::with_spec`].
+    ///
+    /// # Errors
+    /// As [`Plan::with_spec`].
+    pub fn new(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Plan> {
+        Plan::with_spec(p, index, program_spec(p, index, opts), opts)
+    }
+
+    /// Plans program `index` (`p`) at `spec_text` (one of its [`LoadOptions::specs`], else
+    /// its section name): the spec parsed once, the program type it implies, how it is
+    /// attached, and its variants: the prologue given in [`LoadOptions::prologues`], else
+    /// one per DWARF site of a spec whose arguments name variables (an inlined function has
+    /// several), else the calling convention's.
     ///
     /// # Errors
     /// [`crate::Error::BadSpec`] when it does not parse (unless a prologue is given),
@@ -122,8 +132,12 @@ impl Plan {
     /// [`crate::Error::Prologue`] naming the program and spec around why a prologue cannot be
     /// built (arguments that cannot be fetched, more than four values, a debug-info failure),
     /// [`crate::Error::NoArchTables`] for an architecture sluice has no tables for.
-    pub fn new(p: &Program<'_>, index: usize, opts: &LoadOptions) -> Result<Plan> {
-        let spec_text = program_spec(p, index, opts);
+    pub fn with_spec(
+        p: &Program<'_>,
+        index: usize,
+        spec_text: &str,
+        opts: &LoadOptions,
+    ) -> Result<Plan> {
         let name = p.name.unwrap_or("?");
         let program = p.name.unwrap_or(p.section_name);
         let parsed = sluice_core::probe::parse(spec_text);
@@ -182,7 +196,7 @@ impl Plan {
         &self.program
     }
 
-    /// The spec: the [`LoadOptions::specs`] override, else the section name.
+    /// The spec: one of the [`LoadOptions::specs`] overrides, else the section name.
     #[must_use]
     pub fn spec(&self) -> &str {
         &self.spec
@@ -209,7 +223,8 @@ impl Plan {
 
 /// The plans of the programs of `obj` to load, in the object's order: those
 /// [`LoadOptions::programs`] names, else every program but those written `SEC("?...")`
-/// (subprograms never).
+/// (subprograms never); a program with several [`LoadOptions::specs`] has a plan per spec,
+/// in their order (each loaded and attached on its own).
 ///
 /// # Errors
 /// [`ConfigError::UnknownProgram`] for a chosen name the object lacks; as [`Plan::new`],
@@ -220,7 +235,16 @@ pub fn plans(obj: &Object<'_, '_>, opts: &LoadOptions) -> Result<Vec<Plan>> {
         .iter()
         .enumerate()
         .filter(|(i, _)| chosen.contains(i))
-        .map(|(index, p)| Plan::new(p, index, opts))
+        .flat_map(|(index, p)| {
+            let given = opts.specs.get(index).filter(|s| !s.is_empty());
+            let specs: Vec<&str> = match given {
+                Some(specs) => specs.iter().map(String::as_str).collect(),
+                None => vec![p.section_name],
+            };
+            specs
+                .into_iter()
+                .map(move |spec| Plan::with_spec(p, index, spec, opts))
+        })
         .collect()
 }
 
@@ -251,6 +275,7 @@ pub fn chosen_programs(obj: &Object<'_, '_>, names: Option<&[String]>) -> Result
         .find(|n| !programs().any(|p| program_named(p, n)))
     {
         return Err(crate::Error::Config(ConfigError::UnknownProgram {
+            option: "--prog",
             name: missing.clone(),
             programs: programs().map(describe_program).collect(),
         }));
@@ -284,16 +309,22 @@ fn describe_program(p: &Program<'_>) -> String {
 }
 
 /// Fills [`LoadOptions::specs`] from `events` (probe specs by program name,
-/// `--event PROG=SPEC`), so the prologue and probe site are computed from the spec that is
-/// attached.
-pub fn set_specs(obj: &Object<'_, '_>, events: &BTreeMap<String, String>, opts: &mut LoadOptions) {
+/// `--event PROG=SPEC`, any number per program), so the prologue and probe site are
+/// computed from the spec that is attached.
+pub fn set_specs(obj: &Object<'_, '_>, events: &EventSpecs, opts: &mut LoadOptions) {
     for (i, p) in obj.programs().iter().enumerate() {
-        if let Some(spec) = p.name.and_then(|n| events.get(n)) {
+        if p.is_subprogram() {
+            continue;
+        }
+        for name in events.programs() {
+            if !program_named(p, name) {
+                continue;
+            }
             if opts.specs.len() <= i {
-                opts.specs.resize(i + 1, None);
+                opts.specs.resize(i + 1, Vec::new());
             }
             if let Some(slot) = opts.specs.get_mut(i) {
-                *slot = Some(spec.clone());
+                slot.extend(events.specs_of(name).map(str::to_owned));
             }
         }
     }
@@ -424,6 +455,53 @@ mod tests {
             Attach::Probe(p) => p,
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_program_given_several_specs_has_a_plan_at_each() {
+        let bytes = include_bytes!("../../../tests/bpf/dwarf_words.o");
+        let mut storage = sluice_core::object::ObjectStorage::new();
+        let obj = Object::open(bytes, &mut storage).unwrap();
+        let mut events = EventSpecs::new();
+        let at = |off: u64| format!("uprobe//bin/true:{off:#x}");
+        events.insert("p_words".into(), at(0x1290));
+        events.insert("p_words".into(), at(0x1270));
+        let mut opts = LoadOptions::default();
+        set_specs(&obj, &events, &mut opts);
+        let plans = plans(&obj, &opts).unwrap();
+        let places: Vec<(usize, &str, &Attach)> = plans
+            .iter()
+            .map(|p| (p.index(), p.spec(), p.attach()))
+            .collect();
+        let index = plans[0].index();
+        let expect = |off: u64| {
+            Attach::Probe(ProbePlan {
+                kind: tracefs::ProbeKind::Uprobe,
+                group: "sluice".into(),
+                place: ProbePlace::Resolved(ProbeTarget::User {
+                    path: "/bin/true".into(),
+                    offset: off,
+                    func: "true".into(),
+                }),
+                fetch_args: String::new(),
+                bare: true,
+            })
+        };
+        let (a, b) = (at(0x1290), at(0x1270));
+        let (ea, eb) = (expect(0x1290), expect(0x1270));
+        assert_eq!(
+            places,
+            [(index, a.as_str(), &ea), (index, b.as_str(), &eb)],
+            "one plan per spec, in the order given"
+        );
+        assert!(plans.iter().all(|p| p.program() == "p_words"));
+        // Without a spec given, the section name.
+        let p = &obj.programs()[index];
+        assert_eq!(
+            program_spec(p, index, &LoadOptions::default()),
+            "uprobe//sluice/dwarf_words:f(a, b, c, d)"
+        );
+        assert_eq!(program_spec(p, index, &opts), a, "the first spec given");
     }
 
     #[test]

@@ -17,13 +17,13 @@ pub fn section_prog_type(section: &str) -> Option<u32> {
     sluice_core::probe::program_type(section)
 }
 
-/// The probe spec of program `index` (`p`): its override in [`LoadOptions::specs`], else
-/// its section name.
+/// The probe spec of program `index` (`p`): its first override in [`LoadOptions::specs`],
+/// else its section name.
 #[must_use]
 pub fn program_spec<'a>(p: &Program<'a>, index: usize, opts: &'a LoadOptions) -> &'a str {
-    match opts.specs.get(index) {
-        Some(Some(spec)) => spec,
-        _ => p.section_name,
+    match opts.specs.get(index).and_then(|s| s.first()) {
+        Some(spec) => spec,
+        None => p.section_name,
     }
 }
 
@@ -93,9 +93,10 @@ pub(super) fn convention_prologue(
     let arch = probe_platform(spec).map_err(prologue_err)?;
     let symbols = kernel_symbols(spec).map_err(prologue_err)?;
     let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
-    let locs =
+    let mut locs =
         sluice_core::prologue::from_typed_args_with(arch, spec.kind(), spec.args(), &mut symbol)
             .map_err(usage)?;
+    place_file_offsets(spec, &mut locs).map_err(usage)?;
     if locs.values().is_empty() {
         // Only strings: the kernel records them, the program gets nothing in r2..r5.
         return Ok(Vec::new());
@@ -104,6 +105,51 @@ pub(super) fn convention_prologue(
     let n = sluice_core::prologue::write(&locs, &mut out).map_err(usage)?;
     out.truncate(n);
     Ok(out)
+}
+
+/// Why a spec whose probe is named by a symbol cannot read `@+FILEOFFSET`.
+pub const AT_SYMBOL: &str = "@+FILEOFFSET needs the probe at a file offset \
+     (uprobe/PATH:0xOFFSET, as sluice prologue --emit writes it) to know its distance from the probe";
+
+/// Makes the `@+FILEOFFSET` reads of `locs` (`spec`'s values: a library's or PIE's global,
+/// as `sluice prologue --emit` writes it) reads at the probed address plus their distance
+/// from the probe's own file offset ([`sluice_core::prologue::ArgLocs::at_probe_offset`]);
+/// nothing to do without them.
+///
+/// # Errors
+/// [`sluice_core::Error::Usage`] with [`AT_SYMBOL`] (and the 1-based position of the first
+/// such argument) when the probe is not given at a file offset; as `at_probe_offset`.
+pub fn place_file_offsets(
+    spec: &ProbeSpec<'_>,
+    locs: &mut sluice_core::prologue::ArgLocs<'_>,
+) -> Result<(), sluice_core::Error> {
+    if !locs.has_file_offsets() {
+        return Ok(());
+    }
+    let Some(probe) = probe_file_offset(spec) else {
+        let first = spec
+            .args()
+            .exprs()
+            .iter()
+            .position(|a| matches!(a.base(), sluice_core::probe::ArgBase::FileOffset(_)));
+        return Err(sluice_core::Error::Usage {
+            what: AT_SYMBOL,
+            value: first.map_or(0, |i| i as u64 + 1),
+        });
+    };
+    locs.at_probe_offset(probe)
+}
+
+/// The file offset of a uprobe given at one (`uprobe/PATH:0xOFF[+OFF]`).
+fn probe_file_offset(spec: &ProbeSpec<'_>) -> Option<u64> {
+    let sluice_core::probe::Target::UserOffset { offset, .. } = spec.target() else {
+        return None;
+    };
+    match spec.place() {
+        sluice_core::probe::Place::Offset(off) => offset.checked_add(off),
+        sluice_core::probe::Place::Entry => Some(offset),
+        sluice_core::probe::Place::Return | sluice_core::probe::Place::Line(_) => None,
+    }
 }
 
 /// The running kernel's address of every symbol `spec`'s arguments name (`@SYM+OFF`, as

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crate::attach::Scope;
 use crate::load::LoadOptions;
+use crate::probe::EventSpecs;
 use crate::ring::RingConfig;
 use crate::sys::signal::SignalPipe;
 
@@ -26,8 +27,10 @@ pub struct SessionOptions {
     /// Ring size and wake-up policy of every event.
     pub ring: RingConfig,
     /// Probe specs replacing section names, by program (function) name: how programs with
-    /// an opaque title get a probe (`--event PROG=SPEC`).
-    pub events: BTreeMap<String, String>,
+    /// an opaque title get a probe (`--event PROG=SPEC`); a program given several is
+    /// attached at each. A name no object has a program of is refused
+    /// ([`ConfigError::UnknownProgram`](crate::error::ConfigError::UnknownProgram)).
+    pub events: EventSpecs,
     /// Load options (program type of titles, verifier log ...).
     pub load: LoadOptions,
     /// CPUs to record on (`-C`); `None`: every online CPU. Each must be online.
