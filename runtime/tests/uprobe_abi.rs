@@ -19,7 +19,6 @@
 mod common;
 mod ring_support;
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -34,7 +33,7 @@ use sluice_core::perf::record::{Record, SampleFormat, SampleType};
 use sluice_core::Insn;
 use sluice_runtime::load::{self, LoadLog, Map, MapSpec, ProgramLoad};
 use sluice_runtime::probe::debuginfo::Site;
-use sluice_runtime::probe::{plans, set_specs};
+use sluice_runtime::probe::{plans, set_specs, EventSpecs};
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::sys::perf_event;
 use sluice_runtime::tracefs::{ProbeKind, ProbeRequest, Tracefs, UprobeSpec, GROUP};
@@ -99,10 +98,11 @@ fn planned_prologue(bin: &Path, args: &str) -> (Vec<Insn>, Option<Site>) {
     let mut storage = sluice_core::object::ObjectStorage::new();
     let obj = sluice_core::Object::open(&bytes, &mut storage).unwrap();
     let mut opts = sluice_runtime::LoadOptions::default();
-    let events = BTreeMap::from([(
+    let mut events = EventSpecs::new();
+    events.insert(
         "many_args_even".to_owned(),
         format!("uprobe/{}:abi_target({args})", bin.display()),
-    )]);
+    );
     set_specs(&obj, &events, &mut opts);
     let plans = plans(&obj, &opts).unwrap();
     let plan = plans
