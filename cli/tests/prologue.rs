@@ -129,3 +129,84 @@ fn bad_input_is_exit_code_2() {
         "names the spec: {err}"
     );
 }
+
+/// The running kernel's machine (`uname -m`), not the build's: the i686 build on an x86-64
+/// kernel prints x86-64 kprobe prologues (issue 14, item 1).
+fn kernel_machine() -> String {
+    let out = std::process::Command::new("uname")
+        .arg("-m")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn without_arch_the_running_kernel_s_pt_regs() {
+    let machine = kernel_machine();
+    let arch = match machine.as_str() {
+        "x86_64" => "x86_64",
+        "aarch64" => "aarch64",
+        m if m.starts_with('i') && m.ends_with("86") => "i386",
+        other => {
+            eprintln!("SKIPPED: no tables for kernel machine {other}");
+            return;
+        }
+    };
+    let spec = "kprobe/vfs_read(void *, char *, unsigned long)";
+    let (code, out, err) = sluice(&["prologue", spec]);
+    assert_eq!(code, 0, "{err}");
+    let (code, forced, err) = sluice(&["prologue", "--arch", arch, spec]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, forced, "{machine}");
+    if arch == "x86_64" {
+        assert!(out.contains("(79) r2 = *(u64 *)(r6 +112)"), "{out}");
+    }
+}
+
+/// A uprobe's convention is its binary's: an i386 binary under an x86-64 kernel reads cdecl
+/// stack slots through the 64-bit `sp` (`+152`); `--arch i386` still gives i386's own.
+#[test]
+fn an_i386_binary_under_an_x86_64_kernel() {
+    if kernel_machine() != "x86_64" {
+        eprintln!("SKIPPED: the kernel is not x86_64");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("sluice-prologue-m32-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("abi_args_m32");
+    let src = common::repo().join("tests/record/abi_args.c");
+    let built = std::process::Command::new("cc")
+        .args(["-m32", "-O1", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        common::skip("cc -m32 cannot link (gcc-multilib)");
+        return;
+    }
+    let spec = format!(
+        "uprobe/{}:abi_target(int a, unsigned char b)",
+        bin.display()
+    );
+    let (code, out, err) = sluice(&["prologue", &spec]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(79) r3 = *(u64 *)(r6 +152)"), "{out}");
+    assert!(out.contains("call bpf_probe_read_user#112"), "{out}");
+    assert!(
+        out.contains(&format!("fetch-args (i386 code on x86_64, {spec}):")),
+        "{out}"
+    );
+    assert!(
+        out.contains("  r2: a=+4(%sp):s32\n  r3: b=+8(%sp):u8\n"),
+        "{out}"
+    );
+    let (code, forced, err) = sluice(&["prologue", "--arch", "i386", &spec]);
+    assert_eq!(code, 0, "{err}");
+    assert!(forced.contains("(61) r3 = *(u32 *)(r6 +60)"), "{forced}");
+    assert!(
+        forced.contains(&format!("fetch-args (i386, {spec}):")),
+        "{forced}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,6 +2,11 @@
 //! instructions sluice puts before a probe's program to fetch its arguments, printed as perf
 //! printed them, with the equivalent kprobe-tracer fetch-args. Needs no kernel.
 //!
+//! The prologue is for the running kernel's `pt_regs` and, for a uprobe, the calling
+//! convention of its binary (an i386 binary under an x86-64 kernel reads the stack through
+//! the 64-bit `sp`), whatever sluice was built for; `--arch` makes it that architecture's
+//! kernel and code both.
+//!
 //! Arguments that name variables are resolved through DWARF: a uprobe's in the binary its
 //! spec names (or FILE), a kprobe's in FILE (a `vmlinux` with debug info). Each site (the
 //! function, every inlined instance) gets its own prologue and fetch-args, and its
@@ -16,7 +21,7 @@
 //! be fetched: where to probe to see them.
 
 use crate::fail::Failure;
-use sluice_core::arch::Arch;
+use sluice_core::arch::{Arch, Platform};
 use sluice_core::disasm::Listing;
 use sluice_core::probe::{self, Place, ProbeSpec, Section, Target};
 use sluice_core::prologue::{self, Prologue, Value, NEEDS_DEBUG_INFO};
@@ -82,8 +87,18 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
         // Nothing to resolve: the spec is its own resolved form.
         write_specs(out, &spec, &[Ok(spec.clone())])?;
     }
-    let arch = arch.or(Arch::native()).unwrap_or(Arch::X86_64);
-    crate::console::out(&render(arch, &spec)?)
+    let platform = match arch {
+        // `--arch` is both the kernel and the code.
+        Some(a) => Platform::from(a),
+        None => match sluice_runtime::probe::probe_platform(&parsed) {
+            Ok(p) => p,
+            Err(sluice_runtime::Error::NoArchTables) => {
+                Platform::from(Arch::native().unwrap_or(Arch::X86_64))
+            }
+            Err(e) => return Err(Failure::input(format!("'{spec}': {e}"))),
+        },
+    };
+    crate::console::out(&render(platform, &spec)?)
 }
 
 fn parse(spec: &str) -> Result<ProbeSpec<'_>, Failure> {
@@ -198,6 +213,10 @@ fn render_lines(
     let info =
         DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     check_arch(arch, spec, &code, info.arch())?;
+    let info = match arch {
+        Some(a) => info.for_kernel(a),
+        None => info,
+    };
     let scan = info
         .lines(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
@@ -247,6 +266,10 @@ fn render_sites(
     let info =
         DebugInfo::open(&code, separate).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     check_arch(arch, spec, &code, info.arch())?;
+    let info = match arch {
+        Some(a) => info.for_kernel(a),
+        None => info,
+    };
     let sites = info
         .sites(parsed)
         .map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
@@ -326,8 +349,9 @@ fn passed_and_recorded(parsed: &ProbeSpec<'_>, fetch_args: &[String]) -> Option<
     ))
 }
 
-/// The text `sluice prologue` prints for `spec` on `arch`.
-fn render(arch: Arch, spec: &str) -> Result<String, Failure> {
+/// The text `sluice prologue` prints for `spec` on `arch` (the kernel's `pt_regs`, the
+/// probed code's ABI).
+fn render(arch: Platform, spec: &str) -> Result<String, Failure> {
     let parsed = probe::parse(spec).map_err(|e| Failure::input(format!("'{spec}': {e}")))?;
     let probe = match parsed {
         Section::Probe(p) => p,

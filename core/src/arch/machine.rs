@@ -201,10 +201,16 @@ impl Arch {
         }
     }
 
+    /// The tracefs name of DWARF register `number` of this architecture's code.
+    #[must_use]
+    pub const fn dwarf_reg_name(self, number: u16) -> Option<&'static str> {
+        nth(self.dwarf_regs(), number as usize)
+    }
+
     /// The `pt_regs` slot of DWARF register `number`, if it has one.
     #[must_use]
     pub const fn dwarf_reg(self, number: u16) -> Option<Reg> {
-        match nth(self.dwarf_regs(), number as usize) {
+        match self.dwarf_reg_name(number) {
             Some(name) => find(self.pt_regs(), name),
             None => None,
         }
@@ -214,12 +220,22 @@ impl Arch {
     /// stack pointer), or `None` for a register the tracer cannot read (vector, x87, flags).
     #[must_use]
     pub const fn dwarf_fetch_reg(self, number: u16) -> Option<FetchReg> {
+        match self.dwarf_reg_name(number) {
+            Some(name) => self.fetch_reg(name),
+            None => None,
+        }
+    }
+
+    /// How a fetch-arg of this kernel reads its `pt_regs` slot `name`: `%name`, or `$stack`
+    /// for the stack pointer of a 32-bit x86 kernel.
+    #[must_use]
+    pub const fn fetch_reg(self, name: &str) -> Option<FetchReg> {
         let sp_is_stack = match self {
             Arch::X86_64 => x86_64::SP_FETCH_IS_STACK,
             Arch::I386 => i386::SP_FETCH_IS_STACK,
             Arch::Aarch64 => aarch64::SP_FETCH_IS_STACK,
         };
-        match self.dwarf_reg(number) {
+        match self.reg(name) {
             Some(r) if sp_is_stack && str_eq(r.name, self.sp_name()) => Some(FetchReg::Stack),
             Some(r) => Some(FetchReg::Reg(r)),
             None => None,

@@ -1,5 +1,6 @@
 //! Per-architecture tables: syscall numbers, `pt_regs` layouts, DWARF registers,
-//! calling conventions.
+//! calling conventions; [`Platform`] pairs a kernel's `pt_regs` with the ABI of the code
+//! probed under it (an i386 binary under an x86-64 kernel).
 //!
 //! Syscall numbers are the only place where sluice issues a raw system call itself (the
 //! runtime funnels `bpf(2)` and `perf_event_open(2)` through one instruction per
@@ -10,10 +11,12 @@
 pub mod aarch64;
 pub mod i386;
 mod machine;
+mod platform;
 mod reg;
 pub mod x86_64;
 
 pub use machine::{Arch, Syscalls};
+pub use platform::Platform;
 pub use reg::{ArgPassing, FetchReg, Reg};
 
 /// The table of the architecture being compiled for.

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use super::error::Error;
-use crate::arch::Arch;
+use crate::arch::Platform;
 use crate::prologue::{ArgLoc, Base};
 
 /// Where an argument's value starts, before any dereference.
@@ -120,13 +120,19 @@ impl ArgLocation {
     }
 
     /// The prologue generator's input for this location on `arch`, named `name`: a frame
-    /// slot becomes its CFA register and one more read.
+    /// slot becomes its CFA register and one more read. `arch` is the kernel's `pt_regs`
+    /// and the code's DWARF registers ([`Platform`]; an `Arch` is both): an i386 register
+    /// under an x86-64 kernel is the 64-bit slot of the same name, the value its low half.
     ///
     /// # Errors
     /// [`Error::Unexpressible`] for a register without a `pt_regs` slot, a register plus
     /// offset value, or a read offset beyond 32 bits; [`Error::Core`] past the prologue's
     /// dereference capacity.
-    pub fn to_arg_loc<'n>(&self, arch: Arch, name: &'n str) -> Result<ArgLoc<'n>, Error> {
+    pub fn to_arg_loc<'n>(
+        &self,
+        arch: impl Into<Platform>,
+        name: &'n str,
+    ) -> Result<ArgLoc<'n>, Error> {
         self.to_arg_loc_at(arch, name, None)
     }
 
@@ -142,10 +148,11 @@ impl ArgLocation {
     /// more away from `site`.
     pub fn to_arg_loc_at<'n>(
         &self,
-        arch: Arch,
+        arch: impl Into<Platform>,
         name: &'n str,
         site: Option<u64>,
     ) -> Result<ArgLoc<'n>, Error> {
+        let arch = arch.into();
         let loc = self.with_register_base();
         let base = match loc.base {
             LocBase::Register { dwarf_reg, offset } => {
@@ -199,10 +206,11 @@ impl ArgLocation {
     /// offset value with nothing to dereference.
     pub fn fetch_arg(
         &self,
-        arch: Arch,
+        arch: impl Into<Platform>,
         syntax: FetchSyntax,
         string: bool,
     ) -> Result<String, Error> {
+        let arch = arch.into();
         let mut inner = String::new();
         let reg = |r: u16| {
             arch.dwarf_fetch_reg(r).ok_or(Error::Unexpressible {
@@ -304,7 +312,11 @@ impl ResolvedArg {
     ///
     /// # Errors
     /// As [`ArgLocation::fetch_arg`].
-    pub fn fetch_arg(&self, arch: Arch, syntax: FetchSyntax) -> Result<String, Error> {
+    pub fn fetch_arg(
+        &self,
+        arch: impl Into<Platform>,
+        syntax: FetchSyntax,
+    ) -> Result<String, Error> {
         let mut s = self.name.clone();
         s.push('=');
         s.push_str(&self.location.fetch_arg(arch, syntax, self.string)?);
@@ -316,6 +328,7 @@ impl ResolvedArg {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::arch::Arch;
     use alloc::vec;
 
     fn slot(cfa_reg: u16, cfa_offset: i64, offset: i64) -> LocBase {
@@ -427,6 +440,55 @@ mod tests {
         assert!(loc(reg(40), &[], 8, false)
             .fetch_arg(Arch::X86_64, FetchSyntax::Perf, false)
             .is_err());
+    }
+
+    /// i386 DWARF under an x86-64 kernel: `ecx` (1) is the 64-bit `cx` slot, the frame's
+    /// `esp` (4) the 64-bit `sp` slot, which the x86-64 tracer reads as `%sp`, where an
+    /// i386 kernel reads `$stack`; an intermediate read is a 4-byte pointer.
+    #[test]
+    fn i386_dwarf_under_an_x86_64_kernel() {
+        let reg = |n| reg_plus(n, 0);
+        let mixed = Platform::new(Arch::X86_64, Arch::I386).unwrap();
+        let r = loc(reg(1), &[], 4, true);
+        let a = r.to_arg_loc(mixed, "n").unwrap();
+        assert_eq!(a.base(), Base::Reg(Arch::X86_64.reg("cx").unwrap()));
+        assert_eq!(alloc::format!("{}", a.fetch_arg(0)), "n=%cx:s32");
+        assert_eq!(
+            r.to_arg_loc(Arch::I386, "n").unwrap().base(),
+            Base::Reg(Arch::I386.reg("cx").unwrap())
+        );
+        let s = loc(slot(4, 4, 4), &[8], 2, false);
+        assert_eq!(
+            s.fetch_arg(mixed, FetchSyntax::Kprobe, false).unwrap(),
+            "+8(+8(%sp)):u16"
+        );
+        assert_eq!(
+            s.fetch_arg(Arch::I386, FetchSyntax::Kprobe, false).unwrap(),
+            "+8(+8($stack)):u16"
+        );
+        let a = s.to_arg_loc(mixed, "p").unwrap();
+        assert_eq!(a.base(), Base::Reg(Arch::X86_64.reg("sp").unwrap()));
+        assert_eq!(a.derefs(), &[8, 8]);
+        let mut locs = crate::prologue::ArgLocs::new(mixed, crate::prologue::Memory::User);
+        locs.push(a).unwrap();
+        let p: crate::prologue::Prologue = crate::prologue::Prologue::generate(&locs).unwrap();
+        let text = alloc::format!("{p}");
+        for line in [
+            "(79) r3 = *(u64 *)(r6 +152)",
+            "(b7) r2 = 4",
+            "(61) r3 = *(u32 *)(r10 -8)",
+            "(b7) r2 = 2",
+            "(85) call bpf_probe_read_user#112",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        // eip (8) at a uprobe: the 64-bit ip slot.
+        assert_eq!(
+            loc(reg(8), &[], 4, false)
+                .fetch_arg(mixed, FetchSyntax::Perf, false)
+                .unwrap(),
+            "%ip:x32"
+        );
     }
 
     #[test]

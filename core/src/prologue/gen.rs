@@ -115,7 +115,7 @@ fn emit_reads(
     j: usize,
     jumps: &mut heapless::Vec<usize, { MAX_READS }>,
 ) -> Result<()> {
-    let arch = locs.arch();
+    let arch = locs.platform();
     let reg_size = arch.reg_size();
     let helper = locs.memory().helper();
     let at = slot(j);
@@ -187,7 +187,7 @@ fn emit_reads(
 
 /// Emits the value of `loc`, which reads no memory, straight into `dst`.
 fn emit_direct(e: &mut Emitter<'_>, locs: &ArgLocs<'_>, loc: &ArgLoc<'_>, dst: u8) -> Result<()> {
-    let reg_size = locs.arch().reg_size();
+    let reg_size = locs.platform().reg_size();
     match loc.base() {
         Base::Reg(r) => {
             e.push(Insn::ldx_mem(size_code(reg_size), dst, R6, r.offset as i16))?;

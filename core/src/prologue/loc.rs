@@ -4,7 +4,7 @@ use core::fmt;
 
 use heapless::Vec;
 
-use crate::arch::{Arch, Reg};
+use crate::arch::{Arch, Platform, Reg};
 use crate::probe::ProbeKind;
 use crate::{Error, Result};
 
@@ -272,11 +272,12 @@ pub enum Value<'a> {
     Err,
 }
 
-/// The values of one probe for its prologue: the architecture, which memory reads go to, and
-/// up to [`MAX_VALUES`] values (r2..r5), at most one of them `$err`.
+/// The values of one probe for its prologue: the platform (the kernel's `pt_regs`, the
+/// probed code's ABI), which memory reads go to, and up to [`MAX_VALUES`] values (r2..r5),
+/// at most one of them `$err`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgLocs<'a> {
-    arch: Arch,
+    platform: Platform,
     memory: Memory,
     values: Vec<Value<'a>, MAX_VALUES, u8>,
 }
@@ -286,8 +287,8 @@ impl defmt::Format for ArgLocs<'_> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "ArgLocs {{ arch: {}, memory: {}, values: {} }}",
-            self.arch,
+            "ArgLocs {{ platform: {}, memory: {}, values: {} }}",
+            self.platform,
             self.memory,
             self.values.as_slice()
         );
@@ -300,11 +301,12 @@ const TOO_MANY: Error = Error::Capacity {
 };
 
 impl<'a> ArgLocs<'a> {
-    /// No values yet.
+    /// No values yet, for a probe on `platform` (an [`Arch`] is both its kernel and its
+    /// code).
     #[must_use]
-    pub fn new(arch: Arch, memory: Memory) -> Self {
+    pub fn new(platform: impl Into<Platform>, memory: Memory) -> Self {
         ArgLocs {
-            arch,
+            platform: platform.into(),
             memory,
             values: Vec::new(),
         }
@@ -317,7 +319,7 @@ impl<'a> ArgLocs<'a> {
     /// not a `pt_regs` slot of this architecture.
     pub fn push(&mut self, loc: ArgLoc<'a>) -> Result<()> {
         if let Base::Reg(r) = loc.base {
-            if self.arch.reg(r.name) != Some(r) {
+            if self.platform.reg(r.name) != Some(r) {
                 return Err(Error::Usage {
                     what: "register is no pt_regs slot of this architecture",
                     value: u64::from(r.offset),
@@ -361,6 +363,7 @@ impl<'a> ArgLocs<'a> {
         Ok(())
     }
 
+    /// The kernel architecture whose `pt_regs` the prologue reads.
     /// Makes every [`Base::FileOffset`] read a [`Base::IpRel`] one, for a probe at file
     /// offset `probe` of the file: the distance between the two file offsets is the distance
     /// between the two addresses wherever the file is loaded, as the kernel's
@@ -396,7 +399,13 @@ impl<'a> ArgLocs<'a> {
     /// The architecture whose `pt_regs` the prologue reads.
     #[must_use]
     pub fn arch(&self) -> Arch {
-        self.arch
+        self.platform.kernel()
+    }
+
+    /// The kernel's `pt_regs` and the probed code's ABI.
+    #[must_use]
+    pub fn platform(&self) -> Platform {
+        self.platform
     }
 
     /// Which memory dereferences read.

@@ -4,7 +4,9 @@
 //!
 //! # Input
 //!
-//! [`ArgLocs`]: the architecture (whose `struct pt_regs` the context is), which memory
+//! [`ArgLocs`]: the [`Platform`](crate::arch::Platform) (the kernel whose `struct pt_regs`
+//! the context is, and the ABI of the probed code: they differ for an i386 binary under an
+//! x86-64 kernel, whose stack arguments are read through the 64-bit `sp`), which memory
 //! dereferences read ([`Memory`]: `bpf_probe_read_kernel` #113 for kprobes,
 //! `bpf_probe_read_user` #112 for uprobes) and up to [`MAX_VALUES`] values in register order,
 //! at most one of them the pseudo-argument `$err`. Each fetched value is an [`ArgLoc`]: a

@@ -691,3 +691,138 @@ fn p_args(spec: &str) -> crate::probe::ProbeSpec<'_> {
     };
     p
 }
+
+/// An i386 binary under an x86-64 kernel: cdecl stack arguments read through the 64-bit
+/// `sp` slot (+152) with `bpf_probe_read_user`, each its own size, sign- or
+/// zero-extended by its type; registers are the low halves of the 64-bit slots.
+#[test]
+fn i386_code_under_an_x86_64_kernel() {
+    let mixed = crate::arch::Platform::new(Arch::X86_64, Arch::I386).unwrap();
+    let spec = "uprobe/b:f(int a, unsigned char b, short c, long long d)";
+    let Section::Probe(p) = parse(spec).unwrap() else {
+        panic!()
+    };
+    let locs = from_typed_args(mixed, p.kind(), p.args()).unwrap();
+    assert_eq!(locs.arch(), Arch::X86_64);
+    assert_eq!(locs.platform(), mixed);
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "a=+4(%sp):s32",
+            "b=+8(%sp):u8",
+            "c=+12(%sp):s16",
+            "d=+16(%sp):s64"
+        ]
+    );
+    // Per argument j (slot -8*(j+1)): the 64-bit sp, plus the cdecl offset, one user read of
+    // the argument's size; narrower ones loaded sized, sign-extended when signed, stored
+    // whole. Then r2..r5 from the slots; the error path zeroes them. Counted by hand: 1 +
+    // 4 * 7 reads + 4 + 2 + 4 + 0 extensions = 39, 4 loads and the jump: the error path is
+    // instruction 44, so the reads' jumps (at 7, 18, 27, 38) skip 36, 25, 16 and 5.
+    let read = |off: i32, slot: i32, size: u8, skip: i32| {
+        [
+            "(79) r3 = *(u64 *)(r6 +152)".to_string(),
+            format!("(07) r3 += {off}"),
+            "(bf) r1 = r10".to_string(),
+            format!("(07) r1 += {slot}"),
+            format!("(b7) r2 = {size}"),
+            "(85) call bpf_probe_read_user#112".to_string(),
+            format!("(55) if r0 != 0x0 goto pc+{skip}"),
+        ]
+    };
+    let mut want = std::vec![
+        "bpf_prologue: insn num=49".to_string(),
+        "(bf) r6 = r1".into()
+    ];
+    want.extend(read(4, -8, 4, 36));
+    want.extend([
+        "(61) r3 = *(u32 *)(r10 -8)".to_string(),
+        "(67) r3 <<= 32".into(),
+        "(c7) r3 s>>= 32".into(),
+        "(7b) *(u64 *)(r10 -8) = r3".into(),
+    ]);
+    want.extend(read(8, -16, 1, 25));
+    want.extend([
+        "(71) r3 = *(u8 *)(r10 -16)".to_string(),
+        "(7b) *(u64 *)(r10 -16) = r3".into(),
+    ]);
+    want.extend(read(12, -24, 2, 16));
+    want.extend([
+        "(69) r3 = *(u16 *)(r10 -24)".to_string(),
+        "(67) r3 <<= 48".into(),
+        "(c7) r3 s>>= 48".into(),
+        "(7b) *(u64 *)(r10 -24) = r3".into(),
+    ]);
+    want.extend(read(16, -32, 8, 5));
+    want.extend([
+        "(79) r2 = *(u64 *)(r10 -8)".to_string(),
+        "(79) r3 = *(u64 *)(r10 -16)".into(),
+        "(79) r4 = *(u64 *)(r10 -24)".into(),
+        "(79) r5 = *(u64 *)(r10 -32)".into(),
+        "(05) goto pc+4".into(),
+        "(b7) r2 = 0".into(),
+        "(b7) r3 = 0".into(),
+        "(b7) r4 = 0".into(),
+        "(b7) r5 = 0".into(),
+        "(bf) r1 = r6".into(),
+    ]);
+    let prologue: Prologue = Prologue::generate(&locs).unwrap();
+    assert_eq!(listing(&prologue), want);
+
+    // The same spec for an i386 kernel reads its 32-bit sp slot (+60) with u32 loads; for
+    // x86-64 code the arguments are registers.
+    let native = typed(Arch::I386, spec).unwrap();
+    let native: Prologue = Prologue::generate(&native).unwrap();
+    assert!(listing(&native).contains(&"(61) r3 = *(u32 *)(r6 +60)".to_string()));
+    assert!(!listing(&native).iter().any(|l| l.contains("+152")));
+
+    // Registers, `$retval`, `$stack` and `$argN` under the mixed platform: kernel slots
+    // read whole (u64) and narrowed by the type; `$argN` is a 4-byte cdecl slot.
+    let Section::Probe(p) = parse("uretprobe/b:f(%cx:s32, $retval:u16, $stack, $arg2)").unwrap()
+    else {
+        panic!()
+    };
+    let locs = from_typed_args(mixed, p.kind(), p.args()).unwrap();
+    let got: Vec<String> = locs
+        .fetched()
+        .enumerate()
+        .map(|(i, l)| l.fetch_arg(i + 1).to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "arg1=%cx:s32",
+            "arg2=%ax:u16",
+            "arg3=%sp:u64",
+            "arg4=+8(%sp):u32"
+        ]
+    );
+    let prologue: Prologue = Prologue::generate(&locs).unwrap();
+    let l = listing(&prologue);
+    for line in [
+        "(79) r3 = *(u64 *)(r6 +152)",
+        "(07) r3 += 8",
+        "(b7) r2 = 4",
+        "(79) r2 = *(u64 *)(r6 +88)",
+        "(67) r2 <<= 32",
+        "(c7) r2 s>>= 32",
+        "(79) r3 = *(u64 *)(r6 +80)",
+        "(57) r3 &= 65535",
+        "(79) r4 = *(u64 *)(r6 +152)",
+    ] {
+        assert!(l.contains(&line.to_string()), "{line} in {l:#?}");
+    }
+    // A kprobe under the same kernel is the kernel's own convention.
+    let k = typed(
+        Arch::X86_64,
+        "kprobe/vfs_read(void *, char *, unsigned long)",
+    )
+    .unwrap();
+    let k: Prologue = Prologue::generate(&k).unwrap();
+    assert!(listing(&k).contains(&"(79) r4 = *(u64 *)(r6 +96)".to_string()));
+}

@@ -2,7 +2,7 @@
 //! the expressions that need no types (`%di`, `$arg2`, `$stack3`, `$retval`, `$err`, and
 //! kprobe-tracer memory reads such as `+144(+216(+8(%sp)))`).
 
-use crate::arch::{Arch, ArgPassing};
+use crate::arch::{Arch, ArgPassing, Platform};
 use crate::probe::{Arg, ArgBase, Args, CType, FetchType, IntWidth, ProbeKind, Signedness};
 use crate::{Error, Result};
 
@@ -37,10 +37,12 @@ pub fn c_type_layout(arch: Arch, memory: Memory, ty: CType) -> (u8, bool) {
     }
 }
 
-/// Where the calling convention puts argument `index` (0-based) of `size` bytes, given that
-/// the arguments before it took `stack_used` bytes of stack (updated).
+/// Where the code's calling convention puts argument `index` (0-based) of `size` bytes,
+/// given that the arguments before it took `stack_used` bytes of stack (updated): a
+/// register is the kernel's `pt_regs` slot of that name, a stack slot is read through the
+/// kernel's `sp` slot.
 fn convention_base(
-    arch: Arch,
+    arch: Platform,
     memory: Memory,
     index: usize,
     size: u8,
@@ -53,7 +55,7 @@ fn convention_base(
                 what: "argument is past the argument registers of the calling convention",
                 value: position,
             })?;
-            if size > arch.reg_size() {
+            if size > arch.word_size() {
                 return Err(Error::Usage {
                     what: "argument is wider than a register (a register pair; not supported)",
                     value: position,
@@ -79,10 +81,10 @@ fn convention_base(
     }
 }
 
-/// The size and sign a fetch type asks for, else the register's.
-fn fetch_layout(arch: Arch, ty: Option<FetchType>, position: u64) -> Result<(u8, bool)> {
+/// The size and sign a fetch type asks for, else `word` bytes, unsigned.
+fn fetch_layout(word: u8, ty: Option<FetchType>, position: u64) -> Result<(u8, bool)> {
     match ty {
-        None => Ok((arch.reg_size(), false)),
+        None => Ok((word, false)),
         Some(t) => match t.size() {
             Some(size) => Ok((size, t.is_signed())),
             None => Err(Error::Usage {
@@ -103,14 +105,22 @@ pub const NEEDS_SYMBOLS: &str =
 
 /// The location of one expression argument (position is 1-based, for errors); `symbol` gives
 /// a kernel symbol's address.
+///
+/// Without a `:TYPE`, a value is as wide as the tracer makes it: a whole `pt_regs` slot of
+/// the kernel (`%ax`, `$stackN`: the kernel's `unsigned long`), but an argument slot of the
+/// code for `$argN`, which only the prologue fetches.
 fn expr_loc<'a>(
-    arch: Arch,
+    arch: Platform,
     memory: Memory,
     arg: &Arg<'a>,
     position: u64,
     symbol: &mut dyn FnMut(&str) -> Option<u64>,
 ) -> Result<ArgLoc<'a>> {
-    let (size, signed) = fetch_layout(arch, arg.fetch_type(), position)?;
+    let word = match arg.base() {
+        ArgBase::ArgN(_) => arch.word_size(),
+        _ => arch.reg_size(),
+    };
+    let (size, signed) = fetch_layout(word, arg.fetch_type(), position)?;
     let needs_types = Error::Usage {
         what: NEEDS_DEBUG_INFO,
         value: position,
@@ -142,7 +152,7 @@ fn expr_loc<'a>(
         ArgBase::ArgN(n) => {
             // Earlier arguments are taken as word-sized, as the kprobe tracer's $argN does.
             let index = usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX);
-            let word = u32::from(arch.reg_size());
+            let word = u32::from(arch.word_size());
             let mut used = u32::try_from(index)
                 .unwrap_or(u32::MAX)
                 .saturating_mul(word);
@@ -203,15 +213,21 @@ fn expr_loc<'a>(
 
 /// The locations of a probe's arguments without debug info.
 ///
+/// `platform` is the kernel whose `pt_regs` the program reads and the ABI of the probed code
+/// ([`Platform`]; an [`Arch`] is both: every kprobe, and a uprobe of a binary of the
+/// kernel's own architecture).
+///
 /// - **C types** (`kprobe/vfs_read(void *, char *buf, unsigned long)`): argument *i* is
-///   where the calling convention of `arch` puts it at the function's entry (the kernel's or
+///   where the code's calling convention puts it at the function's entry (the kernel's or
 ///   user space's, by `kind`), sized and signed by its type (`long` and pointers by the
-///   arch; plain `char` see [`c_type_layout`]). i386 user space reads them from the stack
-///   (`+4(%sp)`, `+8(%sp)`, ...), the i386 kernel from `ax`, `dx`, `cx` only.
+///   code's ABI; plain `char` see [`c_type_layout`]). i386 user space reads them from the
+///   stack (`+4(%sp)`, `+8(%sp)`, ...) through the kernel's `sp` slot (the 64-bit one under
+///   an x86-64 kernel), the i386 kernel from `ax`, `dx`, `cx` only.
 /// - **Expressions that need no types**: `%REG`, `$argN`, `$stack`, `$stackN`, `$retval`,
 ///   `@ADDR`, `\IMM`, each inside any `+OFF(...)` memory reads (the kprobe tracer's
 ///   fetch-args, as `perf probe -D` and `sluice prologue` print resolved variables), each
-///   `:TYPE` sized (default: a whole register, unsigned), and `$err`.
+///   `:TYPE` sized (default: a whole `pt_regs` slot, unsigned; an argument slot of the code
+///   for `$argN`), and `$err`.
 ///
 /// **`$err` and typed lists.** A list of C types never holds `$err`: the grammar reads it as
 /// an expression and refuses to mix the two. Entry registers cannot fail to read, so only
@@ -225,8 +241,12 @@ fn expr_loc<'a>(
 /// [`Error::Capacity`] for more than [`MAX_VALUES`] values, `$err` included: callers
 /// name the spec in the message. [`Memory::of`]'s error for a tracepoint. `@SYMBOL`
 /// ([`NEEDS_SYMBOLS`]): use [`from_typed_args_with`].
-pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Result<ArgLocs<'a>> {
-    from_typed_args_with(arch, kind, args, &mut |_| None)
+pub fn from_typed_args<'a>(
+    platform: impl Into<Platform>,
+    kind: ProbeKind,
+    args: &Args<'a>,
+) -> Result<ArgLocs<'a>> {
+    from_typed_args_with(platform, kind, args, &mut |_| None)
 }
 
 /// [`from_typed_args`], with `symbol` giving the address of a kernel symbol an `@SYM+OFF`
@@ -237,18 +257,19 @@ pub fn from_typed_args<'a>(arch: Arch, kind: ProbeKind, args: &Args<'a>) -> Resu
 /// As [`from_typed_args`]; [`Error::Usage`] ([`NEEDS_SYMBOLS`]) for a symbol `symbol` does
 /// not know, or `@SYM` in a uprobe.
 pub fn from_typed_args_with<'a>(
-    arch: Arch,
+    platform: impl Into<Platform>,
     kind: ProbeKind,
     args: &Args<'a>,
     symbol: &mut dyn FnMut(&str) -> Option<u64>,
 ) -> Result<ArgLocs<'a>> {
+    let arch = platform.into();
     let memory = Memory::of(kind)?;
     let mut locs = ArgLocs::new(arch, memory);
     match args {
         Args::Typed(list) => {
             let mut stack_used = 0u32;
             for (i, t) in list.iter().enumerate() {
-                let (size, signed) = c_type_layout(arch, memory, t.ty);
+                let (size, signed) = c_type_layout(arch.code(), memory, t.ty);
                 let base = convention_base(arch, memory, i, size, &mut stack_used)?;
                 let loc = ArgLoc::new(base, size, signed)?;
                 locs.push(match t.name {

@@ -259,6 +259,16 @@ pub enum Error {
     },
     /// sluice has no argument-passing tables for the running architecture.
     NoArchTables,
+    /// A uprobe's binary is code of a machine that does not run under the running kernel
+    /// (or one sluice has no tables for): its arguments have no known place.
+    ForeignBinary {
+        /// The binary.
+        path: String,
+        /// Its ELF `e_machine`.
+        machine: u16,
+        /// The running kernel's architecture.
+        kernel: sluice_core::arch::Arch,
+    },
     /// A file is no ELF file.
     NotElf {
         /// The file.
@@ -635,6 +645,17 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "program '{program}' (spec '{spec}'): {source}"),
             Error::NoArchTables => f.write_str("no argument-passing tables for this architecture"),
+            Error::ForeignBinary {
+                path,
+                machine,
+                kernel,
+            } => match sluice_core::arch::Arch::from_machine(*machine) {
+                Some(code) => write!(f, "{path}: {code} code does not run under this {kernel} kernel"),
+                None => write!(
+                    f,
+                    "{path}: no argument-passing tables for its ELF machine {machine} (this kernel is {kernel})"
+                ),
+            },
             Error::NotElf { path, source } => write!(f, "{path}: not an ELF file: {source}"),
             Error::NoDebugSections { path, source } => {
                 write!(f, "{path}: no usable debug info: {source}")
@@ -745,6 +766,7 @@ impl std::error::Error for Error {
             | Error::NoKaslrSymbols { .. }
             | Error::NoSite { .. }
             | Error::NoArchTables
+            | Error::ForeignBinary { .. }
             | Error::NoDebugInfo { .. }
             | Error::NoFunction { .. }
             | Error::NeedsVmlinux { .. }

@@ -284,6 +284,24 @@ fn rows() -> Vec<(Error, String, Option<String>)> {
             None,
         ),
         (
+            Error::ForeignBinary {
+                path: "/bin/x".into(),
+                machine: 183,
+                kernel: sluice_core::arch::Arch::X86_64,
+            },
+            s("/bin/x: aarch64 code does not run under this x86_64 kernel"),
+            None,
+        ),
+        (
+            Error::ForeignBinary {
+                path: "/bin/x".into(),
+                machine: 243,
+                kernel: sluice_core::arch::Arch::X86_64,
+            },
+            s("/bin/x: no argument-passing tables for its ELF machine 243 (this kernel is x86_64)"),
+            None,
+        ),
+        (
             Error::NotElf {
                 path: "/x".into(),
                 source: core,

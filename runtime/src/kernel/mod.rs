@@ -1,6 +1,8 @@
-//! What the runtime asks of the running kernel: its version and configuration, its symbols
-//! (`/proc/kallsyms`), its CPUs, the features it supports, and what its errnos mean.
+//! What the runtime asks of the running kernel: its architecture, version and configuration,
+//! its symbols (`/proc/kallsyms`), its CPUs, the features it supports, and what its errnos
+//! mean.
 
+pub mod arch;
 pub mod btf;
 pub mod config;
 pub mod cpus;

@@ -26,7 +26,7 @@ use std::cell::{Cell, OnceCell};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_core::arch::Arch;
+use sluice_core::arch::{Arch, Platform};
 use sluice_core::dwarf::{
     debug_file_candidates, DebugSections, Error as DwarfError, FetchSyntax, LocBase, ProbeSite,
     Resolver, KERNEL_ANCHOR,
@@ -88,6 +88,8 @@ pub struct DebugInfo {
     debug_path: PathBuf,
     /// `None`: the DWARF is in `code`.
     debug: Option<Mmap>,
+    /// The kernel a uprobe's prologue is for; `None`: the running kernel.
+    kernel: Option<Arch>,
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -127,6 +129,7 @@ impl DebugInfo {
                 debug_path: d.to_path_buf(),
                 code,
                 debug: Some(bytes),
+                kernel: None,
             });
         }
         // Cheap: finds the sections, inflates none.
@@ -136,6 +139,7 @@ impl DebugInfo {
                 debug_path: target.to_path_buf(),
                 code,
                 debug: None,
+                kernel: None,
             });
         }
         let candidates = debug_file_candidates(&elf, &target.to_string_lossy());
@@ -153,6 +157,7 @@ impl DebugInfo {
                     debug_path: PathBuf::from(cand),
                     code,
                     debug: Some(bytes),
+                    kernel: None,
                 });
             }
         }
@@ -160,6 +165,14 @@ impl DebugInfo {
             path: target.display().to_string(),
             candidates,
         })
+    }
+
+    /// The same, with uprobe prologues for a kernel of architecture `kernel` rather than
+    /// the running kernel's (`sluice prologue --arch`). A kprobe's kernel is the file's own.
+    #[must_use]
+    pub fn for_kernel(mut self, kernel: Arch) -> Self {
+        self.kernel = Some(kernel);
+        self
     }
 
     /// The probed file.
@@ -285,6 +298,23 @@ impl DebugInfo {
                 source,
             })?
             .with_release(&release);
+        // A kprobe's file is the kernel; a uprobe's binary runs under the running kernel (or
+        // the one asked for), whose pt_regs its registers and stack pointer are read from.
+        let code_arch = resolver.arch();
+        let platform = match memory {
+            Memory::Kernel => Platform::from(code_arch),
+            Memory::User => {
+                let kernel = self
+                    .kernel
+                    .or_else(crate::kernel::arch::running_kernel_arch)
+                    .unwrap_or(code_arch);
+                Platform::new(kernel, code_arch).ok_or_else(|| Error::ForeignBinary {
+                    path: file.clone(),
+                    machine: code.header().machine,
+                    kernel,
+                })?
+            }
+        };
         let dwarf_args: Vec<Arg<'_>> = spec
             .args()
             .exprs()
@@ -295,6 +325,7 @@ impl DebugInfo {
         let c = Ctx {
             file: &self.code_path,
             resolver: &resolver,
+            platform,
             memory,
             code,
             lookups: Cell::new(0),
@@ -362,6 +393,8 @@ fn aliases<'s>(code: &Elf<'s>, func: &str) -> Vec<&'s str> {
 struct Ctx<'r, 's> {
     file: &'r Path,
     resolver: &'r Resolver<'s>,
+    /// The kernel's `pt_regs` and the code's ABI.
+    platform: Platform,
     memory: Memory,
     /// The probed file, whose `.symtab` names the kernel function holding a site.
     code: Elf<'s>,
@@ -466,7 +499,7 @@ impl Ctx<'_, '_> {
                 None => FetchSyntax::Kprobe,
             },
         };
-        let arch = self.resolver.arch();
+        let arch = self.platform;
         let exprs = spec.args().exprs();
         // Globals of a PIE or shared library are read relative to the probed address.
         let pic = self.memory == Memory::User && self.resolver.position_independent();
@@ -587,7 +620,7 @@ struct Globals<'f> {
 /// kprobe reads the kernel's globals.
 #[allow(clippy::too_many_arguments)]
 fn build_site(
-    arch: Arch,
+    arch: Platform,
     memory: Memory,
     spec: &ProbeSpec<'_>,
     exprs: &[Arg<'_>],
@@ -678,7 +711,7 @@ fn build_site(
 
 /// The location of argument `index` of `spec` by the calling convention (no debug info).
 fn convention_loc<'a>(
-    arch: Arch,
+    arch: Platform,
     spec: &ProbeSpec<'a>,
     index: usize,
 ) -> std::result::Result<ArgLoc<'a>, ArgProblem> {
@@ -847,9 +880,9 @@ mod tests {
     #[test]
     fn convention_args_keep_their_position() {
         let s = spec("uprobe/bin:f(a, $arg2, %dx)");
-        let l = convention_loc(Arch::X86_64, &s, 1).unwrap();
+        let l = convention_loc(Arch::X86_64.into(), &s, 1).unwrap();
         assert_eq!(l.fetch_arg(2).to_string(), "arg2=%si:u64");
-        let l = convention_loc(Arch::X86_64, &s, 2).unwrap();
+        let l = convention_loc(Arch::X86_64.into(), &s, 2).unwrap();
         assert_eq!(l.fetch_arg(3).to_string(), "arg3=%dx:u64");
     }
 

@@ -16,4 +16,4 @@ pub use plan::{
     chosen_programs, plans, program_list, program_named, set_specs, Attach, Plan, ProbePlace,
     ProbePlan, Variant,
 };
-pub use spec::{place_file_offsets, program_spec, section_prog_type, AT_SYMBOL};
+pub use spec::{place_file_offsets, probe_platform, program_spec, section_prog_type, AT_SYMBOL};

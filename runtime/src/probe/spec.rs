@@ -3,9 +3,11 @@
 
 use crate::error::{Error, Result};
 use crate::load::LoadOptions;
+use sluice_core::arch::{Arch, Platform};
 use sluice_core::object::Program;
-use sluice_core::probe::{ProbeKind, ProbeSpec};
+use sluice_core::probe::{ProbeKind, ProbeSpec, Target};
 use sluice_core::Insn;
+use std::path::Path;
 
 /// The program type a section name implies, or `None` for an opaque title: libbpf's
 /// section table (`kprobe/`, `uprobe/` and the seed's perf form are `KPROBE`, `tracepoint/`
@@ -34,14 +36,46 @@ pub(super) fn parse_error(name: &str, spec: &str, e: &sluice_core::probe::ProbeE
     }
 }
 
+/// The platform a probe of `spec` runs on: the running kernel's `pt_regs`
+/// ([`crate::kernel::arch`]), and the ABI of the probed code: the kernel's for a kprobe, the
+/// binary's ELF machine for a uprobe (an i386 binary under an x86-64 kernel). A binary that
+/// cannot be read is taken as the kernel's own architecture: the probe itself then fails
+/// naming it.
+///
+/// # Errors
+/// [`Error::NoArchTables`] for a kernel sluice has no tables for; [`Error::ForeignBinary`]
+/// for a binary whose code does not run under the kernel.
+pub fn probe_platform(spec: &ProbeSpec<'_>) -> Result<Platform> {
+    let kernel = crate::kernel::arch::running_kernel_arch().ok_or(Error::NoArchTables)?;
+    let path = match spec.target() {
+        Target::User { path, .. } | Target::UserOffset { path, .. } => path,
+        _ => return Ok(Platform::from(kernel)),
+    };
+    let machine = match crate::tracefs::elf_machine(Path::new(path)) {
+        Ok(m) => m,
+        Err(e) => {
+            log::debug!("{path}: {e}: its arguments taken by the {kernel} convention");
+            return Ok(Platform::from(kernel));
+        }
+    };
+    Arch::from_machine(machine)
+        .and_then(|code| Platform::new(kernel, code))
+        .ok_or_else(|| Error::ForeignBinary {
+            path: path.to_owned(),
+            machine,
+            kernel,
+        })
+}
+
 /// The prologue of `spec` (of program `name`, written `spec_text`), whose arguments need
-/// no debug info, by the running architecture's calling convention (and `/proc/kallsyms`
-/// for `@SYM`); none without arguments.
+/// no debug info, by the calling convention of the probed code under the running kernel
+/// ([`probe_platform`]; and `/proc/kallsyms` for `@SYM`); none without arguments.
 ///
 /// # Errors
 /// [`Error::Prologue`] naming the program and spec around the reason: arguments that cannot
-/// be fetched, more than four values, an `@SYM` the kernel does not list;
-/// [`Error::NoArchTables`] for an architecture sluice has no tables for.
+/// be fetched, more than four values, an `@SYM` the kernel does not list, a kernel sluice has
+/// no tables for ([`Error::NoArchTables`]), a binary foreign to it
+/// ([`Error::ForeignBinary`]).
 pub(super) fn convention_prologue(
     name: &str,
     spec_text: &str,
@@ -56,7 +90,7 @@ pub(super) fn convention_prologue(
         source: Box::new(source),
     };
     let usage = |e: sluice_core::Error| prologue_err(Error::Core(e));
-    let arch = sluice_core::arch::Arch::native().ok_or(Error::NoArchTables)?;
+    let arch = probe_platform(spec).map_err(prologue_err)?;
     let symbols = kernel_symbols(spec).map_err(prologue_err)?;
     let mut symbol = |name: &str| symbols.iter().find_map(|(n, a)| (*n == name).then_some(*a));
     let mut locs =

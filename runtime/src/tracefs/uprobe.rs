@@ -101,6 +101,18 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
         .ok_or_else(|| err(SymbolProblem::NoSection { vaddr }))
 }
 
+/// The ELF `e_machine` of the file at `path` (a uprobe's binary: whose ABI its arguments
+/// follow), read through [`sluice_core::elf`].
+///
+/// # Errors
+/// [`SymbolProblem::Read`] when the file cannot be read, [`SymbolProblem::NotElf`] when it
+/// is no ELF file.
+pub fn elf_machine(path: &Path) -> Result<u16, SymbolProblem> {
+    let data = Mmap::open(path).map_err(SymbolProblem::Read)?;
+    let elf = Elf::parse(data.bytes()).map_err(SymbolProblem::NotElf)?;
+    Ok(elf.header().machine)
+}
+
 /// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
 const SHN_LORESERVE: u16 = 0xff00;
 /// `SHN_XINDEX`: the section index is elsewhere (a real section).
