@@ -88,7 +88,7 @@ fn outputs(stdout: &str, map: &str) -> Vec<Output> {
 /// `sluice record --json ARGS -- sh -c WORKLOAD`, expected to succeed: its outputs of map
 /// `events`.
 fn record(args: &[&str], workload: &str) -> Vec<Output> {
-    let mut all = vec!["record", "--json"];
+    let mut all = vec!["record", "--json", "--decode", "events=raw"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--", "sh", "-c", workload]);
     let (code, out, err) = sluice(&all);
@@ -644,7 +644,7 @@ fn traced(args: &[&str], workload: &str, label: &str) -> (u32, Vec<Output>) {
         std::process::id()
     ));
     let o = out_file.display().to_string();
-    let mut all = vec!["record", "--json", "-o", o.as_str()];
+    let mut all = vec!["record", "--json", "--decode", "events=raw", "-o", o.as_str()];
     all.extend_from_slice(args);
     let w = format!("echo $$; {workload}");
     all.extend_from_slice(&["--", "sh", "-c", &w]);
