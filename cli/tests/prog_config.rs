@@ -644,7 +644,14 @@ fn traced(args: &[&str], workload: &str, label: &str) -> (u32, Vec<Output>) {
         std::process::id()
     ));
     let o = out_file.display().to_string();
-    let mut all = vec!["record", "--json", "--decode", "events=raw", "-o", o.as_str()];
+    let mut all = vec![
+        "record",
+        "--json",
+        "--decode",
+        "events=raw",
+        "-o",
+        o.as_str(),
+    ];
     all.extend_from_slice(args);
     let w = format!("echo $$; {workload}");
     all.extend_from_slice(&["--", "sh", "-c", &w]);

@@ -625,7 +625,7 @@ pub fn open_tracepoint(
 
 /// [`Scope::Process`]: the first thread's events own the rings, the others' follow (see
 /// [`PerCpuEvents::redirect_followers`]). Returns the events and that first thread.
-pub(super) fn open_process(
+fn open_process(
     what: &str,
     attr: &PerfEventAttr,
     pid: i32,
@@ -733,7 +733,22 @@ pub fn open_tracking(scope: Scope, cpus: &[u32], ring: &RingConfig) -> Result<Pe
         | attr_flags::EXCLUDE_HV;
     ring.apply(&mut attr);
     let format = SampleFormat::new(sample_type);
-    let what = "dummy:u";
+    open_scoped("dummy:u", &attr, scope, cpus, format)
+}
+
+/// Opens `attr` (named `what`) on `cpus` for `scope`: system-wide, a task and its children
+/// (inherit, enabled at its exec when asked), or every thread of a running process.
+///
+/// # Errors
+/// As [`open_all`] and [`open_process`].
+pub(super) fn open_scoped(
+    what: &str,
+    attr: &PerfEventAttr,
+    scope: Scope,
+    cpus: &[u32],
+    format: SampleFormat,
+) -> Result<PerCpuEvents, Error> {
+    let mut attr = *attr;
     match scope {
         Scope::System => open_all(what, &attr, -1, cpus, format),
         Scope::Task { pid, on_exec } => {

@@ -9,7 +9,7 @@ use rustix::io::Errno;
 use sluice_core::perf::abi::{attr_flags, perf_type, PerfEventAttr};
 use sluice_core::perf::record::{SampleFormat, SampleType};
 
-use super::events::{open_all, open_process, Error, PerCpuEvents, Scope, IDENTIFIED};
+use super::events::{open_all, open_scoped, Error, PerCpuEvents, Scope, IDENTIFIED};
 use crate::load::{Map, UpdateMode};
 use crate::ring::RingConfig;
 
@@ -73,30 +73,6 @@ fn no_hardware(errno: Errno) -> bool {
         Errno::INVAL,
     ]
     .contains(&errno)
-}
-
-fn open_scoped(
-    what: &str,
-    attr: &PerfEventAttr,
-    scope: Scope,
-    cpus: &[u32],
-    format: SampleFormat,
-) -> Result<PerCpuEvents, Error> {
-    let mut attr = *attr;
-    match scope {
-        Scope::System => open_all(what, &attr, -1, cpus, format),
-        Scope::Task { pid, on_exec } => {
-            attr.flags |= attr_flags::INHERIT;
-            if on_exec {
-                attr.flags |= attr_flags::ENABLE_ON_EXEC;
-            }
-            open_all(what, &attr, pid, cpus, format)
-        }
-        Scope::Process { pid } => {
-            attr.flags |= attr_flags::INHERIT;
-            Ok(open_process(what, &attr, pid, cpus, format)?.0)
-        }
-    }
 }
 
 /// Opens the sampling events of a `perf_event` program: on every CPU of `cpus`, for the
