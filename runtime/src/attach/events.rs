@@ -677,21 +677,7 @@ pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<Per
     attr.flags = attr_flags::DISABLED | IDENTIFIED;
     attr.read_format = lost_read_format();
     ring.apply(&mut attr);
-    let usable: Vec<u32> = cpus
-        .iter()
-        .copied()
-        .filter(|&c| {
-            let ok = c < map.max_entries();
-            if !ok {
-                log::warn!(
-                    "perf event array '{}' has {} entries: CPU {c} gets no output event",
-                    map.name(),
-                    map.max_entries()
-                );
-            }
-            ok
-        })
-        .collect();
+    let usable = cpus_in_array(map, cpus, "output event");
     let what = format!("bpf-output of map '{}'", map.name());
     let events = open_all(&what, &attr, -1, &usable, SampleFormat::new(sample_type))?;
     for e in events.events() {
@@ -763,6 +749,25 @@ pub(super) fn open_scoped(
             Ok(open_process(what, &attr, pid, cpus, format)?.0)
         }
     }
+}
+
+/// The CPUs of `cpus` that perf event array `map` has a slot for; each left out is warned
+/// about (it gets no `what`).
+pub(super) fn cpus_in_array(map: &Map, cpus: &[u32], what: &str) -> Vec<u32> {
+    cpus.iter()
+        .copied()
+        .filter(|&c| {
+            let ok = c < map.max_entries();
+            if !ok {
+                log::warn!(
+                    "perf event array '{}' has {} entries: CPU {c} gets no {what}",
+                    map.name(),
+                    map.max_entries()
+                );
+            }
+            ok
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use rustix::io::Errno;
 use sluice_core::perf::abi::{attr_flags, perf_type, PerfEventAttr};
 use sluice_core::perf::record::{SampleFormat, SampleType};
 
-use super::events::{open_all, open_scoped, Error, PerCpuEvents, Scope, IDENTIFIED};
+use super::events::{cpus_in_array, open_all, open_scoped, Error, PerCpuEvents, Scope, IDENTIFIED};
 use crate::load::{Map, UpdateMode};
 use crate::ring::RingConfig;
 
@@ -142,21 +142,7 @@ pub fn open_counters(map: &Map, event: &str, cpus: &[u32]) -> Result<PerCpuEvent
     };
     let mut attr = PerfEventAttr::new(type_, config);
     attr.flags = attr_flags::DISABLED;
-    let usable: Vec<u32> = cpus
-        .iter()
-        .copied()
-        .filter(|&c| {
-            let ok = c < map.max_entries();
-            if !ok {
-                log::warn!(
-                    "perf event array '{}' has {} entries: CPU {c} gets no counter",
-                    map.name(),
-                    map.max_entries()
-                );
-            }
-            ok
-        })
-        .collect();
+    let usable = cpus_in_array(map, cpus, "counter");
     let format = SampleFormat::new(SampleType(0));
     let events = open_all(&what, &attr, -1, &usable, format).map_err(|e| match e {
         Error::Open { what, cpu, errno } if type_ == perf_type::HARDWARE && no_hardware(errno) => {
