@@ -14,8 +14,8 @@ mod btf_common;
 
 use btf_common::*;
 use sluice_core::btf::{
-    patch_insn, Btf, BtfError, BtfExt, CandidateIndex, CoreRelo, CoreReloKind, CoreResolver,
-    CoreResult, PatchOutcome, POISON_IMM,
+    patch_insn, Btf, BtfError, BtfExt, Candidate, CandidateIndex, CoreRelo, CoreReloKind,
+    CoreResolver, CoreResult, PatchOutcome, POISON_IMM,
 };
 use sluice_core::elf::{Elf, SHT_SYMTAB, STT_FUNC};
 use sluice_core::Insn;
@@ -73,7 +73,7 @@ impl Fixture {
 }
 
 fn resolve_all(local: &Btf<'_>, target: Btf<'_>, relos: &[CoreRelo]) -> Vec<CoreResult> {
-    let mut scratch = vec![0u32; CandidateIndex::required_len(&target)];
+    let mut scratch = vec![Candidate::default(); CandidateIndex::required_len(&target)];
     let cands = CandidateIndex::new(target, &mut scratch).unwrap();
     let r = CoreResolver::new(local, &cands);
     relos
@@ -147,7 +147,7 @@ fn own_btf_as_target_is_ambiguous_because_of_flavours() {
     let f = Fixture::new();
     let btf = f.btf();
     let relos = f.relos();
-    let mut scratch = vec![0u32; CandidateIndex::required_len(&btf)];
+    let mut scratch = vec![Candidate::default(); CandidateIndex::required_len(&btf)];
     let cands = CandidateIndex::new(btf, &mut scratch).unwrap();
     let e = CoreResolver::new(&btf, &cands)
         .resolve(0, &relos[0])
@@ -388,7 +388,7 @@ fn relo(btf: &[u8], access: &str, kind: u32) -> CoreRelo {
 
 fn resolve_one(local: &[u8], target: &[u8], r: CoreRelo) -> Result<CoreResult, BtfError> {
     let (l, t) = (parse(local), parse(target));
-    let mut scratch = vec![0u32; CandidateIndex::required_len(&t)];
+    let mut scratch = vec![Candidate::default(); CandidateIndex::required_len(&t)];
     let cands = CandidateIndex::new(t, &mut scratch).unwrap();
     CoreResolver::new(&l, &cands).resolve(0, &r)
 }

@@ -9,7 +9,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_core::btf::{btf_maps, patch_insn, Btf, BtfExt, CandidateIndex, CoreResolver, Kind};
+use sluice_core::btf::{
+    btf_maps, patch_insn, Btf, BtfExt, Candidate, CandidateIndex, CoreResolver, Kind,
+};
 use sluice_core::Insn;
 
 fuzz_target!(|data: &[u8]| {
@@ -62,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
     };
     ext.func_info().for_each(|s| s.records().for_each(drop));
     ext.line_info().for_each(|s| s.records().for_each(drop));
-    let mut scratch = vec![0u32; CandidateIndex::required_len(&btf)];
+    let mut scratch = vec![Candidate::default(); CandidateIndex::required_len(&btf)];
     let Ok(cands) = CandidateIndex::new(btf, &mut scratch) else {
         return;
     };

@@ -44,8 +44,8 @@ mod value;
 mod var;
 
 pub use core_relo::{
-    essential_name_len, patch_insn, CandidateIndex, CoreReloKind, CoreResolver, CoreResult,
-    PatchOutcome, MAX_SPEC_LEN, POISON_IMM,
+    essential_name_len, patch_insn, Candidate, CandidateIndex, CoreReloKind, CoreResolver,
+    CoreResult, PatchOutcome, MAX_SPEC_LEN, POISON_IMM,
 };
 pub use error::{BtfError, BtfResult, ErrName, NAME_IN_ERROR};
 pub use ext::{

@@ -21,7 +21,7 @@ use crate::kernel::version::running_kernel_version;
 use crate::probe::debuginfo::Site;
 use crate::probe::{plans, Attach, Plan};
 use crate::sys::bpf::ProgBtf;
-use sluice_core::btf::{Btf, BtfExt, CandidateIndex, CoreResolver};
+use sluice_core::btf::{Btf, BtfExt, Candidate, CandidateIndex, CoreResolver};
 use sluice_core::object::{KconfigExtern, LinkedPart, MapKind, Object, Program};
 use sluice_core::Insn;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -363,7 +363,7 @@ pub fn load_planned(
         )?),
         false => None,
     };
-    let mut scratch: Vec<u32>;
+    let mut scratch: Vec<Candidate>;
     let target_btf = match target.as_mut() {
         Some(t) => Some(
             Btf::parse(&t.bytes, &mut t.index)
@@ -373,7 +373,7 @@ pub fn load_planned(
     };
     let cands = match target_btf {
         Some(t) => {
-            scratch = vec![0u32; CandidateIndex::required_len(&t)];
+            scratch = vec![Candidate::default(); CandidateIndex::required_len(&t)];
             Some(
                 CandidateIndex::new(t, &mut scratch)
                     .map_err(|source| Error::TargetBtf { path: None, source })?,

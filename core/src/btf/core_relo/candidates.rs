@@ -2,6 +2,7 @@
 //! sorted by that name ([`CandidateIndex`]).
 
 use crate::btf::error::{BtfError, BtfResult};
+use crate::btf::types::Strings;
 use crate::btf::Btf;
 
 /// Length of `name` without its `___flavour` suffix (libbpf's
@@ -32,12 +33,22 @@ pub(super) fn essential(name: &[u8]) -> &[u8] {
     name.get(..essential_name_len(name)).unwrap_or(name)
 }
 
+/// One named type of a target BTF in a [`CandidateIndex`]: its id and where its essential
+/// name lies in the string section, so sorting and lookup compare bytes in place instead of
+/// decoding the type and scanning its name again at every comparison.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Candidate {
+    id: u32,
+    name_off: u32,
+    name_len: u32,
+}
+
 /// The named types of a target BTF sorted by essential name, for O(log n) candidate
 /// lookup.
 #[derive(Clone, Copy, Debug)]
 pub struct CandidateIndex<'t> {
     btf: Btf<'t>,
-    sorted: &'t [u32],
+    sorted: &'t [Candidate],
 }
 
 impl<'t> CandidateIndex<'t> {
@@ -53,23 +64,30 @@ impl<'t> CandidateIndex<'t> {
     ///
     /// # Errors
     /// [`BtfError::Capacity`] when `scratch` is too short.
-    pub fn new(btf: Btf<'t>, scratch: &'t mut [u32]) -> BtfResult<Self> {
-        let limit = scratch.len() as u32;
+    pub fn new(btf: Btf<'t>, scratch: &'t mut [Candidate]) -> BtfResult<Self> {
+        let limit = u32::try_from(scratch.len()).unwrap_or(u32::MAX);
         let mut n = 0usize;
         for t in btf.types() {
-            if t.name_off() == 0 || t.name_bytes().is_empty() {
+            let name = t.name_bytes();
+            if t.name_off() == 0 || name.is_empty() {
                 continue;
             }
             let slot = scratch.get_mut(n).ok_or(BtfError::Capacity {
                 what: "named target types (CO-RE candidate index)",
                 limit,
             })?;
-            *slot = t.id();
+            // A name is shorter than the section, whose size is a u32.
+            let name_len = u32::try_from(essential_name_len(name)).unwrap_or(u32::MAX);
+            *slot = Candidate {
+                id: t.id(),
+                name_off: t.name_off(),
+                name_len,
+            };
             n += 1;
         }
         let sorted = scratch.get_mut(..n).unwrap_or_default();
-        let key = |id: u32| essential(btf.ty(id).map(|t| t.name_bytes()).unwrap_or_default());
-        sorted.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
+        let strings = btf.strs();
+        sorted.sort_unstable_by(|a, b| key(strings, a).cmp(key(strings, b)).then(a.id.cmp(&b.id)));
         Ok(CandidateIndex { btf, sorted })
     }
 
@@ -84,13 +102,23 @@ impl<'t> CandidateIndex<'t> {
         &'s self,
         essential_name: &'s [u8],
     ) -> impl Iterator<Item = u32> + 's {
-        let key = |id: u32| essential(self.btf.ty(id).map(|t| t.name_bytes()).unwrap_or_default());
-        let start = self.sorted.partition_point(|&id| key(id) < essential_name);
+        let strings = self.btf.strs();
+        let start = self
+            .sorted
+            .partition_point(|c| key(strings, c) < essential_name);
         self.sorted
             .get(start..)
             .unwrap_or_default()
             .iter()
-            .copied()
-            .take_while(move |&id| key(id) == essential_name)
+            .take_while(move |c| key(strings, c) == essential_name)
+            .map(|c| c.id)
     }
+}
+
+/// The essential name of `c`: its bytes in the string section, found by offset and length.
+fn key<'a>(strings: Strings<'a>, c: &Candidate) -> &'a [u8] {
+    strings
+        .tail(c.name_off)
+        .get(..c.name_len as usize)
+        .unwrap_or_default()
 }

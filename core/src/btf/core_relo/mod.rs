@@ -34,7 +34,7 @@ mod resolver;
 mod spec;
 mod value;
 
-pub use candidates::{essential_name_len, CandidateIndex};
+pub use candidates::{essential_name_len, Candidate, CandidateIndex};
 pub use kind::CoreReloKind;
 pub use patch::{patch_insn, PatchOutcome, POISON_IMM};
 pub use resolver::{CoreResolver, CoreResult};
