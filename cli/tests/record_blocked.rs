@@ -2,7 +2,8 @@
 //! never read, the run still ends on `SIGTERM` within a few seconds, removes its probe,
 //! ends its workload, prints its summary and says how many records it could not write
 //! (exit status 1: the output is incomplete). Before, a blocked `write(2)` was retried
-//! for ever.
+//! for ever. The same for perf's pipe format on stdout (`--perf-data -`), which wrote
+//! through plain stdout and hung the same way.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -27,7 +28,34 @@ impl Drop for EndOnPanic {
 
 #[test]
 fn sigterm_ends_a_run_whose_stdout_is_full_and_unread() {
-    let Some(dir) = common::record_dir("blocked", "cc", "2") else {
+    blocked_run("blocked", &[], &|err| {
+        let said = err
+            .lines()
+            .find(|l| l.contains("stdout was not being read when the run stopped"))
+            .unwrap_or_else(|| panic!("the blocked output is not reported: {err}"));
+        assert!(
+            said.contains(" lines, and ") && said.ends_with("were not written"),
+            "{said}"
+        );
+    });
+}
+
+#[test]
+fn sigterm_ends_a_run_whose_perf_data_pipe_is_full_and_unread() {
+    blocked_run("blocked-perf", &["--perf-data", "-"], &|err| {
+        assert!(
+            err.lines().any(|l| l.contains(
+                "writing the perf.data output: the output is not being read (writes blocked)"
+            )),
+            "the blocked perf.data output is not reported: {err}"
+        );
+    });
+}
+
+/// `record` of a workload that hits its probe without end, stdout a pipe never read, with
+/// `extra` arguments; after SIGTERM, `said` checks what stderr says of the output.
+fn blocked_run(tag: &str, extra: &[&str], said: &dyn Fn(&str)) {
+    let Some(dir) = common::record_dir(tag, "cc", "2") else {
         return;
     };
     let bin = dir.join("lost_count");
@@ -46,8 +74,9 @@ fn sigterm_ends_a_run_whose_stdout_is_full_and_unread() {
     // The pipe's read end stays open here and is never read.
     let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record"])
+        .args(extra)
         .args([
-            "record",
             "-e",
             &common::fixture("lost_count.o"),
             "--event",
@@ -118,14 +147,7 @@ fn sigterm_ends_a_run_whose_stdout_is_full_and_unread() {
         .unwrap_or_else(|| panic!("no summary: {err}"));
     assert!(summary.contains("stopped: signal 15"), "{summary}");
     assert!(summary.contains("probes removed 1"), "{summary}");
-    let said = err
-        .lines()
-        .find(|l| l.contains("stdout was not being read when the run stopped"))
-        .unwrap_or_else(|| panic!("the blocked output is not reported: {err}"));
-    assert!(
-        said.contains(" lines, and ") && said.ends_with("were not written"),
-        "{said}"
-    );
+    said(&err);
     assert!(
         common::probes_of(pid).is_empty(),
         "{:?}",

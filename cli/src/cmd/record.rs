@@ -489,6 +489,9 @@ fn record(args: Args) -> Result<(), Failure> {
         stopping: &signals::STOPPING,
         deadline,
     };
+    if let Some(r) = recording.as_mut() {
+        r.watch(stops);
+    }
     let stdout = std::io::stdout();
     let sink_to: Box<dyn std::io::Write + '_> = match file.as_ref() {
         Some(f) => Box::new(StopWriter::new(f.as_fd(), stops)),

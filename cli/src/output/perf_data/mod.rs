@@ -43,6 +43,7 @@ use sluice_core::perf::record::{Record, SampleType};
 use sluice_runtime::attach::{open_tracking, PerCpuEvents, Scope};
 use sluice_runtime::ring::{PerfRing, RingConfig};
 use sluice_runtime::session::{Event, Session, SourceKind};
+use sluice_runtime::sys::out::Stops;
 use sluice_runtime::tracefs::Tracefs;
 
 pub use target::{Target, TargetError};
@@ -151,7 +152,7 @@ pub struct Setup<'a> {
 }
 
 /// A perf.data recording in progress.
-pub struct Recording {
+pub struct Recording<'s> {
     // Tracking before target: its rings and events are released first.
     tracking: Option<Tracking>,
     target: Target,
@@ -166,9 +167,11 @@ pub struct Recording {
     last_time: u64,
     stats: Stats,
     error: Option<Error>,
+    /// What ends a wait for room on a pipe ([`Recording::watch`]).
+    stops: Option<Stops<'s>>,
 }
 
-impl fmt::Debug for Recording {
+impl fmt::Debug for Recording<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recording")
             .field("target", &self.target)
@@ -184,7 +187,7 @@ struct AttrOut {
     ids: Vec<u64>,
 }
 
-impl Recording {
+impl<'s> Recording<'s> {
     /// Starts the recording once `session` has opened its events (and before a workload
     /// held for `exec` is released): opens the side-band event, reads the event formats,
     /// and writes everything that goes before the data, synthesized records included.
@@ -244,6 +247,7 @@ impl Recording {
             last_time: 0,
             stats: Stats::default(),
             error: None,
+            stops: None,
         };
         r.preamble(&outs)?;
         r.synthesize(setup.scope)?;
@@ -314,9 +318,20 @@ impl Recording {
         Ok(())
     }
 
-    /// Whether a write failed (nothing more will be written: the run should end).
+    /// Whether a write failed (nothing more will be written: the run should end) for a
+    /// reason of its own: a pipe that gave up waiting did so because a stop was asked
+    /// already ([`Recording::watch`]), and that stop is the run's reason.
     pub fn failed(&self) -> bool {
-        self.error.is_some()
+        self.error.as_ref().is_some_and(
+            |e| !matches!(e, Error::Write(w) if w.kind() == std::io::ErrorKind::WouldBlock),
+        )
+    }
+
+    /// From now on a write to a pipe that stays full gives up once one of `stops` is asked
+    /// (as stdout's text does: [`sluice_runtime::sys::out`]): an unread `--perf-data -`
+    /// cannot make the run deaf to Ctrl-C or SIGTERM. A file is written as before.
+    pub fn watch(&mut self, stops: Stops<'s>) {
+        self.stops = Some(stops);
     }
 
     /// Hands one session event to the file (the session's sink calls this).
@@ -441,7 +456,7 @@ impl Recording {
             return;
         }
         if self.error.is_none() {
-            if let Err(e) = self.target.write_all(&self.buf.0) {
+            if let Err(e) = self.target.write_all(&self.buf.0, self.stops) {
                 self.error = Some(Error::Write(e));
             }
         }

@@ -9,10 +9,13 @@
 //! link made meanwhile is replaced by `rename(2)`, never written through. A recording that
 //! fails or is dropped removes its temporary file.
 
-use sluice_runtime::sys::file;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
+use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
+
+use sluice_runtime::sys::file;
+use sluice_runtime::sys::out::{StopWriter, Stops};
 
 /// Why a target cannot be used.
 #[derive(Debug)]
@@ -117,18 +120,26 @@ impl Target {
         matches!(self, Target::Pipe(_))
     }
 
-    /// Appends `bytes`.
+    /// Appends `bytes`; to a pipe, through a [`StopWriter`] when `stops` are given.
     ///
     /// # Errors
-    /// The write's.
-    pub fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    /// The write's ([`ErrorKind::WouldBlock`](std::io::ErrorKind::WouldBlock) when a stop
+    /// came while the pipe stayed full).
+    pub fn write_all(&mut self, bytes: &[u8], stops: Option<Stops<'_>>) -> std::io::Result<()> {
         match self {
             Target::File { file: Some(f), .. } => f.write_all(bytes),
             Target::File { file: None, .. } => Err(std::io::ErrorKind::NotConnected.into()),
             Target::Pipe(out) => {
                 let mut lock = out.lock();
-                lock.write_all(bytes)?;
-                lock.flush()
+                // What std buffered, then the bytes straight to the fd.
+                lock.flush()?;
+                match stops {
+                    Some(stops) => StopWriter::new(lock.as_fd(), stops).write_all(bytes),
+                    None => {
+                        lock.write_all(bytes)?;
+                        lock.flush()
+                    }
+                }
             }
         }
     }
