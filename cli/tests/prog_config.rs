@@ -774,6 +774,71 @@ fn real_objects_with_max_entries_0_load_with_map_size() {
     );
 }
 
+/// offcputime's `stackmap` says neither entries nor value size: the tool sizes both from its
+/// flags. Given entries, sluice gives the value room for the kernel's deepest stack, and the
+/// program records stacks into it (read back by bpftool while the run is on).
+#[test]
+fn real_stack_map_left_at_value_size_0_holds_the_kernels_deepest_stack() {
+    let Some(obj) = real("offcputime.bpf.o") else {
+        return;
+    };
+    if !root("real_stack_map") {
+        return;
+    }
+    let _g = serial();
+    let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record", "-e", &obj, "--map-size", "stackmap=1024", "--"])
+        .args([
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.1; done; sleep 1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let bpftool = |args: &[&str]| {
+        let out = std::process::Command::new("bpftool")
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The map of this run: the newest stack map of that name.
+    let shown = bpftool(&["-j", "map", "show"]);
+    let maps: Vec<&str> = shown
+        .split("},{")
+        .filter(|m| m.contains("\"name\":\"stackmap\""))
+        .collect();
+    let map = maps
+        .last()
+        .unwrap_or_else(|| panic!("no stackmap in {shown}"));
+    let field = |name: &str| -> u64 {
+        let at = map.find(&format!("\"{name}\":")).unwrap() + name.len() + 3;
+        map[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let depth: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .map_or(127, |s| s.trim().parse().unwrap());
+    assert_eq!(field("bytes_value"), depth * 8, "{map}");
+    assert_eq!(field("max_entries"), 1024, "{map}");
+    let id = field("id").to_string();
+    let stacks = bpftool(&["-j", "map", "dump", "id", &id])
+        .matches("\"key\"")
+        .count();
+    let status = run.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(stacks > 0, "no stack recorded in map {id}: {err}");
+    eprintln!("stackmap {id}: value {} B, {stacks} stacks", depth * 8);
+}
+
 /// A real libbpf-tools tool (`apt-get install libbpf-tools`), running until [`Real::stop`]:
 /// started, and its header line read, before the workload runs.
 struct Real {

@@ -503,8 +503,9 @@ impl Iterator for KeysBytes<'_> {
 }
 
 /// The kernel's map request for object map `def`: its kernel name (`<object>.rodata` for
-/// global data), its size from `sizes` (`--map-size`) when named there, and a perf event
-/// array sized to the possible CPUs when it says 0.
+/// global data), its size from `sizes` (`--map-size`) when named there, a perf event
+/// array sized to the possible CPUs when it says 0, and a stack trace map whose value size
+/// is 0 given room for the deepest stack the kernel records ([`stack_value_size`]).
 ///
 /// # Errors
 /// [`ConfigError::ZeroEntries`] for any other map left at 0 entries.
@@ -532,16 +533,38 @@ pub(crate) fn map_spec(
             .try_into()
             .unwrap_or(u32::MAX);
     }
+    let value_size = match (def.map_type, def.value_size) {
+        (map_type::STACK_TRACE, 0) => stack_value_size(),
+        (_, size) => size,
+    };
     let name = def.kernel_name(object_name);
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
     Ok(MapSpec {
         name: String::from_utf8_lossy(name.get(..end).unwrap_or_default()).into_owned(),
         map_type: def.map_type,
         key_size: def.key_size,
-        value_size: def.value_size,
+        value_size,
         max_entries,
         map_flags: def.map_flags.unwrap_or(0),
     })
+}
+
+/// Frames the kernel records at most when `/proc/sys/kernel/perf_event_max_stack` cannot
+/// be read (its default).
+pub(crate) const DEFAULT_MAX_STACK: u32 = 127;
+
+/// The value size of a stack trace map an object leaves at 0 for user space to choose (as
+/// libbpf-tools' offcputime, wakeuptime and capable do, sizing it from their
+/// `--perf-max-stack-depth`, 127 by default): one `u64` per frame of the deepest stack the
+/// kernel records, `/proc/sys/kernel/perf_event_max_stack` (the kernel refuses a
+/// `bpf_get_stackid` deeper than it anyway).
+pub(crate) fn stack_value_size() -> u32 {
+    let frames = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(DEFAULT_MAX_STACK);
+    frames.saturating_mul(8)
 }
 
 /// The inner map template of a map-in-map: samples/bpf `inner_map_idx`, or iproute2 `inner_idx`.
