@@ -228,6 +228,10 @@ impl Merge {
         loop {
             let i = m.buf;
             let (b, c) = (bufs.get(i)?, m.bufs.get_mut(i)?);
+            // The record handed out last is done with (its borrow ended): its room goes
+            // back to the producer now, not at the end of the walk, so programs can
+            // reserve while the records before are printed (as libbpf releases each).
+            b.ring.release(c.cons);
             if c.done {
                 m.buf += 1;
                 continue;

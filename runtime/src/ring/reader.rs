@@ -583,4 +583,46 @@ mod tests {
         let st = set.ringbuf_stats();
         assert_eq!((st.records, st.discarded), (2, 1));
     }
+
+    /// A ring buffer's record goes back to the producer once the next one is asked for,
+    /// in the walk: a program can reserve again while the rest is still being handed out.
+    #[test]
+    fn ring_buffer_room_is_released_record_by_record() {
+        let mut set = RingSet::new(Duration::from_millis(5));
+        let page = rustix::param::page_size() as u64;
+        let rb = set
+            .push_ringbuf(None, RingBuf::anonymous(page).unwrap())
+            .unwrap();
+        let r = set.ringbuf_mut(rb).unwrap();
+        let record = [7u8; 1016];
+        let mut n = 0;
+        while r.produce(&record, false, false).is_some() {
+            n += 1;
+        }
+        assert!(n >= 3, "{n} records fill a page");
+        let mut m = set.take_merge();
+        set.merge_begin(&mut m);
+        assert!(set.merge_next(&mut m).is_some());
+        assert!(set.merge_next(&mut m).is_some());
+        // The first record's room is the producer's again; the second's is still lent.
+        let r = set.ringbuf_mut(rb).unwrap();
+        assert!(
+            r.produce(&record, false, false).is_some(),
+            "room after one record"
+        );
+        assert!(
+            r.produce(&record, false, false).is_none(),
+            "only one record's room"
+        );
+        let mut seen = 2;
+        let mut m2 = m;
+        while set.merge_next(&mut m2).is_some() {
+            seen += 1;
+        }
+        set.merge_end(m2);
+        assert_eq!(
+            seen, n,
+            "the walk is bounded by the producer position at its start"
+        );
+    }
 }

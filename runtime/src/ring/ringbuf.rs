@@ -268,6 +268,12 @@ impl RingBuf {
         }
     }
 
+    /// Gives the room before `cons` back to the producer, in a merge's walk (whose
+    /// [`RingBuf::finish`] sets our copy).
+    pub(super) fn release(&self, cons: u64) {
+        self.map.set_consumer_pos(cons);
+    }
+
     /// Ends a merge's walk: the consumer position goes to `cons` (or, after a malformed
     /// header, to `prod`, logged and counted), and the walk's counters are added.
     pub(super) fn finish(
