@@ -68,7 +68,7 @@ cmp -s "$OUT/bench_drain.o" "$repo/tests/bpf/bench_drain.o" ||
 drain_bin=$(cd "$repo" && cargo bench -q -p sluice-runtime --bench ring_drain --no-run \
     --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*ring_drain[^"]*"' |
     tail -1 | cut -d'"' -f4)
-SLUICE=$repo/target/release/sluice
+SLUICE=${CARGO_TARGET_DIR:-$repo/target}/release/sluice
 
 LOG=$OUT/results.log
 RES=$OUT/results.lines

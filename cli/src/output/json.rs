@@ -179,7 +179,16 @@ pub fn pair_line(
     output_members(out, output.0, output.1, raw);
     out.push_str(",\"words\":");
     match super::pair::words(raw, fields) {
-        Some(w) => value(out, &Value::List(w)),
+        Some(words) => {
+            out.push('[');
+            for (i, w) in words.enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                value(out, &w);
+            }
+            out.push(']');
+        }
         None => out.push_str("null"),
     }
     out.push_str("}}");

@@ -8,6 +8,8 @@
 pub mod file;
 pub mod json;
 pub mod metrics;
+#[cfg(test)]
+mod no_alloc;
 pub mod pair;
 pub mod perf_data;
 pub mod records;
@@ -134,11 +136,7 @@ pub fn until_nul(b: &[u8]) -> String {
 
 /// The lower-case hex digit of `n` (0..16).
 fn hex_digit(n: u8) -> u8 {
-    if n < 10 {
-        b'0' + n
-    } else {
-        b'a' + (n - 10)
-    }
+    HEX.as_bytes().get(usize::from(n)).copied().unwrap_or(b'?')
 }
 
 /// Appends the lower-case hex of `b` to `out`.
@@ -169,51 +167,29 @@ const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282
 /// The hex digits, appended one at a time the same way.
 const HEX: &str = "0123456789abcdef";
 
-/// Powers of ten that fit a `u64`.
-const POW10: [u64; 20] = [
-    1,
-    10,
-    100,
-    1000,
-    10000,
-    100000,
-    1000000,
-    10000000,
-    100000000,
-    1000000000,
-    10000000000,
-    100000000000,
-    1000000000000,
-    10000000000000,
-    100000000000000,
-    1000000000000000,
-    10000000000000000,
-    100000000000000000,
-    1000000000000000000,
-    10000000000000000000,
-];
-
 /// How many decimal digits `v` has.
 #[must_use]
 pub fn decimal_len(v: u64) -> usize {
     v.checked_ilog10().unwrap_or(0) as usize + 1
 }
 
-/// Appends the last `digits` decimal digits of `v`, zero-padded, to `out`.
-fn digits_into(out: &mut String, mut v: u64, mut digits: usize) {
-    if digits % 2 == 1 {
-        let p = POW10.get(digits - 1).copied().unwrap_or(1);
-        let d = ((v / p) % 10) as usize;
-        out.push_str(PAIRS.get(2 * d + 1..2 * d + 2).unwrap_or("?"));
-        v %= p;
-        digits -= 1;
+/// Appends the last `digits` (at most 20) decimal digits of `v`, zero-padded, to `out`.
+fn digits_into(out: &mut String, mut v: u64, digits: usize) {
+    // Pairs taken from the right by constant divisions (multiplies), printed from the left.
+    let mut pairs = [0u8; 10];
+    let mut n = 0;
+    for slot in pairs.iter_mut().take(digits / 2) {
+        *slot = (v % 100) as u8;
+        v /= 100;
+        n += 1;
     }
-    while digits >= 2 {
-        let p = POW10.get(digits - 2).copied().unwrap_or(1);
-        let pair = ((v / p) % 100) as usize;
+    if digits % 2 == 1 {
+        let d = (v % 10) as usize;
+        out.push_str(PAIRS.get(2 * d + 1..2 * d + 2).unwrap_or("?"));
+    }
+    for &pair in pairs.iter().take(n).rev() {
+        let pair = usize::from(pair);
         out.push_str(PAIRS.get(2 * pair..2 * pair + 2).unwrap_or("??"));
-        v %= p;
-        digits -= 2;
     }
 }
 
@@ -267,6 +243,21 @@ impl std::hash::Hasher for FxHasher {
     }
     fn write_usize(&mut self, v: usize) {
         self.write_u64(v as u64);
+    }
+}
+
+/// Appends `s` quoted as Rust's `{:?}` writes it: printable ASCII without a quote or a
+/// backslash straight into the line, anything else through `fmt`'s escaping.
+pub fn quoted_into(out: &mut String, s: &str) {
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{s:?}");
     }
 }
 
@@ -373,6 +364,17 @@ mod tests {
         r[32..36].copy_from_slice(&u32::MAX.to_ne_bytes());
         assert!(decode(&f, &r).contains(&("name", Value::Missing)));
         assert_eq!(decode(&f, &[])[0], ("nr", Value::Missing));
+    }
+
+    #[test]
+    fn quoted_as_debug_quotes() {
+        for s in [
+            "", "cat", "a b", "a\"b", "a\\b", "tab\t", "é", "\u{7f}", "\u{301}x",
+        ] {
+            let mut o = String::new();
+            quoted_into(&mut o, s);
+            assert_eq!(o, format!("{s:?}"));
+        }
     }
 
     #[test]

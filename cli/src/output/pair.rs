@@ -197,34 +197,34 @@ impl Pairer {
 
 /// Whether an output payload may be paired: whole words (module docs).
 fn pairable(raw: &[u8]) -> bool {
-    words(raw, &[]).is_some()
+    whole_words(raw).is_some()
+}
+
+/// The payload's words when it is whole words (module docs): not empty, any bytes past the
+/// last word zero.
+fn whole_words(raw: &[u8]) -> Option<&[u8]> {
+    let (body, pad) = raw.split_at_checked(raw.len() / 8 * 8)?;
+    (!body.is_empty() && pad.iter().all(|&b| b == 0)).then_some(body)
 }
 
 /// The payload as words typed by `fields` (module docs), or `None` when it is not whole
-/// words.
-pub fn words(raw: &[u8], fields: &[(&str, Value)]) -> Option<Vec<Value>> {
-    let whole = raw.len() / 8 * 8;
-    let (body, pad) = raw.split_at_checked(whole)?;
-    if body.is_empty() || pad.iter().any(|&b| b != 0) {
-        return None;
-    }
+/// words; made one at a time (nothing allocated).
+pub fn words<'a>(
+    raw: &'a [u8],
+    fields: &'a [(&str, Value)],
+) -> Option<impl Iterator<Item = Value> + 'a> {
+    let body = whole_words(raw)?;
     let mut typed = fields.iter().filter(|(n, _)| *n != "__probe_ip");
-    Some(
-        body.chunks_exact(8)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(c);
-                let w = u64::from_ne_bytes(b);
-                match typed.next().map(|(_, v)| v) {
-                    Some(Value::Int(_)) => Value::Int(i64::from_ne_bytes(b)),
-                    Some(Value::Hex(_) | Value::Bytes(_) | Value::Str(_) | Value::List(_)) => {
-                        Value::Hex(w)
-                    }
-                    Some(Value::UInt(_) | Value::Missing) | None => Value::UInt(w),
-                }
-            })
-            .collect(),
-    )
+    Some(body.chunks_exact(8).map(move |c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let w = u64::from_ne_bytes(b);
+        match typed.next().map(|(_, v)| v) {
+            Some(Value::Int(_)) => Value::Int(i64::from_ne_bytes(b)),
+            Some(Value::Hex(_) | Value::Bytes(_) | Value::Str(_) | Value::List(_)) => Value::Hex(w),
+            Some(Value::UInt(_) | Value::Missing) | None => Value::UInt(w),
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -348,7 +348,7 @@ mod tests {
             ("p", Value::Hex(7)),
         ];
         assert_eq!(
-            words(&raw, &fields).unwrap(),
+            words(&raw, &fields).unwrap().collect::<Vec<_>>(),
             vec![
                 Value::Int(-3),
                 Value::UInt(250),
@@ -356,11 +356,14 @@ mod tests {
                 Value::UInt(2)
             ]
         );
-        assert_eq!(words(b"abc\0", &fields), None);
-        assert_eq!(words(&[0; 9][..], &fields).unwrap(), vec![Value::Int(0)]);
+        assert!(words(b"abc\0", &fields).is_none());
+        assert_eq!(
+            words(&[0; 9][..], &fields).unwrap().collect::<Vec<_>>(),
+            vec![Value::Int(0)]
+        );
         let mut bad = raw.clone();
         bad.push(1);
-        assert_eq!(words(&bad, &fields), None);
+        assert!(words(&bad, &fields).is_none());
         assert!(pairable(&raw));
         // No text guessed from the bytes: whole words pair (an output the object's BTF
         // decodes is kept out of pairing by the caller, see records).

@@ -16,7 +16,7 @@ use sluice_core::object::ObjectStorage;
 use sluice_core::Object;
 use sluice_runtime::session::{ObjectSource, Source, SourceKind};
 
-use super::value::Fields;
+use super::value::{Fields, Stack};
 
 /// What `--decode MAP=...` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +95,8 @@ pub struct Records<'a> {
     forced: BTreeMap<String, Choice>,
     plans: super::FxHashMap<(usize, usize), Plan>,
     short: u64,
+    /// The walk's nesting, reused by every record.
+    stack: Stack,
 }
 
 impl std::fmt::Debug for Records<'_> {
@@ -175,6 +177,7 @@ impl<'a> Records<'a> {
             forced,
             plans: super::FxHashMap::default(),
             short: 0,
+            stack: Stack::default(),
         })
     }
 
@@ -281,7 +284,7 @@ impl<'a> Records<'a> {
             return false;
         };
         let before = out.len();
-        match walk(btf, id, raw, &mut Fields::new(out, json)) {
+        match walk(btf, id, raw, &mut Fields::new(out, json, &mut self.stack)) {
             Ok(()) => true,
             Err(e) => {
                 log::warn!("record of {} bytes: {e}: printed raw", raw.len());

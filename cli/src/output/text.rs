@@ -1,8 +1,8 @@
 //! `perf script`-like lines: `COMM PID/TID [CPU] SECS.USECS: GROUP:EVENT: field=value ...`.
 
 use super::{
-    decimal_into, decimal_len, decimal_padded_into, hex_into, hex_u64_into, signed_into, Head,
-    Value,
+    decimal_into, decimal_len, decimal_padded_into, hex_into, hex_u64_into, quoted_into,
+    signed_into, Head, Value,
 };
 
 /// Appends `SECS.USECS` of a perf timestamp in nanoseconds.
@@ -79,10 +79,7 @@ fn value(out: &mut String, v: &Value) {
         Value::Int(i) => signed_into(out, *i),
         Value::UInt(u) => decimal_into(out, *u),
         Value::Hex(h) => hex_u64_into(out, *h),
-        Value::Str(s) => {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{s:?}");
-        }
+        Value::Str(s) => quoted_into(out, s),
         Value::Bytes(b) => {
             out.push_str("0x");
             hex_into(out, b);
@@ -173,9 +170,9 @@ pub fn pair_line(
     out.push_str("):");
     match super::pair::words(raw, fields) {
         Some(words) => {
-            for w in &words {
+            for w in words {
                 out.push(' ');
-                value(out, w);
+                value(out, &w);
             }
         }
         None => {

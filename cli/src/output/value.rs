@@ -10,9 +10,9 @@
 use sluice_core::btf::{Int, Visitor};
 
 use super::json::string_into;
-use super::{hex_into, hex_u64_into};
+use super::{decimal_into, hex_into, hex_u64_into, quoted_into, signed_into};
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Frame {
     /// Nothing printed in it yet.
     first: bool,
@@ -22,21 +22,27 @@ struct Frame {
     flat: bool,
 }
 
+/// The nesting a [`Fields`] walk keeps, reused from record to record (its room is
+/// allocated once, by the first records, not per record).
+#[derive(Debug, Default)]
+pub struct Stack(Vec<Frame>);
+
 /// Prints a walk as text (`json == false`) or JSON members into a line being built.
 pub struct Fields<'o> {
     out: &'o mut String,
     json: bool,
-    stack: Vec<Frame>,
+    stack: &'o mut Vec<Frame>,
 }
 
 impl<'o> Fields<'o> {
     /// A printer appending to `out`: text fields each preceded by a space, or one JSON
-    /// object (or value, when the type is not a struct).
-    pub fn new(out: &'o mut String, json: bool) -> Self {
+    /// object (or value, when the type is not a struct); `stack` is emptied and reused.
+    pub fn new(out: &'o mut String, json: bool, stack: &'o mut Stack) -> Self {
+        stack.0.clear();
         Fields {
             out,
             json,
-            stack: Vec::new(),
+            stack: &mut stack.0,
         }
     }
 
@@ -81,11 +87,23 @@ impl<'o> Fields<'o> {
     }
 
     fn int_text(out: &mut String, v: Int) {
-        use std::fmt::Write as _;
-        let _ = match v {
-            Int::Signed(i) => write!(out, "{i}"),
-            Int::Unsigned(u) => write!(out, "{u}"),
-        };
+        // Straight into the line; `fmt` only for the 128-bit values no u64/i64 holds.
+        match v {
+            Int::Signed(i) => match i64::try_from(i) {
+                Ok(i) => signed_into(out, i),
+                Err(_) => {
+                    use std::fmt::Write as _;
+                    let _ = write!(out, "{i}");
+                }
+            },
+            Int::Unsigned(u) => match u64::try_from(u) {
+                Ok(u) => decimal_into(out, u),
+                Err(_) => {
+                    use std::fmt::Write as _;
+                    let _ = write!(out, "{u}");
+                }
+            },
+        }
     }
 }
 
@@ -114,8 +132,7 @@ impl Visitor for Fields<'_> {
         if self.json {
             string_into(self.out, &s);
         } else {
-            use std::fmt::Write as _;
-            let _ = write!(self.out, "{s:?}");
+            quoted_into(self.out, &s);
         }
     }
 
@@ -214,20 +231,20 @@ mod tests {
     #[test]
     fn text_and_json_name_the_same_fields() {
         let mut t = String::from("ringbuf:events:");
-        event(&mut Fields::new(&mut t, false));
+        event(&mut Fields::new(&mut t, false, &mut Stack::default()));
         assert_eq!(
             t,
             "ringbuf:events: pid=7 op=MOUNT comm=\"cat\\\"\" in={a=-1 b=true} u=3 vals=[1,0x10] k=-5"
         );
         let mut j = String::new();
-        event(&mut Fields::new(&mut j, true));
+        event(&mut Fields::new(&mut j, true, &mut Stack::default()));
         assert_eq!(
             j,
             "{\"pid\":7,\"op\":\"MOUNT\",\"comm\":\"cat\\\"\",\"in\":{\"a\":-1,\"b\":true},\
              \"u\":3,\"vals\":[1,\"0x10\"],\"k\":-5}"
         );
         let mut s = String::new();
-        Fields::new(&mut s, false).int("", Int::Unsigned(9), 64);
+        Fields::new(&mut s, false, &mut Stack::default()).int("", Int::Unsigned(9), 64);
         assert_eq!(s, " 9");
     }
 }

@@ -38,6 +38,8 @@ use x86 as funnel;
 #[cfg(target_arch = "x86_64")]
 use x86_64 as funnel;
 
+#[cfg(feature = "alloc-count")]
+pub mod alloc_count;
 pub mod bpf;
 #[cfg(test)]
 pub mod fake;
