@@ -57,6 +57,7 @@ attach_multi:
 attach_nofunc:
 bench_ringbuf:
 ringbuf_records:
+maps_read:
 "
 
 for entry in $FIXTURES; do
