@@ -335,7 +335,7 @@ mod tests {
             format!("[4, 8)                 10 |{}|", "@".repeat(52))
         );
         assert!(
-            lines[9].starts_with("[1K, 2K)                1 |@ "),
+            lines[9].starts_with("[1K, 2K)                1 |@@@@@ "),
             "{out}"
         );
         let mut lin = String::new();
