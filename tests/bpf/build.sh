@@ -58,6 +58,7 @@ attach_nofunc:
 bench_ringbuf:
 ringbuf_records:
 maps_read:
+maps_bench:
 "
 
 for entry in $FIXTURES; do

@@ -62,17 +62,25 @@ pub fn tables(
             continue;
         };
         let btf = o.btf_bytes().and_then(OwnedBtf::new).map(Arc::new);
-        for def in o.maps() {
+        for (i, def) in o.maps().iter().enumerate() {
             if !table::is_shown(def.kind, def.map_type, def.name) {
                 continue;
             }
-            let Some(map) = obj.map(def.name) else {
+            // The loaded maps are in the object's order, named as the kernel names them
+            // (cut to 15 bytes).
+            let Some(map) = obj
+                .maps()
+                .get(i)
+                .filter(|m| def.name.starts_with(m.name()))
+                .or_else(|| obj.map(def.name))
+            else {
                 continue;
             };
             let linear = hist.iter().find(|(m, _)| m == def.name).and_then(|h| h.1);
             let types = (def.btf_key_type_id, def.btf_value_type_id);
             out.push(Arc::new(MapTable::new(
                 &src.name,
+                def.name,
                 map,
                 btf.clone(),
                 types,

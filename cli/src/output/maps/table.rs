@@ -140,12 +140,14 @@ pub fn is_shown(kind: MapKind, map_type: u32, name: &str) -> bool {
 }
 
 impl MapTable {
-    /// A table of `map` (a second fd of it is taken), typed by `btf`.
+    /// A table of `map` (a second fd of it is taken), named `name` as the object does, typed
+    /// by `btf`.
     ///
     /// # Errors
     /// The dup's.
     pub fn new(
         object: &str,
+        name: &str,
         map: &Map,
         btf: Option<std::sync::Arc<OwnedBtf>>,
         types: (u32, u32),
@@ -168,7 +170,7 @@ impl MapTable {
             .unwrap_or(Shape::Raw);
         Ok(MapTable {
             object: object.rsplit('/').next().unwrap_or(object).to_owned(),
-            name: map.name().to_owned(),
+            name: name.to_owned(),
             map: dup,
             btf,
             key_type,
