@@ -7,7 +7,12 @@
 //! pin root of this benchmark's and filled here (keys `{pid, comm}`, values
 //! `{packets, bytes}`); `--pin-root` makes sluice reuse it. Needs root and a bpffs at
 //! `/sys/fs/bpf`; without them each bench says so and measures nothing.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing
+)]
 
 use std::ffi::CString;
 use std::io::{Read as _, Write as _};
