@@ -16,7 +16,7 @@
 //! `{"type":"map","time":..,"object":..,"map":..,"entries":[{"key":..,"value":..}]}`, a
 //! histogram's entries with `"total"` and `"hist":[{"lo":..,"hi":..,"count":..}]`.
 
-use sluice_core::btf::{walk, Int, Visitor};
+use sluice_core::btf::{walk, Btf, Int, Visitor};
 
 use super::super::json::string_into;
 use super::super::value::Fields;
@@ -89,11 +89,11 @@ impl Visitor for Summed<'_, '_> {
     }
 }
 
-/// Appends the value `bytes` of type `id` (0: none) in `t`'s BTF; `sums` replace its
+/// Appends the value `bytes` of type `id` (0: none) in `btf`; `sums` replace its
 /// integers when given. Text fields each start with a space.
 fn value_into(
     out: &mut String,
-    t: &MapTable,
+    btf: Option<&Btf<'_>>,
     id: u32,
     bytes: &[u8],
     sums: Option<&[i128]>,
@@ -102,7 +102,7 @@ fn value_into(
     let mark = out.len();
     let done = (id != 0)
         .then(|| {
-            t.with_btf(|btf| {
+            btf.map(|btf| {
                 let mut f = Fields::new(out, json);
                 let r = match sums {
                     Some(sums) => walk(
@@ -211,10 +211,25 @@ pub fn hist_into(out: &mut String, slots: &[i128], step: Option<u64>) {
 
 /// Appends one dump of `t` (its `entries`, read at `time`) in `style`.
 pub fn dump_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, style: Style) {
+    // The BTF parsed once per dump, not per entry.
+    let done = t.with_btf(|btf| dump_with(out, t, Some(btf), entries, time, style));
+    if done.is_none() {
+        dump_with(out, t, None, entries, time, style);
+    }
+}
+
+fn dump_with(
+    out: &mut String,
+    t: &MapTable,
+    btf: Option<&Btf<'_>>,
+    entries: &[Entry],
+    time: &str,
+    style: Style,
+) {
     let shown = style.top.unwrap_or(usize::MAX).min(entries.len());
     let entries = entries.get(..shown).unwrap_or(entries);
     if style.json {
-        return json_into(out, t, entries, time, style);
+        return json_into(out, t, btf, entries, time, style);
     }
     out.push_str(&format!(
         "{time} {} {}: {} entries\n",
@@ -224,7 +239,7 @@ pub fn dump_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, 
     ));
     for e in entries {
         out.push(' ');
-        value_into(out, t, t.key_type, &e.key, None, false);
+        value_into(out, btf, t.key_type, &e.key, None, false);
         out.push(':');
         match t.shape {
             Shape::Hist { step, .. } => {
@@ -236,7 +251,7 @@ pub fn dump_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, 
             _ => {
                 value_into(
                     out,
-                    t,
+                    btf,
                     t.value_type,
                     t.cpu_value(&e.value, 0),
                     Some(&e.sums),
@@ -250,7 +265,7 @@ pub fn dump_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, 
                 out.push_str(&format!("    cpu{cpu}:"));
                 value_into(
                     out,
-                    t,
+                    btf,
                     t.value_type,
                     t.cpu_value(&e.value, cpu),
                     None,
@@ -262,7 +277,14 @@ pub fn dump_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, 
     }
 }
 
-fn json_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, style: Style) {
+fn json_into(
+    out: &mut String,
+    t: &MapTable,
+    btf: Option<&Btf<'_>>,
+    entries: &[Entry],
+    time: &str,
+    style: Style,
+) {
     out.push_str("{\"type\":\"map\",\"time\":");
     string_into(out, time);
     out.push_str(",\"object\":");
@@ -275,11 +297,11 @@ fn json_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, styl
             out.push(',');
         }
         out.push_str("{\"key\":");
-        value_into(out, t, t.key_type, &e.key, None, true);
+        value_into(out, btf, t.key_type, &e.key, None, true);
         out.push_str(",\"value\":");
         value_into(
             out,
-            t,
+            btf,
             t.value_type,
             t.cpu_value(&e.value, 0),
             Some(&e.sums),
@@ -306,7 +328,14 @@ fn json_into(out: &mut String, t: &MapTable, entries: &[Entry], time: &str, styl
                 if cpu > 0 {
                     out.push(',');
                 }
-                value_into(out, t, t.value_type, t.cpu_value(&e.value, cpu), None, true);
+                value_into(
+                    out,
+                    btf,
+                    t.value_type,
+                    t.cpu_value(&e.value, cpu),
+                    None,
+                    true,
+                );
             }
             out.push(']');
         }

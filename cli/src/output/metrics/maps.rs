@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
-use sluice_core::btf::{walk, Int, Visitor};
+use sluice_core::btf::{walk, Btf, Int, Visitor};
 
 use super::exposition::{sanitize, Family};
 use crate::output::hex_into;
@@ -68,13 +68,10 @@ impl MapFamily {
         }
     }
 
-    fn labels(&self, key: &[u8]) -> Vec<(String, String)> {
+    fn labels(&self, btf: Option<&Btf<'_>>, key: &[u8]) -> Vec<(String, String)> {
         let mut l = Labels::default();
         let walked = self.table.key_type != 0
-            && self
-                .table
-                .with_btf(|btf| walk(btf, self.table.key_type, key, &mut l).is_ok())
-                .unwrap_or(false);
+            && btf.is_some_and(|btf| walk(btf, self.table.key_type, key, &mut l).is_ok());
         if !walked {
             l.out.clear();
             let mut v = String::new();
@@ -97,6 +94,27 @@ fn counter(n: i128) -> u64 {
 
 impl Family for MapFamily {
     fn encode(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+        // The BTF parsed once per scrape, not per key.
+        match self
+            .table
+            .with_btf(|btf| self.encode_with(Some(btf), encoder))
+        {
+            Some(r) => r,
+            None => self.encode_with(None, encoder),
+        }
+    }
+
+    fn without_sum(&self) -> Option<&str> {
+        matches!(self.table.shape, Shape::Hist { .. }).then_some(self.name.as_str())
+    }
+}
+
+impl MapFamily {
+    fn encode_with(
+        &self,
+        btf: Option<&Btf<'_>>,
+        encoder: &mut DescriptorEncoder<'_>,
+    ) -> std::fmt::Result {
         let entries = match self.table.totals() {
             Ok(e) => e,
             Err(e) => {
@@ -120,7 +138,7 @@ impl Family for MapFamily {
                     .collect();
                 buckets.push((f64::INFINITY, 0));
                 let count = entry.sums.iter().map(|&c| counter(c)).sum();
-                let labels = self.labels(&entry.key);
+                let labels = self.labels(btf, &entry.key);
                 e.encode_family(&labels)?
                     .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
                         0.0, count, &buckets, None,
@@ -134,13 +152,13 @@ impl Family for MapFamily {
                 let Some(&v) = entry.sums.first() else {
                     continue;
                 };
-                let labels = self.labels(&entry.key);
+                let labels = self.labels(btf, &entry.key);
                 let c = prometheus_client::metrics::counter::ConstCounter::new(counter(v));
                 prometheus_client::encoding::EncodeMetric::encode(&c, e.encode_family(&labels)?)?;
             }
             return Ok(());
         }
-        let labels: Vec<_> = entries.iter().map(|e| self.labels(&e.key)).collect();
+        let labels: Vec<_> = entries.iter().map(|e| self.labels(btf, &e.key)).collect();
         for (i, member) in self.members.iter().enumerate() {
             let name = sanitize(&format!("{}_{member}", self.name));
             let mut e = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
@@ -151,10 +169,6 @@ impl Family for MapFamily {
             }
         }
         Ok(())
-    }
-
-    fn without_sum(&self) -> Option<&str> {
-        matches!(self.table.shape, Shape::Hist { .. }).then_some(self.name.as_str())
     }
 }
 
