@@ -23,7 +23,9 @@ usage:
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
                 [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
                 [--perf-data FILE|-] [--metrics [ADDR:]PORT] [--btf FILE] [--debuginfo VMLINUX]
-                [CONFIG] [-F HZ] [--pmu MAP=EVENT]... [--decode MAP=TYPE|raw]... [-- CMD ARGS...]
+                [CONFIG] [-F HZ] [--pmu MAP=EVENT]... [--decode MAP=TYPE|raw]...
+                [--interval S [--clear]] [--top N] [--per-cpu] [--hist MAP=linear,STEP]...
+                [-- CMD ARGS...]
       load the filters (default: the embedded demo, opens of files under /etc/), attach
       them to per-CPU perf events, run CMD (default: sleep 1; with -a and no CMD:
       system-wide until Ctrl-C or --duration; -p: the running process PID and every
@@ -35,6 +37,13 @@ usage:
       pid/cpu/time) prints by the object's BTF, as the struct whose size matches it
       (name=value ...; several or none: hex, -v lists them); --decode MAP=TYPE chooses
       (e.g. events='struct event'), MAP=raw keeps the hex;
+      the maps the objects declare (not .rodata/.data/.bss/.kconfig, perf event arrays,
+      ring buffers, program and stack maps) print at exit, keys and values by BTF,
+      per-CPU values summed (--per-cpu: each CPU's too), sorted by value, --top N
+      largest; --interval S: also every S seconds under a HH:MM:SS (UTC) header, --clear
+      empties them after each; a struct hist { u32 slots[N]; } value draws as a log2
+      histogram like bpftrace's hist(), --hist MAP=linear,STEP as lhist(); --json: one
+      object per map per print;
       --perf-data FILE writes perf's perf.data format instead (for perf script and
       perf report on any machine; atomically, an earlier FILE kept as FILE.old, links
       followed as for -o; text lines then only with -o FILE); --perf-data - writes
@@ -51,7 +60,9 @@ usage:
       --pin-root DIR where maps pinned by name live (default /sys/fs/bpf);
       --metrics [ADDR:]PORT serves GET /metrics (OpenMetrics, or Prometheus text when
       not asked for it) for Prometheus to scrape: samples per event, lost per CPU,
-      programs attached; alone it records quietly, system-wide until stopped
+      programs attached, and each map as OBJECT_MAP (a label per key field, a family
+      per integer member, log2 histograms as histograms), counters across --clear;
+      alone it records quietly, system-wide until stopped
   sluice probes [--clean]
       list the kprobe/uprobe events of groups sluice and perf_bpf_probe; --clean removes
       those no perf event uses (left by killed runs)

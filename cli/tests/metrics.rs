@@ -362,3 +362,133 @@ fn hostile_clients_cost_the_recording_nothing() {
     // Memory bounded: 64 clients of 8 KiB and an answer each, not 1,000 or 1 MiB.
     assert!(rss1 < rss0 + 8 * 1024, "RSS {rss0} -> {rss1} kB");
 }
+
+/// `getppid(2)` `n` times (the maps fixture counts each of this process's).
+fn getppids(n: u64) {
+    for _ in 0..n {
+        std::hint::black_box(rustix::process::getppid());
+    }
+}
+
+/// `promtool check metrics` on `text`.
+fn promtool_check(text: &str) {
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    lint.stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let lint = lint.wait_with_output().unwrap();
+    assert!(
+        lint.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+}
+
+/// The maps of `tests/bpf/maps_read.o` as families: a counter map incremented a known
+/// number of times equals that number in Prometheus, labels from the key's BTF (`pid`,
+/// `comm`; an enum key by enumerator name), a struct value one family per member, the
+/// log2 histogram's `_count` the events — and all of them stay counters across
+/// `--interval 0.2 --clear`, which empties the maps five times a second.
+#[test]
+fn prometheus_scrapes_the_maps() {
+    if !ready() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    const CALLS: u64 = 250;
+    let port = free_port();
+    let dumps = std::env::temp_dir().join(format!("sluice-maps-{}.txt", std::process::id()));
+    let sluice = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "record",
+            "-e",
+            &fixture("maps_read.o"),
+            "--metrics",
+            &port.to_string(),
+            "-p",
+            &std::process::id().to_string(),
+            "--duration",
+            "120",
+            "--interval",
+            "0.2",
+            "--clear",
+            "-o",
+            &dumps.display().to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "sluice never served");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Attached before the server starts: every call from here on is counted.
+    getppids(CALLS);
+    let (prom, prom_port) = start_prometheus(port);
+    wait_for(prom_port, "up{job=\"sluice\"}", 1.0);
+    let pid = std::process::id();
+    wait_for(
+        prom_port,
+        &format!("sum(maps_read_calls_total{{pid=\"{pid}\"}})"),
+        CALLS as f64,
+    );
+    wait_for(prom_port, "maps_read_totals_hits_total", CALLS as f64);
+    wait_for(
+        prom_port,
+        "sum(maps_read_ops_total{key=~\"OP_ODD|OP_EVEN\"})",
+        CALLS as f64,
+    );
+    wait_for(prom_port, "maps_read_lat_count", CALLS as f64);
+    wait_for(prom_port, "maps_read_lat_bucket{le=\"+Inf\"}", CALLS as f64);
+    // More calls after clears: the counters went on, none went back.
+    getppids(CALLS);
+    wait_for(
+        prom_port,
+        &format!("sum(maps_read_calls_total{{pid=\"{pid}\"}})"),
+        2.0 * CALLS as f64,
+    );
+    wait_for(prom_port, "maps_read_lat_count", 2.0 * CALLS as f64);
+    wait_for(
+        prom_port,
+        "sum(resets(maps_read_calls_total[5m])) + sum(resets(maps_read_lat_count[5m]))",
+        0.0,
+    );
+    let plain = curl(&format!("http://127.0.0.1:{port}/metrics"), None);
+    promtool_check(&plain);
+    // The histogram has buckets and a count, never a made-up sum.
+    assert!(
+        plain.contains("maps_read_lat_bucket{key=\"0\",le=\"1\"}"),
+        "{plain}"
+    );
+    assert!(!plain.contains("maps_read_lat_sum"), "{plain}");
+    let om = curl(
+        &format!("http://127.0.0.1:{port}/metrics"),
+        Some("application/openmetrics-text;version=1.0.0"),
+    );
+    assert!(om.contains("# TYPE maps_read_lat histogram\n"), "{om}");
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    drop(prom);
+    let (_, err) = stop(sluice);
+    let text = std::fs::read_to_string(&dumps).unwrap();
+    let _ = std::fs::remove_file(&dumps);
+    // The interval dumps went to -o, each with its time, and were emptied in between:
+    // what they show of `calls` adds up to every call.
+    let shown: u64 = text
+        .lines()
+        .filter(|l| l.contains(&format!("pid={pid} ")))
+        .filter_map(|l| l.rsplit(": ").next()?.trim().parse::<u64>().ok())
+        .sum();
+    assert_eq!(shown, 2 * CALLS, "{text}\n{err}");
+    eprintln!("maps metrics: {CALLS} x 2 calls seen by Prometheus as counters across clears");
+}

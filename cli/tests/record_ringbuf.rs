@@ -171,13 +171,42 @@ fn record_json_and_decode_choices() {
     args.extend(WORKLOAD);
     let (code, out, err) = sluice(&args);
     assert_eq!(code, 0, "{err}");
+    // The records, then the object's maps as they are at exit: ringbuf_records.o declares
+    // two arrays of its own (`config`, `stats`) beside the ring buffer and `target_tgid`,
+    // which are internal and not printed. `stats` counts what the programs submitted: the
+    // records printed are those.
+    let (records, maps) = out
+        .split_once(" ringbuf_records.o ")
+        .map(|(r, _)| (r.rsplit_once('\n').map_or("", |(r, _)| r), &out[r.len()..]))
+        .unwrap_or_else(|| panic!("no map printed at exit:\n{out}"));
     assert!(
-        out.lines()
+        records
+            .lines()
             .all(|l| l.starts_with("ringbuf:events: map=events size=")),
         "{out}"
     );
     assert!(out.contains("size=64 data=eeffc051"), "{out}");
     assert!(out.contains("size=3000 data="), "{out}");
+    let stats = maps
+        .split_once(" ringbuf_records.o stats: ")
+        .unwrap_or_else(|| panic!("{maps}"))
+        .1;
+    let stat = |k: u32| -> usize {
+        stats
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .find_map(|l| l.trim().strip_prefix(&format!("{k}: ")))
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    let count = |size: &str| records.lines().filter(|l| l.contains(size)).count();
+    assert!(stat(1) > 0, "{out}");
+    assert_eq!(stat(1), count(" size=64 "), "{out}");
+    assert_eq!(stat(3), count(" size=3000 "), "{out}");
+    assert!(
+        !maps.contains("target_tgid") && !maps.contains(" events:"),
+        "{maps}"
+    );
 
     // --decode events='struct big': the 64-byte events are shorter: raw and counted.
     let mut args = vec![

@@ -57,6 +57,8 @@ attach_multi:
 attach_nofunc:
 bench_ringbuf:
 ringbuf_records:
+maps_read:
+maps_bench:
 "
 
 for entry in $FIXTURES; do

@@ -70,6 +70,14 @@ struct Args {
     /// `--pmu MAP=EVENT`.
     pmu: BTreeMap<String, String>,
     decode: Vec<(String, records::Choice)>,
+    /// `--interval S`: the maps printed every S seconds too.
+    interval: Option<Duration>,
+    /// `--clear`: the maps emptied after each interval's print.
+    clear: bool,
+    /// `--per-cpu`, `--top N`.
+    style: output::maps::Style,
+    /// `--hist MAP=linear,STEP`.
+    hist: Vec<(String, Option<u64>)>,
     command: Vec<OsString>,
 }
 
@@ -142,6 +150,35 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 );
             }
             Long("json") => a.json = true,
+            Long("interval") | Short('i') => {
+                let v: f64 = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .parse()
+                    .map_err(crate::fail::usage)?;
+                if !(0.01..1e9).contains(&v) {
+                    return Err(bad(format!("--interval {v}: want seconds >= 0.01")));
+                }
+                a.interval = Some(Duration::from_secs_f64(v));
+            }
+            Long("clear") => a.clear = true,
+            Long("per-cpu") => a.style.per_cpu = true,
+            Long("top") => {
+                let v: usize = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .parse()
+                    .map_err(crate::fail::usage)?;
+                a.style.top = Some(v);
+            }
+            Long("hist") => {
+                let v = parser
+                    .value()
+                    .map_err(crate::fail::usage)?
+                    .string()
+                    .map_err(crate::fail::usage)?;
+                a.hist.push(output::maps::parse_hist(&v).map_err(&bad)?);
+            }
             // perf_event programs' sampling frequency.
             Short('F') | Long("freq") => {
                 let v = parser.value().map_err(crate::fail::usage)?;
@@ -214,6 +251,11 @@ fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
             }
             other => return Err(crate::fail::usage(other.unexpected())),
         }
+    }
+    if a.clear && a.interval.is_none() {
+        return Err(bad(
+            "--clear empties the maps after each --interval: give one".into(),
+        ));
     }
     if a.pid.is_some() && (a.all || !a.command.is_empty()) {
         return Err(bad(
@@ -317,6 +359,7 @@ fn session_failure(e: &sluice_runtime::session::Error) -> Failure {
 fn start_metrics(
     addr: std::net::SocketAddr,
     session: &Session,
+    tables: &[std::sync::Arc<output::maps::MapTable>],
 ) -> Result<
     (
         std::sync::Arc<output::metrics::Counters>,
@@ -332,11 +375,58 @@ fn start_metrics(
         .map(|o| o.programs().len())
         .sum::<usize>();
     let counters = std::sync::Arc::new(Counters::new(events, attached as u64));
-    let exposition = Exposition::new(std::sync::Arc::clone(&counters), Vec::new());
+    let families = tables
+        .iter()
+        .map(|t| {
+            Box::new(output::metrics::maps::MapFamily::new(
+                std::sync::Arc::clone(t),
+            )) as Box<dyn output::metrics::exposition::Family>
+        })
+        .collect();
+    let exposition = Exposition::new(std::sync::Arc::clone(&counters), families);
     let server = Server::start(addr, exposition, Limits::default())
         .map_err(|e| Failure::runtime(format!("--metrics {addr}: cannot listen: {e}"), None))?;
     crate::console::say!("sluice: metrics on http://{}/metrics", server.local_addr());
     Ok((counters, server))
+}
+
+/// The thread printing the maps every `every` (into a second fd of `file`, or of stdout);
+/// it ends when the sender is dropped.
+fn start_intervals(
+    every: Duration,
+    tables: &[std::sync::Arc<output::maps::MapTable>],
+    args: &Args,
+    file: Option<&std::fs::File>,
+) -> Result<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>), Failure> {
+    let fd = match file {
+        Some(f) => f.as_fd().try_clone_to_owned(),
+        None => std::io::stdout().as_fd().try_clone_to_owned(),
+    };
+    let mut out =
+        std::fs::File::from(fd.map_err(|e| Failure::runtime(format!("--interval: {e}"), None))?);
+    let tables = tables.to_vec();
+    let (clear, style) = (
+        args.clear,
+        output::maps::Style {
+            json: args.json,
+            ..args.style
+        },
+    );
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("sluice-intervals".into())
+        .spawn(move || {
+            let mut dump = String::new();
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                dump.clear();
+                output::maps::dump_all(&mut dump, &tables, clear, style);
+                if out.write_all(dump.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| Failure::runtime(format!("--interval: {e}"), None))?;
+    Ok((tx, thread))
 }
 
 fn record(args: Args) -> Result<(), Failure> {
@@ -463,9 +553,13 @@ fn record(args: Args) -> Result<(), Failure> {
         }
         None => None,
     };
+    // The maps the objects declare, each through a second fd: read at exit, every
+    // interval and at each scrape, off the drain's path.
+    let tables = output::maps::tables(&objects, session.objects(), &args.hist)
+        .map_err(|e| Failure::usage_msg(format!("record: {e}")))?;
     // The metrics server, before the workload runs: its first scrape sees every event.
     let metrics = match args.metrics {
-        Some(addr) => Some(start_metrics(addr, &session)?),
+        Some(addr) => Some(start_metrics(addr, &session, &tables)?),
         None => None,
     };
     let mut child = match held {
@@ -482,6 +576,12 @@ fn record(args: Args) -> Result<(), Failure> {
         .map_err(|e| Failure::usage_msg(format!("record: {e}")))?;
     let started = Instant::now();
     let deadline = args.duration.map(|d| started + d);
+    // `--interval S`: the maps printed every S seconds by a thread of their own (the drain
+    // never waits for a dump), into a second fd of the output.
+    let intervals = match args.interval.filter(|_| text_out && !tables.is_empty()) {
+        Some(every) => Some(start_intervals(every, &tables, &args, file.as_ref())?),
+        None => None,
+    };
     // A full output nobody reads must not make the run deaf to a stop: the writer waits
     // for room only until a stop is asked, then says so (sys::out).
     let stops = Stops {
@@ -571,6 +671,27 @@ fn record(args: Args) -> Result<(), Failure> {
         .run(ctl, &mut sink)
         .map_err(|e| session_failure(&e))?;
     pairer.flush(&mut |item| lines.item(&session, item));
+    // The intervals' thread ends, then the maps print once more, as they are at exit.
+    if let Some((stop, thread)) = intervals {
+        drop(stop);
+        let _ = thread.join();
+    }
+    if text_out && !tables.is_empty() && lines.error.is_none() {
+        let mut dump = String::new();
+        output::maps::dump_all(
+            &mut dump,
+            &tables,
+            false,
+            output::maps::Style {
+                json: args.json,
+                ..args.style
+            },
+        );
+        if let Err(e) = lines.out.write_all(dump.as_bytes()) {
+            lines.error = Some(e);
+        }
+    }
+    drop(tables);
     let mut write_error = lines.error.take();
     if let Err(e) = lines.out.flush() {
         write_error.get_or_insert(e);

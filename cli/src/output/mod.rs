@@ -7,6 +7,7 @@
 
 pub mod file;
 pub mod json;
+pub mod maps;
 pub mod metrics;
 #[cfg(test)]
 mod no_alloc;

@@ -247,6 +247,23 @@ impl Map {
         })
     }
 
+    /// The same map through a second fd (a reader off the drain's thread: a scrape, an
+    /// interval's dump); the map lives while either is open.
+    ///
+    /// # Errors
+    /// [`Error::Syscall`] when no fd is left.
+    pub fn try_clone(&self) -> Result<Map> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|errno| self.err("fcntl(F_DUPFD_CLOEXEC)", errno))?;
+        Ok(Map {
+            name: self.name.clone(),
+            fd,
+            max_entries: self.max_entries,
+        })
+    }
+
     /// The map's name.
     #[must_use]
     pub fn name(&self) -> &str {

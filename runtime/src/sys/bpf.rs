@@ -102,6 +102,21 @@ pub fn map_create(attr: &MapCreateAttr) -> Result<MapFd, Errno> {
 }
 
 impl MapFd {
+    /// A second fd of the same map (`F_DUPFD_CLOEXEC`), for a reader on another thread.
+    ///
+    /// # Errors
+    /// `EMFILE` when the process has no fd left.
+    pub fn try_clone(&self) -> Result<MapFd, Errno> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0)?;
+        Ok(MapFd {
+            fd,
+            map_type: self.map_type,
+            key_size: self.key_size,
+            value_size: self.value_size,
+            value_bytes: self.value_bytes,
+        })
+    }
+
     /// The map's type.
     #[must_use]
     pub fn map_type(&self) -> u32 {

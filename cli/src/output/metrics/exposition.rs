@@ -20,12 +20,17 @@ pub trait Family: std::fmt::Debug + Send + Sync + 'static {
     /// # Errors
     /// The encoder's.
     fn encode(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result;
+
+    /// The name of a histogram of this family whose `_sum` cannot be known (the encoder
+    /// writes one; the exposition leaves it out).
+    fn without_sum(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A metric or label name as the format allows it: `[a-zA-Z_][a-zA-Z0-9_]*`, anything
 /// else `_` (`:` is kept out: it is for recording rules).
 #[must_use]
-#[allow(dead_code)] // map families (issue 16) name themselves with it
 pub fn sanitize(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 1);
     for (i, c) in name.chars().enumerate() {
@@ -96,6 +101,8 @@ impl Collector for Families {
 #[derive(Debug)]
 pub struct Exposition {
     registry: Registry,
+    /// `NAME_sum` of histograms whose sum is not known: left out of the text.
+    no_sum: Vec<String>,
 }
 
 impl Exposition {
@@ -103,9 +110,14 @@ impl Exposition {
     #[must_use]
     pub fn new(counters: Arc<Counters>, families: Vec<Box<dyn Family>>) -> Exposition {
         let mut registry = Registry::default();
+        let no_sum = families
+            .iter()
+            .filter_map(|f| f.without_sum())
+            .map(|n| format!("{n}_sum"))
+            .collect();
         registry.register_collector(Box::new(Own(counters)));
         registry.register_collector(Box::new(Families(families)));
-        Exposition { registry }
+        Exposition { registry, no_sum }
     }
 
     /// The metrics of this moment in `format`.
@@ -124,7 +136,20 @@ impl Exposition {
                     prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
             }
         }
-        out
+        if self.no_sum.is_empty() {
+            return out;
+        }
+        let mut kept = String::with_capacity(out.len());
+        for line in out.split_inclusive('\n') {
+            let sum = self.no_sum.iter().any(|n| {
+                line.strip_prefix(n.as_str())
+                    .is_some_and(|rest| rest.starts_with([' ', '{']))
+            });
+            if !sum {
+                kept.push_str(line);
+            }
+        }
+        kept
     }
 }
 

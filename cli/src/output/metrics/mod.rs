@@ -13,6 +13,7 @@
 pub mod counters;
 pub mod exposition;
 pub mod http;
+pub mod maps;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 

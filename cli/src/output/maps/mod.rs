@@ -1,0 +1,121 @@
+//! The maps the objects declare, read and printed at exit and every `--interval S`, and
+//! served as metric families by `--metrics` ([`super::metrics::maps`]).
+//!
+//! ```text
+//! objects' map definitions ──is_shown──► MapTable (a dup'd fd, BTF types, Shape)
+//!        MapTable::read ──► entries (sorted, per-CPU summed; --clear empties the map)
+//!        draw::dump_into ──► text / JSON, histograms as bpftrace draws them
+//! ```
+//!
+//! Internal maps are never shown: global data (`.rodata`, `.data`, `.bss`, `.kconfig`),
+//! perf event arrays, ring buffers, program arrays, stack traces, map-in-map, the usdt
+//! tables, sluice's own `target_tgid` ([`table::is_shown`]).
+
+pub mod draw;
+pub mod table;
+
+use std::sync::Arc;
+
+use sluice_core::object::ObjectStorage;
+use sluice_core::Object;
+use sluice_runtime::load::LoadedObject;
+use sluice_runtime::session::ObjectSource;
+
+pub use draw::Style;
+pub use table::{MapTable, OwnedBtf, Shape};
+
+/// Parses `--hist MAP=linear,STEP` (or `MAP=log2`): the map and its linear step.
+///
+/// # Errors
+/// A message for anything else.
+pub fn parse_hist(v: &str) -> Result<(String, Option<u64>), String> {
+    let bad = || format!("--hist wants MAP=linear,STEP or MAP=log2, got '{v}'");
+    let (map, how) = v.split_once('=').ok_or_else(bad)?;
+    if map.is_empty() {
+        return Err(bad());
+    }
+    if how == "log2" {
+        return Ok((map.to_owned(), None));
+    }
+    let step = how
+        .strip_prefix("linear,")
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .ok_or_else(bad)?;
+    Ok((map.to_owned(), Some(step)))
+}
+
+/// The tables of the maps `objects` declare (their `loaded` counterparts, in the same
+/// order), `hist` the `--hist` choices.
+///
+/// # Errors
+/// A `--hist` map no object declares; a dup that failed.
+pub fn tables(
+    objects: &[ObjectSource],
+    loaded: &[LoadedObject],
+    hist: &[(String, Option<u64>)],
+) -> Result<Vec<Arc<MapTable>>, String> {
+    let mut out = Vec::new();
+    for (src, obj) in objects.iter().zip(loaded) {
+        let mut storage = ObjectStorage::new();
+        let Ok(o) = Object::open(&src.bytes, &mut storage) else {
+            continue;
+        };
+        let btf = o.btf_bytes().and_then(OwnedBtf::new).map(Arc::new);
+        for (i, def) in o.maps().iter().enumerate() {
+            if !table::is_shown(def.kind, def.map_type, def.name) {
+                continue;
+            }
+            // The loaded maps are in the object's order, named as the kernel names them
+            // (cut to 15 bytes).
+            let Some(map) = obj
+                .maps()
+                .get(i)
+                .filter(|m| def.name.starts_with(m.name()))
+                .or_else(|| obj.map(def.name))
+            else {
+                continue;
+            };
+            let linear = hist.iter().find(|(m, _)| m == def.name).and_then(|h| h.1);
+            let types = (def.btf_key_type_id, def.btf_value_type_id);
+            out.push(Arc::new(MapTable::new(
+                &src.name,
+                def.name,
+                map,
+                btf.clone(),
+                types,
+                linear,
+            )?));
+        }
+    }
+    if let Some((m, _)) = hist.iter().find(|(m, _)| !out.iter().any(|t| &t.name == m)) {
+        return Err(format!("--hist {m}=...: no object declares a map '{m}'"));
+    }
+    Ok(out)
+}
+
+/// One dump of every table at `time`, into `out`; a table that cannot be read says why on
+/// stderr.
+pub fn dump_all(out: &mut String, tables: &[Arc<MapTable>], clear: bool, style: Style) {
+    let time = draw::time_of_day(std::time::SystemTime::now());
+    for t in tables {
+        match t.read(clear) {
+            Ok(entries) => draw::dump_into(out, t, &entries, &time, style),
+            Err(e) => crate::console::say!("sluice: map {} of {}: {e}", t.name, t.object),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hist_flags() {
+        assert_eq!(parse_hist("h=linear,10"), Ok(("h".into(), Some(10))));
+        assert_eq!(parse_hist("h=log2"), Ok(("h".into(), None)));
+        assert!(parse_hist("h=linear,0").is_err());
+        assert!(parse_hist("=log2").is_err());
+        assert!(parse_hist("h").is_err());
+    }
+}
