@@ -19,7 +19,7 @@
 use sluice_core::btf::{walk, Btf, Int, Visitor};
 
 use super::super::json::string_into;
-use super::super::value::Fields;
+use super::super::value::{Fields, Stack};
 use super::super::{decimal_into, hex_into};
 use super::table::{raw_int, Entry, MapTable, Shape};
 
@@ -103,7 +103,9 @@ fn value_into(
     let done = (id != 0)
         .then(|| {
             btf.map(|btf| {
-                let mut f = Fields::new(out, json);
+                // Maps print at exit and per interval, not per record: a stack each time.
+                let mut stack = Stack::default();
+                let mut f = Fields::new(out, json, &mut stack);
                 let r = match sums {
                     Some(sums) => walk(
                         btf,
