@@ -1,6 +1,6 @@
 #!/bin/bash
 # mkinitramfs.sh — build a gzip'd newc initramfs that boots a Debian guest kernel straight into one
-# static test binary (the kernel's config at /boot/config-KVER, as Debian has it): busybox init mounts proc, sysfs, devtmpfs, tracefs (/sys/kernel/tracing),
+# static test binary: busybox init mounts proc, sysfs, devtmpfs, tracefs (/sys/kernel/tracing),
 # debugfs, bpffs (/sys/fs/bpf) and a tmpfs /tmp, runs the binary as root, prints
 #     SLUICE-GUEST-EXIT=<exit code>
 # on the console and powers off.
