@@ -30,6 +30,12 @@ mkdir -p "$r"/{bin,proc,sys,dev,tmp,files}
 cp "$d/busybox" "$r/bin/busybox"
 cp "$bin" "$r/testbin"; chmod 755 "$r/testbin"
 for f in ${GUEST_FILES:-}; do cp -a "$f" "$r/files/"; done
+# The kernel's configuration where Debian installs it, /boot/config-KVER (the kernels have no
+# /proc/config.gz): what a `.kconfig` extern or an attach refusal (kprobe.multi without
+# CONFIG_FPROBE) reads on a real system.
+if [ -s "$d/config" ] && [ -s "$d/kver" ]; then
+  mkdir -p "$r/boot"; cp "$d/config" "$r/boot/config-$(cat "$d/kver")"
+fi
 
 # single-quote every word so arguments and values survive the guest shell verbatim
 sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }

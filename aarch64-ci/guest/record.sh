@@ -35,7 +35,7 @@ for arch in "${arches[@]}"; do
   fi
   build_s=$(($(date +%s) - b0))
   GUEST_SMP=${GUEST_SMP:-2} \
-  GUEST_FILES="tests/bpf/guest_kprobes.o $tdir/$t/debug/sluice" \
+  GUEST_FILES="tests/bpf/guest_kprobes.o tests/bpf/guest_attach.o tests/bpf/attach_multi.o $tdir/$t/debug/sluice" \
   GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
     aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch.log"
   r=${PIPESTATUS[0]}; [ "$r" -eq 0 ] || rc=1

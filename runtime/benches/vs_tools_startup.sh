@@ -1,47 +1,63 @@
 #!/bin/bash
 # vs_tools_startup.sh — start-up wall time and peak RSS of `sluice record` against Debian's real
-# libbpf-tools on the same objects (issue 18): each tool is started, waited for until it prints
-# its header (it has loaded and attached by then), sent SIGINT and waited for; sluice runs
-# `record -e OBJ [its --prog/--set] -- true` (load, attach, run a workload that exits at once,
-# tear down). Both times therefore hold start-up and teardown. Peak RSS is the child's own
-# ru_maxrss (wait4). Medians of RUNS (default 10), one line per tool.
+# libbpf-tools on the same objects (issue 18).
 #
-# Usage: runtime/benches/vs_tools_startup.sh SLUICE_BINARY REAL_OBJS_DIR
+# Each side runs under `/usr/bin/time -f %M` (peak RSS of the measured process itself, in kB:
+# GNU time is a small C program, so the pages its child shares before exec are few; a Python
+# parent's fork would put the interpreter's ~10 MB into the child's ru_maxrss).
+# - the real tool (`stdbuf -oL`: its header is buffered on a pipe otherwise): ready = its
+#   header line (it prints it once loaded and attached); then SIGINT, total = its exit.
+# - `sluice record -e OBJ [--prog/--set] -- sh -c 'echo sluice-ready'`: ready = the workload's
+#   line (the workload is let go once everything is loaded and attached); total = its exit
+#   (the workload done, drained, torn down).
+# Medians of RUNS (default 10), one line per tool.
+#
+# Usage: runtime/benches/vs_tools_startup.sh SLUICE_BINARY REAL_OBJS_DIR [TOOL...]
 #        (REAL_OBJS_DIR from tests/real/fetch.sh; the tools from apt-get install libbpf-tools)
 set -euo pipefail
-sluice=${1:?sluice binary}; objs=${2:?real objects dir}
-RUNS=${RUNS:-10} python3 - "$sluice" "$objs" <<'PY'
-import os, signal, subprocess, sys, time, statistics
-sluice, objs = sys.argv[1], sys.argv[2]
+sluice=${1:?sluice binary}; objs=${2:?real objects dir}; shift 2
+[ -x /usr/bin/time ] || { echo "vs_tools_startup: needs GNU time (/usr/bin/time, Debian: time)" >&2; exit 2; }
+RUNS=${RUNS:-10} python3 - "$sluice" "$objs" "$@" <<'PY'
+import os, signal, subprocess, sys, tempfile, time, statistics
+sluice, objs, only = sys.argv[1], sys.argv[2], sys.argv[3:]
 runs = int(os.environ["RUNS"])
 # tool, object, sluice's configuration for the same programs
 rows = [
     ("execsnoop", "execsnoop.bpf.o", []),
-    ("opensnoop", "opensnoop.bpf.o", []),
+    ("opensnoop", "opensnoop.bpf.o", ["--set", "targ_uid=4294967295"]),  # the real tool's INVALID_UID default
     ("sigsnoop", "sigsnoop.bpf.o", ["--prog", "sig_trace"]),
     ("mountsnoop", "mountsnoop.bpf.o", []),
 ]
+def timed(argv, marker, stop):
+    """Runs argv under GNU time; (seconds to the line starting with marker, total seconds, peak kB)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as f:
+        t0 = time.monotonic()
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", f.name, *argv],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        ready = None
+        for line in p.stdout:
+            if line.startswith(marker):
+                ready = time.monotonic() - t0
+                if stop:  # GNU time ignores SIGINT while it waits: the tool gets it
+                    os.killpg(p.pid, signal.SIGINT)
+                break
+        p.stdout.read()
+        status = p.wait()
+        total = time.monotonic() - t0
+        if status not in ((0, 130) if stop else (0,)) or ready is None:  # 130: ended by SIGINT
+            sys.exit(f"{argv}: exit status {status}, ready line {'seen' if ready else 'not seen'}")
+        return ready, total, int(f.read().split()[-1])
 def real(tool):
-    t0 = time.monotonic()
-    p = subprocess.Popen(["/usr/sbin/" + tool], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    p.stdout.readline()
-    p.send_signal(signal.SIGINT)
-    _, status, ru = os.wait4(p.pid, 0)
-    p.stdout.close()
-    return time.monotonic() - t0, ru.ru_maxrss
+    return timed(["stdbuf", "-oL", "/usr/sbin/" + tool], b"", True)
 def ours(obj, conf):
-    t0 = time.monotonic()
-    p = subprocess.Popen([sluice, "record", "-e", os.path.join(objs, obj), *conf, "--", "true"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"sluice record -e {obj} failed: status {status}")
-    return time.monotonic() - t0, ru.ru_maxrss
-print(f"{'tool':<11} {'real s':>8} {'sluice s':>9} {'ratio':>6} {'real RSS kB':>12} {'sluice RSS kB':>14} {'ratio':>6}")
+    return timed([sluice, "record", "-e", os.path.join(objs, obj), *conf, "--", "sh", "-c", "echo sluice-ready"],
+                 b"sluice-ready", False)
+med = lambda xs, i: statistics.median(x[i] for x in xs)
+print(f"{'tool':<11} {'ready s':>8} {'(sluice)':>8} {'total s':>8} {'(sluice)':>8} {'RSS kB':>7} {'(sluice)':>8} {'RSS ratio':>9}")
 for tool, obj, conf in rows:
+    if only and tool not in only:
+        continue
     r = [real(tool) for _ in range(runs)]
     s = [ours(obj, conf) for _ in range(runs)]
-    rt, st = statistics.median(x[0] for x in r), statistics.median(x[0] for x in s)
-    rm, sm = statistics.median(x[1] for x in r), statistics.median(x[1] for x in s)
-    print(f"{tool:<11} {rt:8.3f} {st:9.3f} {st/rt:6.2f} {rm:12.0f} {sm:14.0f} {sm/rm:6.2f}")
+    print(f"{tool:<11} {med(r,0):8.3f} {med(s,0):8.3f} {med(r,1):8.3f} {med(s,1):8.3f} {med(r,2):7.0f} {med(s,2):8.0f} {med(s,2)/med(r,2):9.2f}")
 PY

@@ -55,6 +55,7 @@ attach_types:
 attach_refused:
 attach_multi:
 attach_nofunc:
+guest_attach:
 bench_ringbuf:
 ringbuf_records:
 maps_read:
