@@ -41,6 +41,7 @@ pub mod object;
 pub mod perf;
 pub mod probe;
 pub mod prologue;
+pub mod usdt;
 
 pub use error::{Error, Result, SectionRef};
 pub use insn::Insn;

@@ -252,6 +252,8 @@ impl Session {
             });
             self.links.push(link);
         }
+        // The programs of one object share its __bpf_usdt_specs: one id sequence.
+        let mut usdt_ids = crate::attach::SpecIds::default();
         for prog in loaded.programs() {
             // A program given several specs is loaded once per spec: its plan is the one of
             // its spec.
@@ -271,7 +273,12 @@ impl Session {
                 continue;
             }
             let (link, format) = linker
-                .attach(plan, prog)
+                .attach_usdt(
+                    plan,
+                    prog,
+                    loaded.map(crate::attach::SPECS_MAP),
+                    &mut usdt_ids,
+                )
                 .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;
             let program = prog.name().to_owned();
             self.sources.push(Source {

@@ -70,6 +70,13 @@ for entry in $FIXTURES; do
 	echo "built $name.o"
 done
 
+# usdt.c is built against libbpf's own usdt.bpf.h (libbpf-dev), so it takes the system
+# headers (x86 pt_regs for bpf_tracing.h): the one fixture that is not -nostdinc.
+# shellcheck disable=SC2086
+"$CLANG" -O2 -g -target bpfel -mcpu=v3 -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+	-fdebug-compilation-dir=. -Wall -Werror -Wno-unused-function -c usdt.c -o usdt.o
+echo "built usdt.o"
+
 # The filters of cli/tests/perf_data.rs live beside their traced program, outside this
 # folder: the open digest hashes every object here.
 (cd ../record && "$CLANG" $COMMON -c perf_data_filter.c -o perf_data_filter.o)

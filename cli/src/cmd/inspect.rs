@@ -203,9 +203,14 @@ pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
                      CPU at -F HZ"
                 );
             }
-            Section::Title(t) => {
-                let _ = writeln!(s, "      title: {t} (no probe spec)");
-            }
+            Section::Title(t) => match sluice_core::probe::attach_point(t) {
+                Some(Ok(point)) if point.kind == sluice_core::probe::AttachKind::Usdt => {
+                    usdt_target(&mut s, &point);
+                }
+                _ => {
+                    let _ = writeln!(s, "      title: {t} (no probe spec)");
+                }
+            },
         }
         if disasm {
             let insns: Vec<_> = p.insns().collect();
@@ -215,4 +220,29 @@ pub fn render(name: &str, obj: &Object<'_, '_>, disasm: bool) -> String {
         }
     }
     s
+}
+
+/// A `usdt/` program's target: its probe, binary and each site read from the binary's
+/// notes (or why they cannot be read).
+fn usdt_target(s: &mut String, point: &sluice_core::probe::AttachPoint<'_>) {
+    let path = std::path::Path::new(point.path.unwrap_or(""));
+    let (provider, name) = point.usdt().unwrap_or((point.target, ""));
+    let _ = writeln!(s, "      usdt: {provider}:{name} in {}", path.display());
+    match sluice_runtime::attach::usdt_sites(path, provider, name) {
+        Ok(sites) => {
+            for site in sites {
+                let semaphore = site.semaphore_offset.map_or(String::new(), |o| {
+                    format!(" semaphore={:#x} (offset {o:#x})", site.semaphore)
+                });
+                let _ = writeln!(
+                    s,
+                    "        site {:#x} (offset {:#x}){semaphore} args '{}'",
+                    site.address, site.file_offset, site.args
+                );
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(s, "        {e}");
+        }
+    }
 }

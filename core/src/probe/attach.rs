@@ -63,6 +63,9 @@ pub enum AttachKind {
     UprobeMulti,
     /// `uretprobe.multi/PATH:PATTERN`.
     UretprobeMulti,
+    /// `usdt/PATH:PROVIDER:NAME`: the sites of a `sys/sdt.h` probe (the target is
+    /// `PROVIDER:NAME`, see [`AttachPoint::usdt`]).
+    Usdt,
 }
 
 impl AttachKind {
@@ -82,7 +85,8 @@ impl AttachKind {
             AttachKind::RawTp
             | AttachKind::RawTpWritable
             | AttachKind::Ksyscall
-            | AttachKind::Kretsyscall => 0,
+            | AttachKind::Kretsyscall
+            | AttachKind::Usdt => 0,
         }
     }
 
@@ -146,6 +150,7 @@ impl AttachKind {
             AttachKind::KretprobeMulti => "kretprobe.multi",
             AttachKind::UprobeMulti => "uprobe.multi",
             AttachKind::UretprobeMulti => "uretprobe.multi",
+            AttachKind::Usdt => "usdt",
         }
     }
 }
@@ -165,6 +170,14 @@ pub struct AttachPoint<'a> {
 }
 
 impl AttachPoint<'_> {
+    /// `(provider, name)` of a `usdt/` point; `None` for every other kind.
+    #[must_use]
+    pub fn usdt(&self) -> Option<(&str, &str)> {
+        (self.kind == AttachKind::Usdt)
+            .then(|| self.target.split_once(':'))
+            .flatten()
+    }
+
     /// The `BPF_F_*` load flags it needs.
     #[must_use]
     pub fn prog_flags(&self) -> u32 {
@@ -214,6 +227,8 @@ const PREFIXES: &[(&str, AttachKind, bool)] = {
         ("uprobe.multi.s", K::UprobeMulti, true),
         ("uretprobe.multi", K::UretprobeMulti, false),
         ("uretprobe.multi.s", K::UretprobeMulti, true),
+        ("usdt", K::Usdt, false),
+        ("usdt.s", K::Usdt, true),
     ]
 };
 
@@ -226,7 +241,7 @@ pub enum AttachError {
     /// The target is not a symbol (`[A-Za-z_][A-Za-z0-9_.]*`; for a multi-probe, a glob of
     /// those and `*?`); the byte column where it goes wrong.
     BadTarget(usize),
-    /// A `uprobe.multi/` without `PATH:`.
+    /// A `uprobe.multi/` without `PATH:`, a `usdt/` without `PATH:PROVIDER:NAME`.
     NoPath,
 }
 
@@ -235,7 +250,7 @@ impl core::fmt::Display for AttachError {
         match self {
             AttachError::NoTarget => f.write_str("no target after the '/'"),
             AttachError::BadTarget(at) => write!(f, "column {at}: not a symbol name"),
-            AttachError::NoPath => f.write_str("expected PATH:PATTERN"),
+            AttachError::NoPath => f.write_str("expected PATH:PATTERN (usdt: PATH:PROVIDER:NAME)"),
         }
     }
 }
@@ -272,6 +287,42 @@ fn target(kind: AttachKind, rest: &str, start: usize) -> Result<(Option<&str>, &
             | AttachKind::UretprobeMulti
     );
     let (path, pattern, at) = match kind {
+        AttachKind::Usdt => {
+            // PATH:PROVIDER:NAME, the path itself may hold ':' (libbpf splits at the last
+            // two).
+            let (head, name) = rest.rsplit_once(':').ok_or(AttachError::NoPath)?;
+            let (path, provider) = head.rsplit_once(':').ok_or(AttachError::NoPath)?;
+            if path.is_empty() {
+                return Err(AttachError::NoPath);
+            }
+            if let Some(bad) = path.bytes().position(|b| b.is_ascii_control()) {
+                return Err(AttachError::BadTarget(start.saturating_add(bad)));
+            }
+            let at = start.saturating_add(path.len()).saturating_add(1);
+            let ident = |s: &str| {
+                s.bytes().enumerate().position(|(i, b)| {
+                    !(if i == 0 {
+                        is_ident_start(b)
+                    } else {
+                        is_ident_cont(b)
+                    })
+                })
+            };
+            if provider.is_empty() || name.is_empty() {
+                return Err(AttachError::NoTarget);
+            }
+            if let Some(bad) = ident(provider) {
+                return Err(AttachError::BadTarget(at.saturating_add(bad)));
+            }
+            if let Some(bad) = ident(name) {
+                let at = at.saturating_add(provider.len()).saturating_add(1);
+                return Err(AttachError::BadTarget(at.saturating_add(bad)));
+            }
+            return Ok((
+                Some(path),
+                rest.get(path.len().saturating_add(1)..).unwrap_or(""),
+            ));
+        }
         AttachKind::UprobeMulti | AttachKind::UretprobeMulti => {
             let (path, pattern) = rest.split_once(':').ok_or(AttachError::NoPath)?;
             if path.is_empty() {
@@ -590,5 +641,28 @@ mod tests {
             attach_point("uprobe.multi//bin/x:a b"),
             Some(Err(AttachError::BadTarget(21)))
         );
+    }
+
+    #[test]
+    fn usdt_points() {
+        let p = point("usdt//usr/lib/libc.so.6:libc:setjmp");
+        assert_eq!(p.kind, AttachKind::Usdt);
+        assert_eq!(p.path, Some("/usr/lib/libc.so.6"));
+        assert_eq!(p.usdt(), Some(("libc", "setjmp")));
+        assert_eq!(format!("{p}"), "usdt//usr/lib/libc.so.6:libc:setjmp");
+        assert_eq!(point("usdt/a:b:c:d").path, Some("a:b"));
+        assert_eq!(
+            attach_point("usdt//bin/x:libc"),
+            Some(Err(AttachError::NoPath))
+        );
+        assert_eq!(
+            attach_point("usdt//bin/x::n"),
+            Some(Err(AttachError::NoTarget))
+        );
+        assert_eq!(
+            attach_point("usdt//bin/x:p:n-1"),
+            Some(Err(AttachError::BadTarget(15)))
+        );
+        assert_eq!(point("usdt.s//bin/x:p:n").prog_flags(), BPF_F_SLEEPABLE);
     }
 }

@@ -107,6 +107,13 @@ pub fn attach_hook(
                     .into(),
             })
         }
+        AttachKind::Usdt => {
+            return Err(Error::Unsupported {
+                program: prog.name().to_owned(),
+                target: section,
+                reason: "a usdt probe is attached per site (Linker::attach_usdt)".into(),
+            })
+        }
         AttachKind::Ksyscall | AttachKind::Kretsyscall => {
             return Err(Error::Unsupported {
                 program: prog.name().to_owned(),
@@ -174,17 +181,7 @@ pub fn attach_pmu_probe(
         target: what.clone(),
         reason: "a NUL in the name".into(),
     })?;
-    let mut attr = PerfEventAttr::new(pmu.type_, 0);
-    if ret {
-        attr.config |= 1u64 << pmu.retprobe_bit.min(63);
-    }
-    attr.config1 = name.as_ptr() as usize as u64;
-    attr.config2 = offset;
-    // Counting, no samples; open enabled: the program runs from the attach on.
-    let event = perf_event::perf_event_open(&mut attr, -1, 0, None, PERF_FLAG_FD_CLOEXEC)
-        .map_err(|e| refused("perf_event_open", e))?;
-    // `name` must live until here: the kernel copied it in perf_event_open.
-    drop(name);
+    let event = pmu_event(pmu, &name, offset, ret, 0).map_err(|e| refused("perf_event_open", e))?;
     let link = match sys::link_create(prog.as_fd(), Some(event.as_fd()), attach_types::PERF_EVENT) {
         Ok(fd) => Some(fd),
         // No BPF_PERF_EVENT link before 5.15: the ioctl.
@@ -200,6 +197,30 @@ pub fn attach_pmu_probe(
         prog.name()
     );
     Ok(PmuProbe { what, event, link })
+}
+
+/// Opens a kprobe/uprobe PMU event at `name` (a function, or a binary's path) plus
+/// `offset`: every task, CPU 0, counting, enabled. `config` also carries `ref_ctr` (a USDT
+/// semaphore's file offset, 0: none) at the PMU's `ref_ctr_offset` bits.
+pub(super) fn pmu_event(
+    pmu: ProbePmu,
+    name: &std::ffi::CStr,
+    offset: u64,
+    ret: bool,
+    ref_ctr: u64,
+) -> Result<OwnedFd, Errno> {
+    let mut attr = PerfEventAttr::new(pmu.type_, 0);
+    if ret {
+        attr.config |= 1u64 << pmu.retprobe_bit.min(63);
+    }
+    if let Some(shift) = pmu.ref_ctr_shift {
+        attr.config |= ref_ctr.checked_shl(shift).unwrap_or(0);
+    }
+    attr.config1 = name.as_ptr() as usize as u64;
+    attr.config2 = offset;
+    // Counting, no samples; open enabled: the program runs from the attach on. `name`
+    // outlives the call, where the kernel copies it.
+    perf_event::perf_event_open(&mut attr, -1, 0, None, PERF_FLAG_FD_CLOEXEC)
 }
 
 fn kind_name(kind: tracefs::ProbeKind) -> &'static str {

@@ -12,13 +12,15 @@ use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents, Scope};
-use super::hook::{attach_hook, attach_pmu_probe, program_only};
+use super::hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 use super::sampling::open_sampling;
+use super::usdt::{attach_usdt, SpecIds};
 use crate::kernel::hooks::{probe_pmu, syscall_function};
 use crate::load::{LoadedProgram, Map};
 use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace, ProbePlan};
 use crate::ring::RingConfig;
 use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
+use sluice_core::probe::AttachKind;
 
 /// Why a link could not be made.
 #[derive(Debug)]
@@ -74,6 +76,8 @@ pub struct Link {
     pmu_event: Option<OwnedFd>,
     /// The tracefs probe made for it; `None` for tracepoints and output events.
     probe: Option<ProbeGuard>,
+    /// The uprobe PMU events and links of a `usdt/` program, one per site.
+    sites: Vec<PmuProbe>,
 }
 
 impl Link {
@@ -87,6 +91,7 @@ impl Link {
             bpf_link: Some(link),
             pmu_event: None,
             probe: None,
+            sites: Vec::new(),
         }
     }
 
@@ -105,7 +110,26 @@ impl Link {
             bpf_link: link,
             pmu_event: Some(event),
             probe: None,
+            sites: Vec::new(),
         }
+    }
+
+    /// A `usdt/` program attached to each of its sites, named `name` (its section).
+    fn usdt(name: String, program: String, sites: Vec<PmuProbe>) -> Link {
+        Link {
+            name,
+            program: Some(program),
+            events: None,
+            bpf_link: None,
+            pmu_event: None,
+            probe: None,
+            sites,
+        }
+    }
+
+    /// What each site of a `usdt/` program is attached to (empty for other programs).
+    pub fn sites(&self) -> impl Iterator<Item = &str> {
+        self.sites.iter().map(|s| s.what.as_str())
     }
 
     /// Whether the program rides a BPF link or a PMU probe, without sample events.
@@ -169,6 +193,10 @@ impl Link {
         drop(self.events.take());
         drop(self.bpf_link.take());
         drop(self.pmu_event.take());
+        for site in self.sites.drain(..) {
+            drop(site.link);
+            drop(site.event);
+        }
         self.probe.take().map(ProbeGuard::remove)
     }
 }
@@ -201,6 +229,28 @@ pub struct Linker<'a> {
 }
 
 impl Linker<'_> {
+    /// Attaches `usdt/` program `prog` (planned by `plan`) to every site of its probe,
+    /// its argument specs written into `specs` (the object's `__bpf_usdt_specs`) under ids
+    /// from `ids` (one per object). Any other plan goes to [`Linker::attach`].
+    ///
+    /// # Errors
+    /// As [`attach_usdt`].
+    pub fn attach_usdt(
+        &self,
+        plan: &Plan,
+        prog: &LoadedProgram,
+        specs: Option<&Map>,
+        ids: &mut SpecIds,
+    ) -> Result<(Link, Option<EventFormat>), LinkError> {
+        match plan.attach() {
+            Attach::Hook(h) if h.kind == AttachKind::Usdt => {
+                let sites = attach_usdt(h, prog, specs, ids)?;
+                Ok((Link::usdt(h.section(), prog.name().to_owned(), sites), None))
+            }
+            _ => self.attach(plan, prog),
+        }
+    }
+
     /// Attaches `prog`, loaded for `plan` (with its variant's site, if any): makes the
     /// probe, opens the event on every CPU and attaches the program. Returns the link and
     /// the event's format (the layout of its samples' RAW data).
@@ -217,6 +267,13 @@ impl Linker<'_> {
             Attach::Sample { freq } => return self.attach_sampling(*freq, prog),
             Attach::Skip(_) => return Err(LinkError::Spec(SpecProblem::Title)),
             Attach::Invalid(problem) => return Err(LinkError::Spec(problem.clone())),
+            Attach::Hook(h) if h.kind == AttachKind::Usdt => {
+                return Err(LinkError::Spec(SpecProblem::Usdt {
+                    binary: h.path.clone().unwrap_or_default(),
+                    probe: h.target.clone(),
+                    why: "attached with its object's maps (Linker::attach_usdt)".into(),
+                }))
+            }
             Attach::Hook(h) => {
                 let fd =
                     attach_hook(h, prog, Some(self.tracefs.root())).map_err(LinkError::Events)?;
@@ -289,6 +346,7 @@ impl Linker<'_> {
             bpf_link: None,
             pmu_event: None,
             probe,
+            sites: Vec::new(),
         };
         if let Some(events) = &link.events {
             events
@@ -362,6 +420,7 @@ impl Linker<'_> {
             bpf_link: None,
             pmu_event: None,
             probe: None,
+            sites: Vec::new(),
         };
         if let Some(events) = &link.events {
             events
@@ -388,6 +447,7 @@ impl Linker<'_> {
             bpf_link: None,
             pmu_event: None,
             probe: None,
+            sites: Vec::new(),
         })
     }
 }

@@ -33,6 +33,7 @@ mod hook;
 mod link;
 mod sampling;
 mod shared;
+mod usdt;
 
 pub use events::lost_read_format;
 pub use events::{
@@ -46,3 +47,4 @@ pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
 };
 pub use shared::{program_name, programs_on, sharing, ForeignProgram, SharedTracepoint};
+pub use usdt::{attach_usdt, usdt_sites, SpecIds, UsdtSite, SPECS_MAP};

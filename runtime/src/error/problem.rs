@@ -114,6 +114,15 @@ pub enum SpecProblem {
     Title,
     /// An attach point (`fentry/`, `tp_btf/`, ...) without a usable target.
     AttachPoint(sluice_core::probe::AttachError),
+    /// A `usdt/` probe that cannot be attached as written: its binary, probe and why.
+    Usdt {
+        /// The binary.
+        binary: String,
+        /// `PROVIDER:NAME`.
+        probe: String,
+        /// Why (no such probe, no notes, an argument spec that cannot be fetched ...).
+        why: String,
+    },
 }
 
 impl fmt::Display for SpecProblem {
@@ -124,6 +133,9 @@ impl fmt::Display for SpecProblem {
             SpecProblem::NoSite => f.write_str("the program was loaded without its DWARF site"),
             SpecProblem::Title => f.write_str("the section names no probe; map it with --event"),
             SpecProblem::AttachPoint(e) => write!(f, "{e}"),
+            SpecProblem::Usdt { binary, probe, why } => {
+                write!(f, "usdt probe {probe} of {binary}: {why}")
+            }
         }
     }
 }

@@ -56,6 +56,10 @@ pub struct ProbePmu {
     pub type_: u32,
     /// The `retprobe` bit of `config` (`format/retprobe`: `config:0`).
     pub retprobe_bit: u32,
+    /// The first bit of `config` that holds a uprobe's `ref_ctr_offset` (a USDT
+    /// semaphore's file offset; `format/ref_ctr_offset`: `config:32-63`, Linux 4.20);
+    /// `None` when the PMU has none.
+    pub ref_ctr_shift: Option<u32>,
 }
 
 /// The `kprobe` or `uprobe` PMU (`pmu` is the device name), when the kernel has it
@@ -74,17 +78,20 @@ pub fn probe_pmu_in(dir: &Path, pmu: &str) -> Option<ProbePmu> {
         .trim()
         .parse()
         .ok()?;
-    let format = std::fs::read_to_string(dev.join("format/retprobe")).ok()?;
-    let retprobe_bit = format
-        .trim()
-        .strip_prefix("config:")?
-        .split('-')
-        .next()?
-        .parse()
-        .ok()?;
+    let first_bit = |name: &str| -> Option<u32> {
+        let format = std::fs::read_to_string(dev.join("format").join(name)).ok()?;
+        format
+            .trim()
+            .strip_prefix("config:")?
+            .split('-')
+            .next()?
+            .parse()
+            .ok()
+    };
     Some(ProbePmu {
         type_,
-        retprobe_bit,
+        retprobe_bit: first_bit("retprobe")?,
+        ref_ctr_shift: first_bit("ref_ctr_offset").filter(|b| *b < 64),
     })
 }
 
@@ -156,8 +163,14 @@ mod tests {
             probe_pmu_in(&dir, "kprobe"),
             Some(ProbePmu {
                 type_: 9,
-                retprobe_bit: 0
+                retprobe_bit: 0,
+                ref_ctr_shift: None,
             })
+        );
+        std::fs::write(dev.join("format/ref_ctr_offset"), "config:32-63\n").unwrap();
+        assert_eq!(
+            probe_pmu_in(&dir, "kprobe").and_then(|p| p.ref_ctr_shift),
+            Some(32)
         );
         assert_eq!(probe_pmu_in(&dir, "uprobe"), None);
         std::fs::write(dev.join("format/retprobe"), "nonsense\n").unwrap();

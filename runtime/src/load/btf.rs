@@ -95,7 +95,21 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
     let mut index = vec![0u32; l.records.len()];
     let btf = Btf::parse(orig, &mut index).map_err(btf_err)?;
     let kconfig_size = kconfig.iter().map(|e| e.offset + e.size).max().unwrap_or(0);
+    let hidden = hidden_functions(obj);
     for (i, kind) in l.kinds.iter().enumerate() {
+        if *kind == Kind::Func && !hidden.is_empty() {
+            // A `__hidden` global function (usdt.bpf.h's bpf_usdt_arg) is verified as a
+            // static one, as libbpf marks it: the verifier then checks it in its callers'
+            // context (a global function is checked alone, its pointer arguments maybe
+            // NULL).
+            let name = btf.ty(i as u32 + 1).map_or("", |t| t.name());
+            let rec = l.records.get(i).copied().unwrap_or(0);
+            let info = rd(&bytes, rec + 4);
+            if info & 0xffff == BTF_FUNC_GLOBAL && hidden.contains(&name) {
+                wr(&mut bytes, rec + 4, info & !0xffff);
+            }
+            continue;
+        }
         if *kind != Kind::Datasec {
             continue;
         }
@@ -160,6 +174,36 @@ pub fn fixup(obj: &Object<'_, '_>, kconfig: &[KconfigExtern<'_>]) -> Result<Opti
         }
     }
     Ok(Some(bytes))
+}
+
+/// `BTF_FUNC_GLOBAL` (a FUNC's linkage, its `vlen`).
+const BTF_FUNC_GLOBAL: u32 = 1;
+/// `STV_HIDDEN` (`st_other & 3`).
+const STV_HIDDEN: u8 = 2;
+
+/// The names of `obj`'s global functions of hidden visibility (`__hidden`).
+fn hidden_functions<'a>(obj: &Object<'a, '_>) -> Vec<&'a str> {
+    let elf = obj.elf();
+    let mut names = Vec::new();
+    for (index, _) in elf
+        .sections()
+        .filter(|(_, sh)| sh.sh_type == sluice_core::elf::SHT_SYMTAB)
+    {
+        let Ok(table) = elf.symbol_table(index) else {
+            continue;
+        };
+        for (_, sym) in table.iter() {
+            if sym.kind() == sluice_core::elf::STT_FUNC
+                && sym.bind() != sluice_core::elf::STB_LOCAL
+                && sym.other & 3 == STV_HIDDEN
+            {
+                if let Some(name) = table.name(&sym) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
 }
 
 /// Replaces in `bytes` (a whole BTF blob) the kinds `f` says the kernel lacks; see the

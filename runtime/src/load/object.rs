@@ -134,10 +134,14 @@ impl LoadedObject {
     pub fn maps(&self) -> &[Map] {
         &self.maps
     }
-    /// The map named `name`.
+    /// The map named `name`: its object name, or the kernel's (15 bytes at most:
+    /// `__bpf_usdt_specs` is `__bpf_usdt_spec` there).
     #[must_use]
     pub fn map(&self, name: &str) -> Option<&Map> {
-        self.maps.iter().find(|m| m.name() == name)
+        self.maps.iter().find(|m| m.name() == name).or_else(|| {
+            let kernel = name.get(..15).filter(|k| k.len() < name.len())?;
+            self.maps.iter().find(|m| m.name() == kernel)
+        })
     }
     /// The programs (subprograms excluded), in the object's order.
     #[must_use]

@@ -523,6 +523,37 @@ pub fn link_create(
     unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
 }
 
+/// Attaches kprobe/uprobe program `prog` to perf event `event` with BPF cookie `cookie`
+/// (`BPF_LINK_CREATE`/`BPF_PERF_EVENT`, `perf_event.bpf_cookie`: Linux 5.15), what the
+/// program's `bpf_get_attach_cookie()` answers.
+///
+/// # Errors
+/// As [`link_create`].
+#[doc(alias = "BPF_LINK_CREATE")]
+pub fn link_create_perf_cookie(
+    prog: BorrowedFd<'_>,
+    event: BorrowedFd<'_>,
+    attach_type: u32,
+    cookie: u64,
+) -> Result<OwnedFd, Errno> {
+    // `perf_event.bpf_cookie` is the u64 at offset 16 of the union: the bytes of
+    // `target_btf_id` and the padding after it.
+    let c = cookie.to_ne_bytes();
+    let (lo, hi) = c.split_at(4);
+    let word = |b: &[u8]| b.try_into().map_or(0, u32::from_ne_bytes);
+    let mut a = LinkCreateAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: event.as_raw_fd() as u32,
+        attach_type,
+        target_btf_id: word(lo),
+        pad0: word(hi),
+        ..LinkCreateAttr::default()
+    };
+    // SAFETY: LinkCreateAttr as filled holds no addresses (link_create reads two fds and
+    // integers for BPF_PERF_EVENT).
+    unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
+}
+
 /// Attaches program `prog` to raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`, Linux
 /// 4.17), or, with `name` `None`, a `tp_btf`/`fentry`/`fexit`/`lsm` program to its
 /// `attach_btf_id` (Linux 5.5). The attachment lasts as long as the returned fd.

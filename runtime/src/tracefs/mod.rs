@@ -32,4 +32,4 @@ pub use probe::{
     ProbeKind, ProbeRequest, ProbeTarget, SetupLock, GROUP, MAX_EVENT_NAME_LEN, OUR_GROUPS,
 };
 pub use texts::TracingTexts;
-pub use uprobe::{elf_machine, uprobe_offset, UprobeSpec};
+pub use uprobe::{elf_machine, symbol_address, uprobe_offset, UprobeSpec};

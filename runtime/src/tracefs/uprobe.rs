@@ -113,6 +113,15 @@ pub fn elf_machine(path: &Path) -> Result<u16, SymbolProblem> {
     Ok(elf.header().machine)
 }
 
+/// The link-time address of the definition of `name` in `elf` (`.symtab` first, then
+/// `.dynsym`): a USDT argument's `%rip`-relative symbol.
+#[must_use]
+pub fn symbol_address(elf: &Elf<'_>, name: &str) -> Option<u64> {
+    defined_symbol(elf, SHT_SYMTAB, name)
+        .or_else(|| defined_symbol(elf, SHT_DYNSYM, name))
+        .map(|(addr, _)| addr)
+}
+
 /// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
 const SHN_LORESERVE: u16 = 0xff00;
 /// `SHN_XINDEX`: the section index is elsewhere (a real section).
