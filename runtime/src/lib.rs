@@ -16,6 +16,7 @@ pub mod probe;
 pub mod ring;
 pub mod session;
 pub mod sys;
+pub mod tasks;
 pub mod tracefs;
 
 pub use error::{Error, Result};

@@ -43,6 +43,7 @@ use sluice_runtime::session::{
 };
 use sluice_runtime::sys::out::{StopWriter, Stops};
 use sluice_runtime::sys::process::HeldChild;
+use sluice_runtime::tasks::Tasks;
 use std::os::fd::AsFd as _;
 
 /// The workload when none is given and not system-wide.
@@ -562,6 +563,28 @@ fn record(args: Args) -> Result<(), Failure> {
         Some(addr) => Some(start_metrics(addr, &session, &tables)?),
         None => None,
     };
+    // Names and the process tree from the kernel's COMM/FORK/EXIT records (runtime::tasks),
+    // opened before the workload runs: its first fork is seen.
+    let tasks = if text_out {
+        let mut cpus: Vec<u32> = (0..session.sources().len())
+            .filter_map(|i| session.events(i))
+            .flat_map(|e| e.events().iter().map(|c| c.cpu))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if cpus.is_empty() {
+            cpus = sluice_runtime::kernel::cpus::online().unwrap_or_default();
+        }
+        match Tasks::open(scope, &cpus, &ring) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                crate::console::say!("sluice: warning: {e}: names from /proc, samples unfiltered");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut child = match held {
         Some(h) => Some(h.release().map_err(|e| {
             let name = command
@@ -605,6 +628,8 @@ fn record(args: Args) -> Result<(), Failure> {
         count: 0,
         buf: String::with_capacity(512),
         comms: Comms::default(),
+        tasks,
+        seen: 0,
         json: args.json,
         records: decoder,
     };
@@ -634,6 +659,7 @@ fn record(args: Args) -> Result<(), Failure> {
         if text_out {
             match e {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
+                Event::Sample { source, sample } if !lines.produced_here(s, *source, sample) => {}
                 Event::Sample { source, sample } => {
                     // What the object's BTF decodes prints with its names, never paired;
                     // so does what --decode MAP=raw keeps as hex.
@@ -698,6 +724,7 @@ fn record(args: Args) -> Result<(), Failure> {
     }
     let unwritten = (lines.unwritten, lines.out.buffer().len());
     let short = lines.records.short();
+    let left_out = lines.tasks.as_ref().map(|t| (t.has_tree(), t.left_out()));
     drop(lines);
     let perf_result = recording.map(perf_data::Recording::finish);
     let scrapes = metrics.map(|(_, server)| {
@@ -753,6 +780,11 @@ fn record(args: Args) -> Result<(), Failure> {
     } else {
         String::new()
     };
+    let left_out = match left_out {
+        Some((true, n)) => format!("; {n} samples from outside the process tree not shown"),
+        Some((false, n)) if n > 0 => format!("; {n} samples of sluice itself not shown"),
+        _ => String::new(),
+    };
     let short = if short > 0 {
         format!("; {short} records shorter than their type (shown raw)")
     } else {
@@ -760,7 +792,7 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
-         probes removed {}; stopped: {why}{bufs}{short}",
+         probes removed {}; stopped: {why}{left_out}{bufs}{short}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
         summary.malformed,
@@ -825,11 +857,56 @@ struct Lines<'a> {
     count: u64,
     buf: String,
     comms: Comms,
+    /// Names and the process tree from the kernel's task records (else /proc only).
+    tasks: Option<Tasks>,
+    /// Samples seen, to read the task rings every [`TASKS_EVERY`].
+    seen: u64,
     json: bool,
     records: records::Records<'a>,
 }
 
+/// Samples between two reads of the task rings (they are read too whenever a pid or a
+/// name is not known yet).
+const TASKS_EVERY: u64 = 256;
+
+/// The name of `tid` at `time`: the task records' (a process gone keeps its name), else
+/// `/proc`'s.
+fn comm<'a>(
+    tasks: &'a mut Option<Tasks>,
+    comms: &'a mut Comms,
+    s: sluice_runtime::ring::SampleView<'_>,
+) -> &'a str {
+    if let (Some(t), Some(tid)) = (tasks.as_mut(), s.fields.tid.or(s.fields.pid)) {
+        if let Some(n) = t.name(tid, s.fields.time.unwrap_or(u64::MAX)) {
+            return n;
+        }
+    }
+    comms.get(s.fields.pid, s.fields.tid)
+}
+
 impl Lines<'_> {
+    /// Whether a perf sample came from the recorded process tree (`-- CMD`, `-p PID`), or
+    /// system-wide from anyone but sluice; ring-buffer records carry no producer and pass.
+    fn produced_here(
+        &mut self,
+        s: &Session,
+        source: usize,
+        sample: &sluice_runtime::ring::SampleView<'_>,
+    ) -> bool {
+        let Some(t) = self.tasks.as_mut() else {
+            return true;
+        };
+        self.seen += 1;
+        if self.seen % TASKS_EVERY == 0 {
+            t.update();
+        }
+        let ringbuf = s
+            .sources()
+            .get(source)
+            .is_some_and(|x| matches!(x.kind, SourceKind::RingBuf { .. }));
+        ringbuf || t.shown(sample.fields.pid)
+    }
+
     /// Writes the line in `buf` and empties it.
     fn put(&mut self) {
         self.buf.push('\n');
@@ -882,7 +959,7 @@ impl Lines<'_> {
                     return;
                 }
                 let h = head(
-                    self.comms.get(sample.fields.pid, sample.fields.tid),
+                    comm(&mut self.tasks, &mut self.comms, sample),
                     sample,
                     &src.name,
                 );
@@ -918,7 +995,7 @@ impl Lines<'_> {
                 };
                 let fields = output::decode(format, trace.1.raw);
                 let t = trace.1;
-                let comm = self.comms.get(t.fields.pid, t.fields.tid);
+                let comm = comm(&mut self.tasks, &mut self.comms, t);
                 let th = head(comm, t, &t_src.name);
                 let raw = output.1.raw;
                 if self.json {

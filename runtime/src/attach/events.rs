@@ -722,6 +722,29 @@ pub fn open_tracking(scope: Scope, cpus: &[u32], ring: &RingConfig) -> Result<Pe
     open_scoped("dummy:u", &attr, scope, cpus, format)
 }
 
+/// Opens the task event of a recording's names and process tree: like [`open_tracking`]
+/// (a `PERF_COUNT_SW_DUMMY` per CPU for the tasks of `scope`) but writing only
+/// `PERF_RECORD_COMM`, `FORK` and `EXIT`, each with a TID and TIME sample id (its last
+/// 8 bytes the time). Disabled, as [`open_tracking`]'s.
+///
+/// # Errors
+/// [`Error::Open`], [`Error::Process`].
+pub fn open_tasks(scope: Scope, cpus: &[u32], ring: &RingConfig) -> Result<PerCpuEvents, Error> {
+    let sample_type = SampleType::TID | SampleType::TIME;
+    let mut attr = PerfEventAttr::new(perf_type::SOFTWARE, PERF_COUNT_SW_DUMMY);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type.0;
+    attr.flags = attr_flags::DISABLED
+        | IDENTIFIED
+        | attr_flags::COMM
+        | attr_flags::COMM_EXEC
+        | attr_flags::TASK
+        | attr_flags::EXCLUDE_KERNEL
+        | attr_flags::EXCLUDE_HV;
+    ring.apply(&mut attr);
+    open_scoped("tasks", &attr, scope, cpus, SampleFormat::new(sample_type))
+}
+
 /// Opens `attr` (named `what`) on `cpus` for `scope`: system-wide, a task and its children
 /// (inherit, enabled at its exec when asked), or every thread of a running process.
 ///

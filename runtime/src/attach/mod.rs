@@ -37,9 +37,9 @@ mod usdt;
 
 pub use events::lost_read_format;
 pub use events::{
-    bpf_output_sample_type, open_bpf_output, open_tracepoint, open_tracking, threads_of,
-    tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions, PerCpuEvents,
-    Scope, IDENTIFIED, THREAD_LIST_PASSES,
+    bpf_output_sample_type, open_bpf_output, open_tasks, open_tracepoint, open_tracking,
+    threads_of, tracepoint_sample_type, tracking_sample_type, CpuEvent, Error, EventOptions,
+    PerCpuEvents, Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
 pub use hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use link::{Link, LinkError, Linker};
