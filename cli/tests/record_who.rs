@@ -96,3 +96,72 @@ fn exited_children_keep_their_names_and_other_processes_are_left_out() {
         .unwrap();
     assert!(left > 0, "{err}");
 }
+
+/// `(time, event, pid, rest)` of a text line: the time in µs.
+fn timed(line: &str) -> (u64, String, u32, String) {
+    let (_, pid, event, rest) = fields(line);
+    let time = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .trim_end_matches(':');
+    let (s, us) = time.split_once('.').unwrap();
+    let us = s.parse::<u64>().unwrap() * 1_000_000 + us.parse::<u64>().unwrap();
+    (us, event, pid, rest)
+}
+
+/// `printk.o` prints `who exec PID` at every exec (a raw tracepoint); `who.o` samples every
+/// exec (a perf tracepoint, which also prints: the kernel drops those lines from perf, and
+/// `-v` says so). Oracles: one printk line per exec of the workload, its text naming its
+/// own pid, each just before that exec's sample, all in time order; the noise's left out.
+#[test]
+fn printk_lines_come_in_time_order_with_the_exec_samples() {
+    if !rustix::process::geteuid().is_root() {
+        skip("record needs root");
+        return;
+    }
+    let _g = serial();
+    let noise = Command::new("sh")
+        .args(["-c", "while :; do /bin/true; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let who = repo().join("tests/record/who.o").display().to_string();
+    let printk = repo().join("tests/record/printk.o").display().to_string();
+    let workload = "/bin/true; /bin/true; /bin/echo x >/dev/null; /bin/sleep 0.2";
+    let (code, out, err) = sluice(&[
+        "-v", "record", "-e", &who, "-e", &printk, "--", "sh", "-c", workload,
+    ]);
+    let mut noise = noise;
+    let _ = noise.kill();
+    let _ = noise.wait();
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<_> = out
+        .lines()
+        .map(timed)
+        .filter(|l| l.1 == "bpf_trace:bpf_trace_printk" || l.1 == "syscalls:sys_exit_execve")
+        .collect();
+    // printk(p), exec(p) for the shell and each child, in that order and in time order.
+    assert_eq!(lines.len(), 2 * 5, "{out}");
+    for pair in lines.chunks(2) {
+        let (printk, exec) = (&pair[0], &pair[1]);
+        assert_eq!(printk.1, "bpf_trace:bpf_trace_printk", "{out}");
+        assert_eq!(exec.1, "syscalls:sys_exit_execve", "{out}");
+        assert_eq!(printk.2, exec.2, "{out}");
+        assert_eq!(printk.3, format!("who exec {}", printk.2), "{out}");
+    }
+    let pids: std::collections::BTreeSet<u32> = lines.iter().map(|l| l.2).collect();
+    assert_eq!(pids.len(), 5, "{out}");
+    assert!(lines.windows(2).all(|w| w[0].0 <= w[1].0), "{out}");
+    // Every printk line shown is one of these (none of the noise's).
+    assert_eq!(
+        out.matches("bpf_trace:bpf_trace_printk:").count(),
+        5,
+        "{out}"
+    );
+    assert!(
+        err.contains("bpf_trace_printk lines of other programs on this system show too"),
+        "{err}"
+    );
+    assert!(err.contains("who.o: exec_exit stay in trace_pipe"), "{err}");
+}

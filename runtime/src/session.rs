@@ -84,6 +84,9 @@ pub struct Session {
     shared: Vec<crate::attach::SharedTracepoint>,
     /// This run's programs: kernel id and `OBJECT: PROGRAM`.
     program_ids: Vec<(u32, String)>,
+    /// `OBJECT: PROGRAM` of the programs that call `bpf_trace_printk` ([`Session::add_printk`]):
+    /// whether perf can see their lines, and the name.
+    printers: Vec<(bool, String)>,
     /// Per-source sample counts of the drain under way (kept for the capacity).
     drain_counts: Vec<u64>,
     /// The LOST records of the drain under way.
@@ -125,6 +128,7 @@ impl Session {
             drain_lost: Vec::new(),
             shared: Vec::new(),
             program_ids: Vec::new(),
+            printers: Vec::new(),
         };
         // `--event NAME=SPEC` must name a program of some object (bad input: before
         // anything is made).
@@ -157,6 +161,7 @@ impl Session {
             }
             counters::check(&s.loaded, objects, &opts.pmu)?;
         }
+        s.add_printk(&linker);
         s.shared = s.find_shared();
         s.map_rings(opts.ring.data_pages)?;
         s.map_ringbufs(objects)?;
@@ -280,6 +285,11 @@ impl Session {
                     &mut usdt_ids,
                 )
                 .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;
+            if sluice_core::insn::prints::calls_trace_printk(prog.insns()) {
+                let seen = !matches!(plan.attach(), Attach::Tracepoint { .. });
+                self.printers
+                    .push((seen, format!("{}: {}", src.name, prog.name())));
+            }
             let program = prog.name().to_owned();
             self.sources.push(Source {
                 name: link.name().to_owned(),
@@ -292,6 +302,64 @@ impl Session {
             self.links.push(link);
         }
         Ok(())
+    }
+
+    /// When an attached program calls `bpf_trace_printk` (or `bpf_trace_vprintk`), records
+    /// the [`PRINTK_EVENT`](crate::attach::PRINTK_EVENT) tracepoint for the session's scope
+    /// as a source of its own (no object; its `program` names the programs that print), so
+    /// the lines come in time order with the other samples instead of staying in
+    /// `trace_pipe`. The tracepoint is system-wide: lines other programs print (for the
+    /// scope's tasks) come too, which is said once.
+    ///
+    /// A program on a perf tracepoint (`tracepoint/`, the syscalls) runs inside perf's
+    /// handler, which holds perf's recursion guard: the kernel drops the perf sample of
+    /// the printk tracepoint it fires, so its lines stay in `trace_pipe` (warned about).
+    /// Kprobes, uprobes, raw and BTF tracepoints, fentry and perf_event programs run
+    /// outside it.
+    fn add_printk(&mut self, linker: &Linker<'_>) {
+        let names = |seen: bool| -> Vec<&str> {
+            self.printers
+                .iter()
+                .filter(|p| p.0 == seen)
+                .map(|p| p.1.as_str())
+                .collect()
+        };
+        let event = crate::attach::PRINTK_EVENT;
+        let (seen, unseen) = (names(true), names(false));
+        if !unseen.is_empty() {
+            log::warn!(
+                "the bpf_trace_printk lines of {} stay in trace_pipe: a perf tracepoint's \
+                 program runs under perf's recursion guard, so the kernel drops {event} \
+                 samples it fires",
+                unseen.join(", ")
+            );
+        }
+        if seen.is_empty() {
+            return;
+        }
+        let printers = seen.join(", ");
+        match linker.printk() {
+            Ok((link, format)) => {
+                log::info!(
+                    "{event}: recorded for {printers}; the tracepoint is system-wide: \
+                     bpf_trace_printk lines of other programs on this system show too"
+                );
+                self.sources.push(Source {
+                    name: link.name().to_owned(),
+                    object: String::new(),
+                    kind: SourceKind::Trace {
+                        format,
+                        program: printers,
+                    },
+                });
+                self.links.push(link);
+            }
+            Err(e) => {
+                log::warn!(
+                    "{event}: not recorded ({e}): what {printers} print stays in trace_pipe"
+                );
+            }
+        }
     }
 
     /// Maps the ring of every event and sends followers' records into them. Rings are

@@ -81,6 +81,8 @@ fn readelf_notes(bin: &Path) -> Vec<(String, String, u64, u64, String)> {
 
 #[test]
 fn notes_match_readelf() {
+    // Under the lock: the other test writes the same binary.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(bin) = build("-O2") else { return };
     let notes = readelf_notes(&bin);
     assert_eq!(notes.len(), 3, "{notes:?}");
@@ -131,8 +133,8 @@ fn count(s: &Session, slot: u32) -> u64 {
 }
 
 fn run(opt: &str) {
-    let Some(bin) = build(opt) else { return };
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(bin) = build(opt) else { return };
     let mut child = Command::new(&bin)
         .arg(ITERATIONS.to_string())
         .stdin(Stdio::piped())

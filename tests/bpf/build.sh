@@ -80,8 +80,9 @@ echo "built usdt.o"
 # The filters of cli/tests/perf_data.rs live beside their traced program, outside this
 # folder: the open digest hashes every object here.
 (cd ../record && "$CLANG" $COMMON -c perf_data_filter.c -o perf_data_filter.o &&
-	"$CLANG" $COMMON -c who.c -o who.o)
-echo "built ../record/perf_data_filter.o ../record/who.o"
+	"$CLANG" $COMMON -c who.c -o who.o &&
+	"$CLANG" $COMMON -c printk.c -o printk.o)
+echo "built ../record/perf_data_filter.o ../record/who.o ../record/printk.o"
 
 # The one big-endian object: the open phase must reject it (endianness
 # different from the target). Kept in its own folder so that globs over

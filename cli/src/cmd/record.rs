@@ -968,6 +968,8 @@ impl Lines<'_> {
                         let fields = output::decode(format, sample.raw);
                         if json_mode {
                             json::trace_line(buf, &h, sample.fields.ip, &fields);
+                        } else if src.name == sluice_runtime::attach::PRINTK_EVENT {
+                            text::printk_line(buf, &h, &fields);
                         } else {
                             text::trace_line(buf, &h, sample.fields.ip, &fields);
                         }

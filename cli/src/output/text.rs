@@ -113,6 +113,26 @@ pub fn trace_line(out: &mut String, h: &Head<'_>, ip: Option<u64>, fields: &[(&s
     }
 }
 
+/// Appends a `bpf_trace_printk` line (`bpf_trace:bpf_trace_printk`): the head, then the
+/// text as the program printed it, its trailing newline dropped (an inner one shown as
+/// `\\n`, so one call stays one line). Without a text field, as [`trace_line`].
+pub fn printk_line(out: &mut String, h: &Head<'_>, fields: &[(&str, Value)]) {
+    let Some(text) = fields.iter().find_map(|(_, v)| match v {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }) else {
+        return trace_line(out, h, None, fields);
+    };
+    head(out, h);
+    out.push(' ');
+    for (i, part) in text.trim_end_matches('\n').split('\n').enumerate() {
+        if i > 0 {
+            out.push_str("\\n");
+        }
+        out.push_str(part);
+    }
+}
+
 /// Appends a bpf-output sample: the head, then the record's fields when `decode` appends
 /// them ([`super::records`]), else the map, the size and the bytes in hex.
 pub fn output_line(
@@ -202,6 +222,20 @@ mod tests {
         let mut s = String::new();
         f(&mut s);
         s
+    }
+
+    #[test]
+    fn printk_lines_show_the_text_without_its_newline() {
+        let ev = "bpf_trace:bpf_trace_printk";
+        let fields = [("bpf_string", Value::Str("who exec 12\n".into()))];
+        assert_eq!(
+            line(|s| printk_line(s, &h(ev), &fields)),
+            "             cat     12/13     [001] 1234.567891: bpf_trace:bpf_trace_printk: who exec 12"
+        );
+        let fields = [("bpf_string", Value::Str("a\nb\n".into()))];
+        assert!(line(|s| printk_line(s, &h(ev), &fields)).ends_with(": a\\nb"));
+        let fields = [("n", Value::Int(1))];
+        assert!(line(|s| printk_line(s, &h(ev), &fields)).ends_with(": n=1"));
     }
 
     #[test]

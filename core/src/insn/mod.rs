@@ -6,6 +6,7 @@
 
 pub mod encode;
 pub mod opcode;
+pub mod prints;
 pub mod returns;
 
 use opcode::{ALU, ALU64, B, CALL, H, JMP, JMP32, LD_IMM64, PSEUDO_CALL, PSEUDO_KFUNC_CALL, W};

@@ -22,6 +22,10 @@ use crate::ring::RingConfig;
 use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
 use sluice_core::probe::AttachKind;
 
+/// The tracepoint of `bpf_trace_printk` and `bpf_trace_vprintk` (`GROUP:EVENT`): one line
+/// per call, system-wide, in the context of the task the program ran for.
+pub const PRINTK_EVENT: &str = "bpf_trace:bpf_trace_printk";
+
 /// Why a link could not be made.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -432,6 +436,42 @@ impl Linker<'_> {
             ..EventFormat::default()
         };
         Ok((link, Some(format)))
+    }
+
+    /// The [`PRINTK_EVENT`] tracepoint, opened for the linker's scope as a sampled event
+    /// without a program: what loaded programs print with `bpf_trace_printk` comes as its
+    /// samples, merged in time with the others. Returns the link and the event's format
+    /// (its string field as this kernel names it).
+    ///
+    /// # Errors
+    /// [`LinkError::Tracefs`] when the event is not there; [`LinkError::Events`].
+    pub fn printk(&self) -> Result<(Link, EventFormat), LinkError> {
+        let (group, event) = PRINTK_EVENT.split_once(':').unwrap_or((PRINTK_EVENT, ""));
+        let id = self
+            .tracefs
+            .event_id(group, event)
+            .map_err(LinkError::Tracefs)?;
+        let format = self
+            .tracefs
+            .event_format(group, event)
+            .map_err(LinkError::Tracefs)?;
+        let opts = EventOptions {
+            scope: self.scope,
+            ring: self.ring,
+            sample_ip: false,
+        };
+        let events =
+            open_tracepoint(PRINTK_EVENT, id, self.cpus, &opts).map_err(LinkError::Events)?;
+        let link = Link {
+            name: PRINTK_EVENT.to_owned(),
+            program: None,
+            events: Some(events),
+            bpf_link: None,
+            pmu_event: None,
+            probe: None,
+            sites: Vec::new(),
+        };
+        Ok((link, format))
     }
 
     /// The output events of perf event array `map` ([`open_bpf_output`]), as a link

@@ -42,7 +42,7 @@ pub use events::{
     PerCpuEvents, Scope, IDENTIFIED, THREAD_LIST_PASSES,
 };
 pub use hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
-pub use link::{Link, LinkError, Linker};
+pub use link::{Link, LinkError, Linker, PRINTK_EVENT};
 pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
 };

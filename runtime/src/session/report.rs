@@ -14,7 +14,8 @@ pub enum SourceKind {
     Trace {
         /// The event's tracefs format (fields of the RAW data).
         format: EventFormat,
-        /// The program attached.
+        /// The program attached (for [`PRINTK_EVENT`](crate::attach::PRINTK_EVENT): the
+        /// programs that print, `OBJECT: PROGRAM` comma-separated).
         program: String,
     },
     /// A program attached without sample events (a BPF link to `tp_btf`, `fentry`,
