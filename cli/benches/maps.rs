@@ -162,6 +162,28 @@ fn scrape_10k_keys(bencher: divan::Bencher<'_, '_>) {
     let bytes = scrape(port);
     assert!(bytes > 100_000, "a scrape of {bytes} bytes");
     bencher.bench_local(|| scrape(port));
+    // The exporter's own CPU per scrape (user + system, from its /proc stat), over 20.
+    let pid = e.lock().unwrap().child.id();
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or_default();
+        let f: Vec<u64> = after
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        // utime and stime, fields 14 and 15 of proc_pid_stat(5): the numbers after the
+        // comm without the state letter, from ppid (field 4) on, hold them at 10 and 11.
+        f.get(10).zip(f.get(11)).map_or(0, |(u, s)| u + s)
+    };
+    let before = cpu();
+    for _ in 0..20 {
+        scrape(port);
+    }
+    let ticks = rustix::param::clock_ticks_per_second();
+    eprintln!(
+        "scrape_10k_keys: exporter CPU {:.1} ms per scrape (20 scrapes)",
+        (cpu() - before) as f64 * 1000.0 / ticks as f64 / 20.0
+    );
     // The exporter ends with the process (its Drop does not run for a static): stop it.
     let mut e = e.lock().unwrap();
     if let Some(pid) = rustix::process::Pid::from_raw(e.child.id() as i32) {
