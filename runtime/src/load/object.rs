@@ -241,16 +241,16 @@ fn program_name<'a>(p: &Program<'a>) -> &'a str {
 
 /// The CO-RE target: the BTF bytes and its type index, parsed on use.
 struct Target {
-    bytes: Vec<u8>,
+    bytes: crate::sys::mmap::Contents,
     index: Vec<u32>,
 }
 
 fn read_target(path: &std::path::Path) -> Result<Target> {
-    let bytes = crate::sys::file::read_regular(path).map_err(|source| Error::Io {
+    let bytes = crate::sys::mmap::Contents::open(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
     })?;
-    let n = Btf::count_types(&bytes).map_err(|source| Error::TargetBtf {
+    let n = Btf::count_types(bytes.bytes()).map_err(|source| Error::TargetBtf {
         path: Some(path.display().to_string()),
         source,
     })?;
@@ -370,7 +370,7 @@ pub fn load_planned(
     let mut scratch: Vec<Candidate>;
     let target_btf = match target.as_mut() {
         Some(t) => Some(
-            Btf::parse(&t.bytes, &mut t.index)
+            Btf::parse(t.bytes.bytes(), &mut t.index)
                 .map_err(|source| Error::TargetBtf { path: None, source })?,
         ),
         None => None,
