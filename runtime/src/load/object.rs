@@ -375,11 +375,22 @@ pub fn load_planned(
         ),
         None => None,
     };
+    // Only the types the relocations are rooted at are looked up: the index holds those.
+    let mut wanted: Vec<&[u8]> = match (ext.as_ref(), local.as_ref()) {
+        (Some(e), Some(l)) => e
+            .core_relos()
+            .flat_map(|s| s.records())
+            .filter_map(|r| l.ty(r.type_id))
+            .map(|t| t.name_bytes())
+            .collect(),
+        _ => Vec::new(),
+    };
+    CandidateIndex::wanted(&mut wanted);
     let cands = match target_btf {
         Some(t) => {
-            scratch = vec![Candidate::default(); CandidateIndex::required_len(&t)];
+            scratch = vec![Candidate::default(); CandidateIndex::required_len_for(&t, &wanted)];
             Some(
-                CandidateIndex::new(t, &mut scratch)
+                CandidateIndex::for_names(t, &wanted, &mut scratch)
                     .map_err(|source| Error::TargetBtf { path: None, source })?,
             )
         }

@@ -65,11 +65,49 @@ impl<'t> CandidateIndex<'t> {
     /// # Errors
     /// [`BtfError::Capacity`] when `scratch` is too short.
     pub fn new(btf: Btf<'t>, scratch: &'t mut [Candidate]) -> BtfResult<Self> {
+        Self::fill(btf, &Wanted::All, scratch)
+    }
+
+    /// Entries the scratch buffer of [`CandidateIndex::for_names`] needs: the types of
+    /// `btf` named as one of `wanted` ([`CandidateIndex::wanted`]).
+    #[must_use]
+    pub fn required_len_for(btf: &Btf<'_>, wanted: &[&[u8]]) -> usize {
+        let w = Wanted::some(wanted);
+        btf.types().filter(|t| w.keeps(t.name_bytes())).count()
+    }
+
+    /// Makes `names` (local type names) the `wanted` of [`CandidateIndex::for_names`]:
+    /// their essential names, sorted.
+    pub fn wanted(names: &mut [&[u8]]) {
+        for n in names.iter_mut() {
+            *n = essential(n);
+        }
+        names.sort_unstable();
+    }
+
+    /// Like [`CandidateIndex::new`], but indexes only the types whose essential name is
+    /// in `wanted` ([`CandidateIndex::wanted`]): every root type name of the relocations
+    /// to resolve (a lookup of any other name finds nothing). An object's relocations
+    /// name a few dozen types of the kernel's 150 000: the index is then a few entries,
+    /// found in one pass instead of sorting every name.
+    ///
+    /// # Errors
+    /// [`BtfError::Capacity`] when `scratch` is shorter than
+    /// [`CandidateIndex::required_len_for`].
+    pub fn for_names(
+        btf: Btf<'t>,
+        wanted: &[&[u8]],
+        scratch: &'t mut [Candidate],
+    ) -> BtfResult<Self> {
+        Self::fill(btf, &Wanted::some(wanted), scratch)
+    }
+
+    fn fill(btf: Btf<'t>, wanted: &Wanted<'_>, scratch: &'t mut [Candidate]) -> BtfResult<Self> {
         let limit = u32::try_from(scratch.len()).unwrap_or(u32::MAX);
         let mut n = 0usize;
         for t in btf.types() {
             let name = t.name_bytes();
-            if t.name_off() == 0 || name.is_empty() {
+            if t.name_off() == 0 || name.is_empty() || !wanted.keeps(name) {
                 continue;
             }
             let slot = scratch.get_mut(n).ok_or(BtfError::Capacity {
@@ -112,6 +150,41 @@ impl<'t> CandidateIndex<'t> {
             .iter()
             .take_while(move |c| key(strings, c) == essential_name)
             .map(|c| c.id)
+    }
+}
+
+/// Which target names an index keeps.
+enum Wanted<'w> {
+    All,
+    /// Sorted essential names, and a bitmap of their first bytes (a cheap test that
+    /// rejects most names before their essential name is computed).
+    Some(&'w [&'w [u8]], [u64; 4]),
+}
+
+impl<'w> Wanted<'w> {
+    fn some(names: &'w [&'w [u8]]) -> Self {
+        let mut first = [0u64; 4];
+        for b in names.iter().filter_map(|n| n.first()) {
+            if let Some(w) = first.get_mut(usize::from(b >> 6)) {
+                *w |= 1 << (b & 63);
+            }
+        }
+        Wanted::Some(names, first)
+    }
+
+    fn keeps(&self, name: &[u8]) -> bool {
+        match self {
+            Wanted::All => true,
+            Wanted::Some(names, first) => {
+                let Some(&b) = name.first() else {
+                    return false;
+                };
+                let bit = first
+                    .get(usize::from(b >> 6))
+                    .map_or(0, |w| w >> (b & 63) & 1);
+                bit != 0 && names.binary_search(&essential(name)).is_ok()
+            }
+        }
     }
 }
 
