@@ -72,8 +72,7 @@ impl<'t> CandidateIndex<'t> {
     /// `btf` named as one of `wanted` ([`CandidateIndex::wanted`]).
     #[must_use]
     pub fn required_len_for(btf: &Btf<'_>, wanted: &[&[u8]]) -> usize {
-        let w = Wanted::some(wanted);
-        btf.types().filter(|t| w.keeps(t.name_bytes())).count()
+        kept(btf, &Wanted::some(wanted)).count()
     }
 
     /// Makes `names` (local type names) the `wanted` of [`CandidateIndex::for_names`]:
@@ -105,22 +104,12 @@ impl<'t> CandidateIndex<'t> {
     fn fill(btf: Btf<'t>, wanted: &Wanted<'_>, scratch: &'t mut [Candidate]) -> BtfResult<Self> {
         let limit = u32::try_from(scratch.len()).unwrap_or(u32::MAX);
         let mut n = 0usize;
-        for t in btf.types() {
-            let name = t.name_bytes();
-            if t.name_off() == 0 || name.is_empty() || !wanted.keeps(name) {
-                continue;
-            }
+        for c in kept(&btf, wanted) {
             let slot = scratch.get_mut(n).ok_or(BtfError::Capacity {
                 what: "named target types (CO-RE candidate index)",
                 limit,
             })?;
-            // A name is shorter than the section, whose size is a u32.
-            let name_len = u32::try_from(essential_name_len(name)).unwrap_or(u32::MAX);
-            *slot = Candidate {
-                id: t.id(),
-                name_off: t.name_off(),
-                name_len,
-            };
+            *slot = c;
             n += 1;
         }
         let sorted = scratch.get_mut(..n).unwrap_or_default();
@@ -172,20 +161,52 @@ impl<'w> Wanted<'w> {
         Wanted::Some(names, first)
     }
 
-    fn keeps(&self, name: &[u8]) -> bool {
+    /// Whether a name starting with `b` may be kept (before the name is even measured).
+    fn may_keep(&self, b: u8) -> bool {
         match self {
             Wanted::All => true,
-            Wanted::Some(names, first) => {
-                let Some(&b) = name.first() else {
-                    return false;
-                };
-                let bit = first
+            Wanted::Some(_, first) => {
+                first
                     .get(usize::from(b >> 6))
-                    .map_or(0, |w| w >> (b & 63) & 1);
-                bit != 0 && names.binary_search(&essential(name)).is_ok()
+                    .map_or(0, |w| w >> (b & 63) & 1)
+                    != 0
             }
         }
     }
+
+    /// Whether the essential name `e` is kept.
+    fn keeps(&self, e: &[u8]) -> bool {
+        match self {
+            Wanted::All => true,
+            Wanted::Some(names, _) => names.binary_search(&e).is_ok(),
+        }
+    }
+}
+
+/// The named types of `btf` that `wanted` keeps, as index entries, in id order. Headers
+/// are read in place (no [`crate::btf::Type`] built), and a name is measured only when its
+/// first byte may start a wanted one.
+fn kept<'b>(btf: &'b Btf<'_>, wanted: &'b Wanted<'_>) -> impl Iterator<Item = Candidate> + 'b {
+    let strings = btf.strs();
+    (1..=btf.type_count()).filter_map(move |id| {
+        let name_off = btf.raw(id)?.name_off(btf);
+        if name_off == 0 || !wanted.may_keep(*strings.tail(name_off).first()?) {
+            return None;
+        }
+        let name = strings.bytes(name_off);
+        if name.is_empty() {
+            return None;
+        }
+        let len = essential_name_len(name);
+        let e = name.get(..len)?;
+        // A name is shorter than the section, whose size is a u32.
+        let name_len = u32::try_from(len).ok()?;
+        wanted.keeps(e).then_some(Candidate {
+            id,
+            name_off,
+            name_len,
+        })
+    })
 }
 
 /// The essential name of `c`: its bytes in the string section, found by offset and length.
