@@ -72,15 +72,35 @@ impl Fixture {
     }
 }
 
+/// Resolves `relos` through an index of every target name, and checks that the index of
+/// only their root names (what the runtime builds) decides each the same.
 fn resolve_all(local: &Btf<'_>, target: Btf<'_>, relos: &[CoreRelo]) -> Vec<CoreResult> {
+    let resolve = |cands: &CandidateIndex<'_>| -> Vec<CoreResult> {
+        let r = CoreResolver::new(local, cands);
+        relos
+            .iter()
+            .enumerate()
+            .map(|(i, relo)| r.resolve(i as u32, relo).unwrap())
+            .collect()
+    };
     let mut scratch = vec![Candidate::default(); CandidateIndex::required_len(&target)];
-    let cands = CandidateIndex::new(target, &mut scratch).unwrap();
-    let r = CoreResolver::new(local, &cands);
-    relos
+    let all = resolve(&CandidateIndex::new(target, &mut scratch).unwrap());
+    let mut wanted: Vec<&[u8]> = relos
         .iter()
-        .enumerate()
-        .map(|(i, relo)| r.resolve(i as u32, relo).unwrap())
-        .collect()
+        .filter_map(|r| local.ty(r.type_id))
+        .map(|t| t.name_bytes())
+        .collect();
+    CandidateIndex::wanted(&mut wanted);
+    let mut few = vec![Candidate::default(); CandidateIndex::required_len_for(&target, &wanted)];
+    assert!(few.len() <= scratch.len());
+    let some = resolve(&CandidateIndex::for_names(target, &wanted, &mut few).unwrap());
+    assert_eq!(all, some);
+    if !few.is_empty() {
+        // One entry short is refused, never truncated.
+        let short = few.len() - 1;
+        assert!(CandidateIndex::for_names(target, &wanted, &mut few[..short]).is_err());
+    }
+    all
 }
 
 /// The immediate or offset an instruction holds, as a relocation value.

@@ -17,14 +17,21 @@
 set -euo pipefail
 sluice=${1:?sluice binary}; objs=${2:?real objects dir}; shift 2
 [ -x /usr/bin/time ] || { echo "vs_tools_startup: needs GNU time (/usr/bin/time, Debian: time)" >&2; exit 2; }
-RUNS=${RUNS:-10} python3 - "$sluice" "$objs" "$@" <<'PY'
+progs=tracepoint__syscalls__sys_enter_openat,tracepoint__syscalls__sys_exit_openat
+[ -e /sys/kernel/debug/tracing/events/syscalls/sys_enter_open ] &&
+    progs=$progs,tracepoint__syscalls__sys_enter_open,tracepoint__syscalls__sys_exit_open
+OPENSNOOP_PROGS=$progs RUNS=${RUNS:-10} python3 - "$sluice" "$objs" "$@" <<'PY'
 import os, signal, subprocess, sys, tempfile, time, statistics
 sluice, objs, only = sys.argv[1], sys.argv[2], sys.argv[3:]
 runs = int(os.environ["RUNS"])
 # tool, object, sluice's configuration for the same programs
 rows = [
     ("execsnoop", "execsnoop.bpf.o", []),
-    ("opensnoop", "opensnoop.bpf.o", ["--set", "targ_uid=4294967295"]),  # the real tool's INVALID_UID default
+    # targ_uid: the real tool's INVALID_UID default. The tool attaches the open() pair only
+    # where /sys/kernel/debug/tracing/events/syscalls/sys_enter_open exists (its
+    # tracepoint_exists looks there, not in /sys/kernel/tracing), so with debugfs
+    # unmounted it attaches openat() alone: OPENSNOOP_PROGS follows the host.
+    ("opensnoop", "opensnoop.bpf.o", ["--set", "targ_uid=4294967295", "--prog", os.environ["OPENSNOOP_PROGS"]]),
     ("sigsnoop", "sigsnoop.bpf.o", ["--prog", "sig_trace"]),
     ("mountsnoop", "mountsnoop.bpf.o", []),
 ]

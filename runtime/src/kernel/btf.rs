@@ -71,17 +71,18 @@ pub fn find_attach_types(
     modules_dir: Option<&Path>,
     wanted: &[(String, Kind)],
 ) -> Result<(Vec<Option<AttachBtf>>, Searched)> {
-    let bytes = crate::sys::file::read_regular(base).map_err(|source| Error::Io {
+    let contents = crate::sys::mmap::Contents::open(base).map_err(|source| Error::Io {
         path: base.display().to_string(),
         source,
     })?;
+    let bytes = contents.bytes();
     let target_err = |source| Error::TargetBtf {
         path: Some(base.display().to_string()),
         source,
     };
-    let n = Btf::count_types(&bytes).map_err(target_err)?;
+    let n = Btf::count_types(bytes).map_err(target_err)?;
     let mut index = vec![0u32; n as usize];
-    let btf = Btf::parse(&bytes, &mut index).map_err(target_err)?;
+    let btf = Btf::parse(bytes, &mut index).map_err(target_err)?;
     let mut found: Vec<Option<AttachBtf>> = wanted
         .iter()
         .map(|(name, kind)| {

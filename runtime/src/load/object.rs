@@ -241,16 +241,16 @@ fn program_name<'a>(p: &Program<'a>) -> &'a str {
 
 /// The CO-RE target: the BTF bytes and its type index, parsed on use.
 struct Target {
-    bytes: Vec<u8>,
+    bytes: crate::sys::mmap::Contents,
     index: Vec<u32>,
 }
 
 fn read_target(path: &std::path::Path) -> Result<Target> {
-    let bytes = crate::sys::file::read_regular(path).map_err(|source| Error::Io {
+    let bytes = crate::sys::mmap::Contents::open(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
     })?;
-    let n = Btf::count_types(&bytes).map_err(|source| Error::TargetBtf {
+    let n = Btf::count_types(bytes.bytes()).map_err(|source| Error::TargetBtf {
         path: Some(path.display().to_string()),
         source,
     })?;
@@ -370,16 +370,27 @@ pub fn load_planned(
     let mut scratch: Vec<Candidate>;
     let target_btf = match target.as_mut() {
         Some(t) => Some(
-            Btf::parse(&t.bytes, &mut t.index)
+            Btf::parse(t.bytes.bytes(), &mut t.index)
                 .map_err(|source| Error::TargetBtf { path: None, source })?,
         ),
         None => None,
     };
+    // Only the types the relocations are rooted at are looked up: the index holds those.
+    let mut wanted: Vec<&[u8]> = match (ext.as_ref(), local.as_ref()) {
+        (Some(e), Some(l)) => e
+            .core_relos()
+            .flat_map(|s| s.records())
+            .filter_map(|r| l.ty(r.type_id))
+            .map(|t| t.name_bytes())
+            .collect(),
+        _ => Vec::new(),
+    };
+    CandidateIndex::wanted(&mut wanted);
     let cands = match target_btf {
         Some(t) => {
-            scratch = vec![Candidate::default(); CandidateIndex::required_len(&t)];
+            scratch = vec![Candidate::default(); CandidateIndex::required_len_for(&t, &wanted)];
             Some(
-                CandidateIndex::new(t, &mut scratch)
+                CandidateIndex::for_names(t, &wanted, &mut scratch)
                     .map_err(|source| Error::TargetBtf { path: None, source })?,
             )
         }

@@ -132,6 +132,48 @@ impl Drop for Mmap {
     }
 }
 
+/// A whole regular file's bytes: mapped ([`Mmap`]) when the file can be, read into the heap
+/// when it cannot. The kernel's `/sys/kernel/btf/vmlinux` maps since Linux 6.16 (its pages
+/// are the kernel's own, so they neither cost a read nor count in the resident set); before
+/// that, and for a module's BTF, sysfs refuses `mmap(2)` and hands out the file 4 KB a
+/// `read(2)`.
+#[derive(Debug)]
+pub enum Contents {
+    /// The file mapped read-only.
+    Mapped(Mmap),
+    /// The file read into memory.
+    Read(Vec<u8>),
+}
+
+impl Contents {
+    /// The regular file at `path` ([`super::file::open_regular`]), mapped or else read.
+    ///
+    /// # Errors
+    /// As [`super::file::open_regular`]; the `read(2)` error when it is not mapped.
+    pub fn open(path: &Path) -> std::io::Result<Contents> {
+        use std::io::Read as _;
+        let mut file = super::file::open_regular(path)?;
+        // An empty size may be a file made on read (procfs): read it.
+        match Mmap::of(&file) {
+            Ok(m) if !m.bytes().is_empty() => return Ok(Contents::Mapped(m)),
+            _ => {}
+        }
+        let size = file.metadata()?.len();
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.read_to_end(&mut bytes)?;
+        Ok(Contents::Read(bytes))
+    }
+
+    /// The file's bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Contents::Mapped(m) => m.bytes(),
+            Contents::Read(v) => v,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::unwrap_used,
@@ -164,6 +206,19 @@ mod tests {
         assert!(e.bytes().is_empty());
         assert_eq!(e.release(e.bytes()), 0);
         assert!(Mmap::open(&dir.join("missing")).is_err());
+        // A regular file maps; a sysfs attribute without mmap(2) is read.
+        let c = Contents::open(&path).unwrap();
+        assert!(matches!(c, Contents::Mapped(_)));
+        assert_eq!(c.bytes(), &data[..]);
+        let c = Contents::open(Path::new("/sys/kernel/mm/transparent_hugepage/enabled"));
+        if let Ok(c) = c {
+            assert!(matches!(c, Contents::Read(_)));
+            assert!(!c.bytes().is_empty());
+        }
+        let c = Contents::open(Path::new("/proc/self/stat")).unwrap();
+        assert!(c
+            .bytes()
+            .starts_with(std::process::id().to_string().as_bytes()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,8 +9,9 @@
 //! 1. parses the access string into a *spec* against the local BTF;
 //! 2. finds target candidates: types of the target BTF (normally the kernel's) whose name
 //!    equals the local root's with any `___flavour` suffix stripped, and of a compatible
-//!    kind — through a [`CandidateIndex`], a caller-provided `&mut [u32]` of one entry per
-//!    named target type (≈ 150 000 × 4 bytes for vmlinux), sorted once by name;
+//!    kind — through a [`CandidateIndex`] in a caller-provided `&mut [Candidate]`: of every
+//!    named target type (≈ 150 000 for vmlinux) sorted once by name, or of only those
+//!    named as the relocations' roots ([`CandidateIndex::for_names`], one pass);
 //! 3. matches the spec against each candidate: member by member (exact names, looking
 //!    into anonymous struct/union members), array by array, with libbpf's "essentially
 //!    compatible" rules for the field types;
