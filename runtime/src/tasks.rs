@@ -9,7 +9,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use sluice_core::perf::record::{task_record, Record, Task};
+use sluice_core::perf::record::Record;
+use sluice_core::perf::task::{task_record, Task};
 
 use crate::attach::{open_tasks, Error as AttachError, PerCpuEvents, Scope};
 use crate::ring::{Error as RingError, PerfRing, RingConfig};

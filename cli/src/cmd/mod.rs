@@ -5,3 +5,4 @@ pub mod inspect;
 pub mod probes;
 pub mod prologue;
 pub mod record;
+mod record_args;

@@ -4,3 +4,4 @@
 pub mod abi;
 pub mod data;
 pub mod record;
+pub mod task;

@@ -8,11 +8,11 @@
 //! array the same way: a link without a program or probe.
 
 use crate::error::SpecProblem;
-use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 
 use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents, Scope};
 use super::hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
+pub use super::link_error::LinkError;
 use super::sampling::open_sampling;
 use super::usdt::{attach_usdt, SpecIds};
 use crate::kernel::hooks::{probe_pmu, syscall_function};
@@ -25,39 +25,6 @@ use sluice_core::probe::AttachKind;
 /// The tracepoint of `bpf_trace_printk` and `bpf_trace_vprintk` (`GROUP:EVENT`): one line
 /// per call, system-wide, in the context of the task the program ran for.
 pub const PRINTK_EVENT: &str = "bpf_trace:bpf_trace_printk";
-
-/// Why a link could not be made.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum LinkError {
-    /// The plan cannot be attached (an opaque title, a spec that does not parse, a spec
-    /// that needs a DWARF site the program was loaded without); says why.
-    Spec(SpecProblem),
-    /// tracefs refused: probe creation, the event's id or format, a uprobe's symbol.
-    Tracefs(tracefs::Error),
-    /// Opening, attaching or enabling the perf events failed.
-    Events(super::Error),
-}
-
-impl fmt::Display for LinkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LinkError::Spec(what) => write!(f, "{what}"),
-            LinkError::Tracefs(e) => write!(f, "{e}"),
-            LinkError::Events(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for LinkError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LinkError::Spec(e) => Some(e),
-            LinkError::Tracefs(e) => Some(e),
-            LinkError::Events(e) => Some(e),
-        }
-    }
-}
 
 /// One attached program (or one perf event array's output events): its per-CPU perf
 /// events, its BPF link, its tracefs probe.

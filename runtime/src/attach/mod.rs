@@ -31,6 +31,7 @@
 mod events;
 mod hook;
 mod link;
+mod link_error;
 mod sampling;
 mod shared;
 mod usdt;

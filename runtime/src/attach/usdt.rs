@@ -18,7 +18,7 @@ use sluice_core::usdt::{self, Spec};
 
 use super::events::Error;
 use super::hook::{pmu_event, PmuProbe};
-use super::link::LinkError;
+use super::link_error::LinkError;
 use crate::error::SpecProblem;
 use crate::kernel::arch::running_kernel_arch;
 use crate::kernel::hooks::probe_pmu;
