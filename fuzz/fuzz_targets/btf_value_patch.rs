@@ -11,7 +11,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_core::btf::{record_candidates, walk, Btf, Int, RecordFit, Visitor, MAX_VALUES};
+use sluice_core::btf::{record_candidates, walk, Btf, RecordFit};
 use sluice_core::elf::Elf;
 
 const OBJECTS: [&[u8]; 4] = [
@@ -21,53 +21,9 @@ const OBJECTS: [&[u8]; 4] = [
     include_bytes!("../../tests/bpf/record_demo.o"),
 ];
 
-struct Check<'r> {
-    record: &'r [u8],
-    values: u32,
-}
-
-impl Check<'_> {
-    fn inside(&self, b: &[u8]) {
-        let (start, end) = (self.record.as_ptr() as usize, self.record.as_ptr() as usize + self.record.len());
-        let p = b.as_ptr() as usize;
-        assert!(b.is_empty() || (p >= start && p + b.len() <= end), "a slice outside the record");
-    }
-    fn one(&mut self) {
-        self.values += 1;
-        assert!(self.values <= MAX_VALUES + 1);
-    }
-}
-
-impl Visitor for Check<'_> {
-    fn int(&mut self, _: &str, _: Int, _: u8) {
-        self.one();
-    }
-    fn bool(&mut self, _: &str, _: bool) {
-        self.one();
-    }
-    fn enumerator(&mut self, _: &str, _: Option<&str>, _: Int) {
-        self.one();
-    }
-    fn string(&mut self, _: &str, text: &[u8]) {
-        self.inside(text);
-        self.one();
-    }
-    fn pointer(&mut self, _: &str, _: u64) {
-        self.one();
-    }
-    fn bytes(&mut self, _: &str, bytes: &[u8]) {
-        self.inside(bytes);
-        self.one();
-    }
-    fn begin_struct(&mut self, _: &str, _: bool) {
-        self.one();
-    }
-    fn end_struct(&mut self) {}
-    fn begin_array(&mut self, _: &str, _: u32) {
-        self.one();
-    }
-    fn end_array(&mut self) {}
-}
+#[path = "value_check.rs"]
+mod value_check;
+use value_check::Check;
 
 fn btf_section(object: &[u8]) -> Option<Vec<u8>> {
     let elf = Elf::parse(object).ok()?;
