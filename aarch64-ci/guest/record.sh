@@ -1,6 +1,7 @@
 #!/bin/bash
 # record.sh — the kprobe record tests inside real guest kernels: builds runtime/tests/guest_kprobe.rs
-# (one test binary) and the `sluice` binary as static musl executables for each arch, boots ONE guest
+# (one test binary) and the `sluice` binary as static musl executables for each arch (for the amd64
+# guest also the i686 `sluice`, run there by the kernel's IA32 emulation), boots ONE guest
 # per arch with run.sh (GUEST_SMP vCPUs, default 2, so per-CPU attach and rings are exercised), and
 # runs the tests there with SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1 (a skip is a failure).
 # The fixture and the sluice binary go into the initramfs (/files); no 9p share is needed.
@@ -27,6 +28,16 @@ for arch in "${arches[@]}"; do
   if ! cargo build -q --locked -p sluice --target "$t"; then
     echo "guest-record: building sluice for $t failed" >&2; rc=1; continue
   fi
+  # The x86_64 guest also runs the i686 build (issue 14: kprobe prologues for the running
+  # kernel's pt_regs and calling convention, not for an i386 kernel's), as /files/sluice-i686.
+  i686=""; i686_env=""
+  if [ "$arch" = amd64 ]; then
+    if ! cargo build -q --locked -p sluice --target i686-unknown-linux-musl; then
+      echo "guest-record: building sluice for i686-unknown-linux-musl failed" >&2; rc=1; continue
+    fi
+    cp "$tdir/i686-unknown-linux-musl/debug/sluice" "$w/sluice-i686"
+    i686="tests/bpf/dwarf_words.o $w/sluice-i686"; i686_env="SLUICE_BIN_I686=/files/sluice-i686"
+  fi
   # the test binary's path from cargo's JSON messages (no jq needed)
   testbin=$(cargo test -q --locked -p sluice-runtime --test guest_kprobe --target "$t" --no-run \
               --message-format=json | sed -n 's/.*"executable":"\([^"]*guest_kprobe-[^"]*\)".*/\1/p' | tail -1)
@@ -35,8 +46,8 @@ for arch in "${arches[@]}"; do
   fi
   build_s=$(($(date +%s) - b0))
   GUEST_SMP=${GUEST_SMP:-2} \
-  GUEST_FILES="tests/bpf/guest_kprobes.o tests/bpf/guest_attach.o tests/bpf/attach_multi.o $tdir/$t/debug/sluice" \
-  GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
+  GUEST_FILES="tests/bpf/guest_kprobes.o tests/bpf/guest_attach.o tests/bpf/attach_multi.o $tdir/$t/debug/sluice $i686" \
+  GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice $i686_env SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
     aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch.log"
   r=${PIPESTATUS[0]}; [ "$r" -eq 0 ] || rc=1
   report+=("--- $arch ($t, build ${build_s} s, ${GUEST_SMP:-2} vCPUs): exit $r")

@@ -15,15 +15,22 @@
 //!   `read(2)`, and r2..r5 equal what the kernel's own fetch-args (`%di %si %dx %cx` on
 //!   x86_64, `%x0 %x1 %x2 %x3` on arm64) read on a separate kprobe of the same function;
 //! - `sluice record` leaves no probe behind; a `SIGKILL`ed one does, which
-//!   `sluice probes --clean` removes.
+//!   `sluice probes --clean` removes;
+//! - x86_64 only: the i686 `sluice` (`SLUICE_BIN_I686`, run by the kernel's IA32
+//!   emulation) prints and records kprobe prologues for this 64-bit kernel's `pt_regs` and
+//!   calling convention: with `tests/bpf/dwarf_words.o` on `kprobe/vfs_read(void *, char *,
+//!   unsigned long, void *)`, every hit's r2..r5 equal the kernel's `%di %si %dx %cx`
+//!   fetch-args of the same event, and r3, r4 the buffer and count of each known read.
 //!
 //! Gating: skipped loudly when not root or without `bpf()` (fails under
 //! `SLUICE_REQUIRE_KERNEL=1`), and when the kernel has no kprobe events (fails under
 //! `SLUICE_REQUIRE_KPROBES=1`, which the guest step sets). The `sluice` binary comes from
-//! `SLUICE_BIN`, else from next to this test binary's folder (cargo's `target/<profile>/`).
+//! `SLUICE_BIN`, else from next to this test binary's folder (cargo's `target/<profile>/`);
+//! the i686 one only from `SLUICE_BIN_I686` (missing: a failure under
+//! `SLUICE_REQUIRE_KPROBES=1`).
 //!
-//! x86_64 and aarch64 only: the guests' kernels. An i686 build of these tests would fetch
-//! registers with the i386 tables, which do not describe a 64-bit kernel's `pt_regs`.
+//! x86_64 and aarch64 only: the guests' kernels (the i686 build is tested through its
+//! `sluice` binary, which the x86_64 tests run).
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #![allow(
     clippy::unwrap_used,
@@ -1061,4 +1068,364 @@ fn kprobe_multi_is_refused_naming_config_fprobe() {
     // Debian's 6.1 kernels are built without it (the guest has their config).
     assert_eq!(fprobe, Some(false), "{m}");
     assert!(m.contains("which this one is not"), "{m}");
+}
+
+// ---- The i686 build on the x86_64 kernel (issue 14, item 1): tests/bpf/dwarf_words.o ----
+
+/// The i686 `sluice`'s workload ([`i686_sluice_kprobe_args_are_the_x86_64_kernel_s`]
+/// re-runs this test binary as it): `DIR:N`, the files to read.
+#[cfg(target_arch = "x86_64")]
+const I686_READS: &str = "SLUICE_I686_READS";
+
+/// The typed spec the i686 `sluice` records, without debug info.
+#[cfg(target_arch = "x86_64")]
+const I686_SPEC: &str = "kprobe/vfs_read(void *, char *, unsigned long, void *)";
+
+/// The kernel's own fetch-args of the registers of vfs_read's four arguments, named.
+#[cfg(target_arch = "x86_64")]
+const FETCH_ARGS: [(&str, &str); 4] = [
+    ("di", "%di:u64"),
+    ("si", "%si:u64"),
+    ("dx", "%dx:u64"),
+    ("cx", "%cx:u64"),
+];
+
+/// A second kprobe on vfs_read, with [`FETCH_ARGS`].
+#[cfg(target_arch = "x86_64")]
+const I686_REGS: &str = "kprobe/vfs_read(di=%di:u64, si=%si:u64, dx=%dx:u64, cx=%cx:u64)";
+
+/// Four values of a hit: r2..r5 as a program got them, or the kernel's fetch-args.
+#[cfg(target_arch = "x86_64")]
+type Words = Vec<u64>;
+
+/// The number after `"name":` in a JSON line, from `from` on: decimal, or a `"0x..."`
+/// string.
+#[cfg(target_arch = "x86_64")]
+fn num_after(line: &str, from: usize, name: &str) -> Option<u64> {
+    let key = format!("\"{name}\":");
+    let at = line[from..].find(&key)? + from + key.len();
+    let rest = &line[at..];
+    if let Some(hex) = rest.strip_prefix("\"0x") {
+        return u64::from_str_radix(&hex[..hex.find('"')?], 16).ok();
+    }
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The `"words":[...]` of a pair line, numbers as [`num_after`] reads them.
+#[cfg(target_arch = "x86_64")]
+fn pair_words(line: &str) -> Vec<u64> {
+    let at = line.find("\"words\":[").unwrap() + "\"words\":[".len();
+    let end = at + line[at..].find(']').unwrap();
+    line[at..end]
+        .split(',')
+        .map(|w| {
+            let w = w.trim().trim_matches('"');
+            match w.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16).unwrap(),
+                None => w.parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// The payload of a bpf-output line (`"data":"HEX"`) as little-endian 64-bit words (perf's
+/// 4 padding bytes dropped).
+#[cfg(target_arch = "x86_64")]
+fn output_words(line: &str) -> Vec<u64> {
+    let at = line.find("\"data\":\"").unwrap() + "\"data\":\"".len();
+    let hex = &line[at..at + line[at..].find('"').unwrap()];
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// The workload half of [`i686_sluice_kprobe_args_are_the_x86_64_kernel_s`], in the
+/// process the i686 `sluice record` starts: prints its pid and tid, the `sluice` lines of
+/// `kprobe_events` (the fetch-args the kernel was given), then reads file `i` of `DIR` once
+/// with [`Files::count`] into one buffer and prints each read.
+#[cfg(target_arch = "x86_64")]
+fn i686_workload(spec: &str) {
+    let (dir, n) = spec.rsplit_once(':').unwrap();
+    let n: usize = n.parse().unwrap();
+    let tid = rustix::thread::gettid().as_raw_nonzero().get();
+    println!("i686-workload pid {} tid {tid}", std::process::id());
+    let events = std::fs::read_to_string("/sys/kernel/tracing/kprobe_events").unwrap();
+    for l in events.lines().filter(|l| l.contains(":sluice/")) {
+        println!("i686-kprobe-event {l}");
+    }
+    let mut buf = vec![0u8; 8192];
+    for i in 0..n {
+        let p = Path::new(dir).join(format!("f{i:03}"));
+        let fd = rustix::fs::open(
+            &p,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let got = rustix::io::read(&fd, &mut buf[..Files::count(i)]).unwrap();
+        assert_eq!(got, Files::size(i), "{}", p.display());
+        println!(
+            "i686-read {i} {:#x} {} {got}",
+            buf.as_ptr() as u64,
+            Files::count(i)
+        );
+    }
+}
+
+/// Issue 14, item 1, the kprobe case: the i686 `sluice` (a static i386 binary, run by the
+/// x86_64 kernel's IA32 emulation, `SLUICE_BIN_I686`) builds kprobe prologues for the
+/// running kernel's `pt_regs` and calling convention, not for an i386 kernel's:
+/// - `sluice prologue SPEC` without `--arch` prints the x86_64 prologue (`r2 = *(u64 *)(r6
+///   +112)` for `%di` ...), the same text as the x86_64 build's `--arch x86_64`;
+/// - `sluice record -e dwarf_words.o --event p_words=SPEC` on a workload of known
+///   `read(2)`s: the kernel was given the fetch-args `%di %si %dx %cx` (its
+///   `kprobe_events`, as the workload reads it), and in every hit the four words the
+///   program got in r2..r5 from the prologue equal the kernel's fetch-args of the same
+///   event, printed beside them; r3 and r4 are each read's buffer and count.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn i686_sluice_kprobe_args_are_the_x86_64_kernel_s() {
+    if let Ok(spec) = std::env::var(I686_READS) {
+        return i686_workload(&spec);
+    }
+    let _g = serial();
+    let test = "i686_sluice_kprobe_args_are_the_x86_64_kernel_s";
+    let Some(t) = kprobes(test) else {
+        return;
+    };
+    let Some(bin) = std::env::var_os("SLUICE_BIN_I686").map(PathBuf::from) else {
+        assert!(
+            std::env::var("SLUICE_REQUIRE_KPROBES").as_deref() != Ok("1"),
+            "{test}: no i686 sluice binary (set SLUICE_BIN_I686)"
+        );
+        eprintln!("\n*** SKIPPED {test}: no i686 sluice binary (set SLUICE_BIN_I686) ***\n");
+        return;
+    };
+    // A 32-bit x86 executable: ELFCLASS32, EM_386.
+    let head = std::fs::read(&bin).unwrap();
+    assert_eq!(
+        (
+            &head[..4],
+            head[4],
+            u16::from_le_bytes([head[18], head[19]])
+        ),
+        (&b"\x7fELF"[..], 1, 3),
+        "{} is no i386 ELF",
+        bin.display()
+    );
+
+    // The prologues: x86_64's pt_regs, and the x86_64 build's text.
+    let loads = [
+        "(79) r2 = *(u64 *)(r6 +112)",
+        "(79) r3 = *(u64 *)(r6 +104)",
+        "(79) r4 = *(u64 *)(r6 +96)",
+        "(79) r5 = *(u64 *)(r6 +88)",
+    ];
+    let typed_fetch = [
+        "arg1=%di:u64",
+        "arg2=%si:u64",
+        "arg3=%dx:u64",
+        "arg4=%cx:u64",
+    ];
+    let named_fetch = FETCH_ARGS.map(|(name, arg)| format!("{name}={arg}"));
+    for (spec, fetch) in [
+        (I686_SPEC, typed_fetch.map(str::to_owned)),
+        (I686_REGS, named_fetch.clone()),
+    ] {
+        let (code, prologue, err) = run_sluice(&bin, &["prologue", spec]);
+        assert_eq!(code, 0, "{err}");
+        let fetch = fetch
+            .iter()
+            .enumerate()
+            .map(|(k, f)| format!("  r{}: {f}", k + 2));
+        for want in loads.iter().map(|l| (*l).to_owned()).chain(fetch) {
+            assert!(
+                prologue.lines().any(|l| l == want),
+                "no '{want}' in:\n{prologue}"
+            );
+        }
+        if let Some(bin64) = sluice_bin() {
+            let (code, forced, err) = run_sluice(&bin64, &["prologue", "--arch", "x86_64", spec]);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(
+                prologue, forced,
+                "the i686 build = the x86_64 build's --arch x86_64"
+            );
+        }
+        for l in prologue.lines() {
+            eprintln!("i686-prologue {l}");
+        }
+    }
+
+    // The record: known reads by the test binary itself, run again as the workload, with
+    // the program at two kprobes on vfs_read: the typed spec (its prologue from the calling
+    // convention; the kernel records no fetch-args for it) and one with the kernel's own
+    // fetch-args of the four argument registers (its prologue from the same names).
+    let n = 8;
+    let files = Files::new("i686", n);
+    let fixture = common::fixture_dir().join("dwarf_words.o");
+    let out = std::env::temp_dir().join(format!("sluice-i686-{}.json", std::process::id()));
+    let me = std::env::current_exe().unwrap();
+    let typed = format!("p_words={I686_SPEC}");
+    let regs = format!("p_words={I686_REGS}");
+    let run = Command::new(&bin)
+        .args(["record", "--json", "-e"])
+        .arg(&fixture)
+        .args(["--event", &typed, "--event", &regs, "-o"])
+        .arg(&out)
+        .arg("--")
+        .arg(&me)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(I686_READS, format!("{}:{n}", files.dir.display()))
+        .output()
+        .unwrap();
+    // The workload's own output is on the stdout or stderr of sluice.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(run.status.code(), Some(0), "{said}");
+    let lines = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let summary = said
+        .lines()
+        .find(|l| l.starts_with("sluice record:"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(summary.contains("lost 0"), "{summary}");
+    assert!(summary.contains("probes removed 2"), "{summary}");
+    assert!(sluice_kprobes(&t).is_empty(), "{:?}", sluice_kprobes(&t));
+
+    // What the workload saw: its ids, the kernel's probe definitions, its reads.
+    let workload = said
+        .lines()
+        .find_map(|l| l.split_once("i686-workload pid ").map(|x| x.1))
+        .unwrap_or_else(|| panic!("no workload line: {said}"));
+    let (pid, tid) = workload.split_once(" tid ").unwrap();
+    let (pid, tid): (u64, u64) = (pid.parse().unwrap(), tid.trim().parse().unwrap());
+    let mut defs: Vec<Vec<&str>> = said
+        .lines()
+        .filter_map(|l| l.split_once("i686-kprobe-event ").map(|x| x.1))
+        .map(|l| l.split_whitespace().skip(1).collect())
+        .collect();
+    defs.sort();
+    let regs_def: Vec<&str> = std::iter::once("vfs_read")
+        .chain(named_fetch.iter().map(String::as_str))
+        .collect();
+    assert_eq!(
+        defs,
+        [vec!["vfs_read"], regs_def.clone()],
+        "the kernel's probes: {said}"
+    );
+    let reads: Vec<(u64, u64)> = said
+        .lines()
+        .filter_map(|l| l.split_once("i686-read ").map(|x| x.1))
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let buf = u64::from_str_radix(f[1].trim_start_matches("0x"), 16).unwrap();
+            (buf, f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(reads.len(), n, "{said}");
+
+    // Each event's hit: the program's output (r2..r5), then the event's sample. sluice
+    // pairs them when they are at most 1 ms apart; else they come as two lines, paired
+    // here by thread and order. Outputs of other processes (the program runs at every
+    // vfs_read; the events' samples are the workload's) have no sample; sluice leaves
+    // them out unless `--all`.
+    let mut pending: Vec<(u64, Vec<u64>)> = Vec::new();
+    let (mut by_cli, mut others) = (0, 0);
+    // Per thread of the workload, in order: r2..r5 of each typed hit; (r2..r5, the
+    // kernel's %di %si %dx %cx) of each hit of the other.
+    let mut typed_hits: BTreeMap<u64, Vec<Words>> = BTreeMap::new();
+    let mut reg_hits: BTreeMap<u64, Vec<(Words, Words)>> = BTreeMap::new();
+    for l in lines.lines() {
+        assert!(!l.starts_with("{\"type\":\"lost\""), "{l}");
+        let l_pid = num_after(l, 0, "pid").unwrap_or_else(|| panic!("no pid: {l}"));
+        let l_tid = num_after(l, 0, "tid").unwrap();
+        let words = if l.starts_with("{\"type\":\"pair\"") {
+            by_cli += 1;
+            pair_words(l)
+        } else if l.contains("\"event\":\"bpf-output:out\"") {
+            if l_pid == pid {
+                pending.push((l_tid, output_words(l)));
+            } else {
+                others += 1;
+            }
+            continue;
+        } else {
+            assert!(l.contains("_vfs_read\""), "unexpected line: {l}");
+            // The latest output of the thread: an earlier one may be from before the exec.
+            let at = pending
+                .iter()
+                .rposition(|(t, _)| *t == l_tid)
+                .unwrap_or_else(|| panic!("a sample without its output: {l}\n{lines}"));
+            pending.remove(at).1
+        };
+        assert_eq!(l_pid, pid, "the workload's samples only: {l}");
+        assert_eq!(words.len(), 4, "{l}");
+        let fields = l.find("\"fields\":").unwrap();
+        let kernel: Vec<Option<u64>> = FETCH_ARGS
+            .iter()
+            .map(|(name, _)| num_after(l, fields, name))
+            .collect();
+        if kernel.iter().all(Option::is_none) {
+            typed_hits.entry(l_tid).or_default().push(words);
+        } else {
+            let kernel = kernel.into_iter().map(|v| v.unwrap()).collect();
+            reg_hits.entry(l_tid).or_default().push((words, kernel));
+        }
+    }
+    // Before its exec the workload is sluice's child, waiting for the go (its read of
+    // the go pipe may start after the probes are in): outputs, but no events yet.
+    let early = pending.len();
+    assert!(early <= 2, "outputs without a sample: {pending:?}\n{lines}");
+    let (mut compared, mut equal) = (0, 0);
+    assert_eq!(
+        typed_hits.keys().collect::<Vec<_>>(),
+        reg_hits.keys().collect::<Vec<_>>()
+    );
+    for (t, typed) in &typed_hits {
+        let regs = &reg_hits[t];
+        assert_eq!(typed.len(), regs.len(), "hits of thread {t} at each probe");
+        for (k, (words, (reg_words, kernel))) in typed.iter().zip(regs).enumerate() {
+            compared += 1;
+            equal += usize::from(words == kernel && reg_words == kernel);
+            assert_eq!(
+                reg_words, kernel,
+                "thread {t} hit {k}: %di.. through the prologue"
+            );
+            assert_eq!(
+                words, kernel,
+                "thread {t} hit {k}: the typed prologue's r2..r5"
+            );
+        }
+    }
+    let workload_hits = &typed_hits.get(&tid).cloned().unwrap_or_default();
+    for &(buf, count) in &reads {
+        let found = workload_hits
+            .iter()
+            .filter(|w| w[1] == buf && w[2] == count)
+            .count();
+        assert_eq!(found, 1, "read of {count} bytes at {buf:#x}: {lines}");
+    }
+    assert!(
+        typed_hits.values().flatten().all(|w| w[0] != 0),
+        "r2 = struct file *"
+    );
+    eprintln!(
+        "guest-figures i686_sluice: {}: prologue {}; kernel probes 'vfs_read' and '{}'; \
+         {n} reads found (r3 = buf, r4 = count); {compared} hits compared: r2..r5 of the \
+         typed spec and of the %di spec = the kernel's %di %si %dx %cx of the same call in \
+         {equal} ({by_cli} records paired by sluice within 1 ms); {others} outputs of other \
+         processes printed, {early} before the exec; {summary}",
+        bin.display(),
+        loads.join(", "),
+        regs_def.join(" "),
+    );
 }
