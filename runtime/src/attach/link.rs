@@ -14,6 +14,7 @@ use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents
 use super::hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use super::link_error::LinkError;
 use super::sampling::open_sampling;
+use super::uprobe_multi::attach_uprobe_multi;
 use super::usdt::{attach_usdt, SpecIds};
 use crate::kernel::hooks::{probe_pmu, syscall_function};
 use crate::load::{LoadedProgram, Map};
@@ -244,6 +245,12 @@ impl Linker<'_> {
                     probe: h.target.clone(),
                     why: "attached with its object's maps (Linker::attach_usdt)".into(),
                 }))
+            }
+            Attach::Hook(h)
+                if matches!(h.kind, AttachKind::UprobeMulti | AttachKind::UretprobeMulti) =>
+            {
+                let fd = attach_uprobe_multi(h, prog, self.scope)?;
+                return Ok((Link::hook(h.section(), prog.name().to_owned(), fd), None));
             }
             Attach::Hook(h) => {
                 let fd =

@@ -118,6 +118,24 @@ pub(crate) fn attach_reason(
     if matches!(kind, K::RawTpWritable) && errno == Errno::INVAL {
         return format!("tracepoint '{target}' is not writable (no raw_tp.w for it)");
     }
+    if matches!(kind, K::UprobeMulti | K::UretprobeMulti) {
+        let old = running_kernel_version()
+            .zip(parse_kernel_release("6.6"))
+            .is_some_and(|(running, min)| running < min);
+        if errno == Errno::INVAL && old {
+            return "this kernel has no uprobe_multi links (BPF_TRACE_UPROBE_MULTI, Linux 6.6)"
+                .into();
+        }
+        if errno == Errno::OPNOTSUPP {
+            return "this kernel is built without uprobe_multi links (CONFIG_UPROBES)".into();
+        }
+        if errno == Errno::SRCH {
+            return "no such process (-p)".into();
+        }
+        if errno == Errno::INVAL {
+            return format!("the kernel cannot place a uprobe at every offset in '{target}'");
+        }
+    }
     if errno == Errno::BUSY {
         return format!("'{target}' already has a program attached that excludes this one");
     }
