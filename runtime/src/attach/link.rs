@@ -202,8 +202,9 @@ pub struct Linker<'a> {
 
 impl Linker<'_> {
     /// Attaches `usdt/` program `prog` (planned by `plan`) to every site of its probe,
-    /// its argument specs written into `specs` (the object's `__bpf_usdt_specs`) under ids
-    /// from `ids` (one per object). Any other plan goes to [`Linker::attach`].
+    /// its argument specs written into `maps` (the object's `__bpf_usdt_specs` and, without
+    /// BPF cookies, `__bpf_usdt_ip_to_spec_id`) under ids from `ids` (one per object). Any
+    /// other plan goes to [`Linker::attach`].
     ///
     /// # Errors
     /// As [`attach_usdt`].
@@ -211,12 +212,16 @@ impl Linker<'_> {
         &self,
         plan: &Plan,
         prog: &LoadedProgram,
-        specs: Option<&Map>,
+        maps: (Option<&Map>, Option<&Map>),
         ids: &mut SpecIds,
     ) -> Result<(Link, Option<EventFormat>), LinkError> {
         match plan.attach() {
             Attach::Hook(h) if h.kind == AttachKind::Usdt => {
-                let sites = attach_usdt(h, prog, specs, ids)?;
+                let pid = match self.scope {
+                    Scope::Process { pid } => Some(pid),
+                    Scope::System | Scope::Task { .. } => None,
+                };
+                let sites = attach_usdt(h, prog, maps, ids, pid)?;
                 Ok((Link::usdt(h.section(), prog.name().to_owned(), sites), None))
             }
             _ => self.attach(plan, prog),

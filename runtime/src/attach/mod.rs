@@ -50,4 +50,4 @@ pub use sampling::{
 };
 pub use shared::{program_name, programs_on, sharing, ForeignProgram, SharedTracepoint};
 pub use uprobe_multi::{attach_uprobe_multi, resolve_path, uprobe_multi_offsets};
-pub use usdt::{attach_usdt, usdt_sites, SpecIds, UsdtSite, SPECS_MAP};
+pub use usdt::{attach_usdt, usdt_sites, SpecIds, UsdtSite, IP_MAP, SPECS_MAP};

@@ -301,7 +301,12 @@ pub fn load_planned(
     let kconfig_value = match obj.maps().iter().find(|m| m.kind == MapKind::Kconfig) {
         Some(m) => {
             let config = read_kernel_config(opts.kconfig.as_deref())?;
-            Some(kconfig_value(&kconfig, m.value_size, &config)?)
+            Some(kconfig_value(
+                &kconfig,
+                m.value_size,
+                &config,
+                opts.bpf_cookie(),
+            )?)
         }
         None => None,
     };
