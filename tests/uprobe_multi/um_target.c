@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * um_target.c: the binary tests/bpf/uprobe_multi.o probes. Functions whose names match
- * um_hit_* (a, b, c) and two that do not (um_miss, hit_um_a), each called a known number
- * of times: um_hit_a 3, um_hit_b 5, um_hit_c 7, um_hit_long 2, um_miss 11, hit_um_a 13.
+ * um_target.c: the binary tests/bpf/uprobe_multi.o probes. Four functions whose names
+ * match um_hit_* (three of them um_hit_?) and two that do not (um_miss, hit_um_a), each
+ * called a known number of times: um_hit_a 3, um_hit_b 5, um_hit_c 7, um_hit_long 2,
+ * um_miss 11, hit_um_a 13.
  *
  * It prints its function addresses ("um_hit_a=0x... ..."), waits for a line on stdin,
  * makes the calls, prints "done", waits for another line and exits: the tests attach
