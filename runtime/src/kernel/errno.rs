@@ -284,4 +284,26 @@ mod tests {
         );
         assert!(attach_reason(K::FmodRet, "f", Errno::INVAL, &root).contains("error-injection"));
     }
+
+    #[test]
+    fn uprobe_multi_refusals_say_what_the_kernel_lacks() {
+        use sluice_core::probe::AttachKind as K;
+        let root = AttachFacts {
+            missing_caps: Vec::new(),
+            lsms: None,
+            traceable: None,
+        };
+        let r = |kind, errno| attach_reason(kind, "/bin/x", errno, &root);
+        {
+            let _old = crate::sys::fake::set_kernel_release("6.1.0-28-amd64");
+            assert_eq!(
+                r(K::UretprobeMulti, Errno::INVAL),
+                "this kernel has no uprobe_multi links (BPF_TRACE_UPROBE_MULTI, Linux 6.6)"
+            );
+        }
+        let _new = crate::sys::fake::set_kernel_release("6.18.0");
+        assert!(r(K::UprobeMulti, Errno::INVAL).contains("every offset in '/bin/x'"));
+        assert!(r(K::UprobeMulti, Errno::OPNOTSUPP).contains("CONFIG_UPROBES"));
+        assert!(r(K::UprobeMulti, Errno::SRCH).contains("no such process"));
+    }
 }
