@@ -258,7 +258,7 @@ impl Session {
             self.links.push(link);
         }
         // The programs of one object share its __bpf_usdt_specs: one id sequence.
-        let mut usdt_ids = crate::attach::SpecIds::default();
+        let mut usdt_ids = crate::attach::SpecIds::new(opts.load.bpf_cookie());
         for prog in loaded.programs() {
             // A program given several specs is loaded once per spec: its plan is the one of
             // its spec.
@@ -281,7 +281,10 @@ impl Session {
                 .attach_usdt(
                     plan,
                     prog,
-                    loaded.map(crate::attach::SPECS_MAP),
+                    (
+                        loaded.map(crate::attach::SPECS_MAP),
+                        loaded.map(crate::attach::IP_MAP),
+                    ),
                     &mut usdt_ids,
                 )
                 .map_err(|e| Error::link(e, &src.name, prog.name(), plan.spec()))?;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use sluice_runtime::attach::usdt_sites;
+use sluice_runtime::attach::{usdt_sites, Scope};
 use sluice_runtime::load::UpdateMode;
 use sluice_runtime::session::{ObjectSource, Session, SessionOptions, SourceKind};
 
@@ -132,7 +132,10 @@ fn count(s: &Session, slot: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn run(opt: &str) {
+/// Runs the usdt_demo built with `opt` under both programs: spec ids from the BPF cookie,
+/// or (`cookies` false) from `__bpf_usdt_ip_to_spec_id` by the probe's address in the
+/// process (`-p`: the demo is a PIE), as on a kernel without cookies.
+fn run(opt: &str, cookies: bool) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(bin) = build(opt) else { return };
     let mut child = Command::new(&bin)
@@ -154,11 +157,39 @@ fn run(opt: &str) {
             format!("usdt/{}:sluice:{probe}", bin.display()),
         );
     }
+    if !cookies {
+        opts.load.without_bpf_cookie = true;
+        opts.scope = Some(Scope::Process {
+            pid: child.id() as i32,
+        });
+    }
     let object = ObjectSource {
         name: "usdt.o".into(),
         bytes: common::fixture("usdt.o"),
     };
     let s = Session::start(&[object], &opts).expect("session");
+    if !cookies {
+        // One address per site (two of `args`, one of `guarded`), each the site's file
+        // offset where the demo's text is mapped.
+        let ips = s.objects()[0].map("__bpf_usdt_ip_to_spec_id").unwrap();
+        let mut keys: Vec<i64> = ips.keys::<i64>().map(Result::unwrap).collect();
+        keys.sort_unstable();
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).unwrap();
+        let text = maps
+            .lines()
+            .find(|l| l.contains(" r-xp ") && l.ends_with(bin.to_str().unwrap()))
+            .unwrap();
+        let start = u64::from_str_radix(text.split('-').next().unwrap(), 16).unwrap();
+        let offset = u64::from_str_radix(text.split_whitespace().nth(2).unwrap(), 16).unwrap();
+        let mut want: Vec<i64> = ["args", "guarded"]
+            .iter()
+            .flat_map(|p| usdt_sites(&bin, "sluice", p).unwrap())
+            .map(|site| (start - offset + site.file_offset) as i64)
+            .collect();
+        want.sort_unstable();
+        eprintln!("usdt {opt} without cookies: ip -> spec id keys {keys:x?}");
+        assert_eq!(keys, want);
+    }
     let hooks: Vec<_> = s
         .sources()
         .iter()
@@ -221,6 +252,19 @@ fn usdt_arguments_semaphore_and_counts_are_exact() {
         eprintln!("SKIPPED: usdt.o is built for x86 pt_regs");
         return;
     }
-    run("-O2");
-    run("-O0");
+    run("-O2", true);
+    run("-O0", true);
+}
+
+#[test]
+fn without_bpf_cookies_spec_ids_come_by_address_and_values_are_exact() {
+    if !common::kernel("without_bpf_cookies_spec_ids_come_by_address_and_values_are_exact") {
+        return;
+    }
+    if cfg!(not(target_arch = "x86_64")) {
+        eprintln!("SKIPPED: usdt.o is built for x86 pt_regs");
+        return;
+    }
+    run("-O2", false);
+    run("-O0", false);
 }

@@ -54,6 +54,7 @@ many_args:
 attach_types:
 attach_refused:
 attach_multi:
+uprobe_multi:
 attach_nofunc:
 guest_attach:
 bench_ringbuf:

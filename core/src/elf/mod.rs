@@ -9,9 +9,10 @@
 //! Files, each using only those listed before it: `record` (the class and fields of
 //! fixed-size records), `header`, `section` (section headers, string tables), `file`
 //! ([`Elf`]), `symbol`, `reloc` (with the [`Elf`] methods that hand their tables out), `note`
-//! (the GNU build id).
+//! (the GNU build id), `find` (a definition by name, functions by glob: uprobe targets).
 
 mod file;
+mod find;
 mod header;
 mod note;
 mod record;
@@ -20,6 +21,7 @@ mod section;
 mod symbol;
 
 pub use file::Elf;
+pub use find::{definition, functions_matching, glob_match, FunctionMatch};
 pub use header::{Header, EM_BPF, EM_NONE, ET_DYN, ET_EXEC, ET_REL};
 pub use note::{build_id_in_notes, NT_GNU_BUILD_ID, SHT_NOTE};
 pub use record::Class;

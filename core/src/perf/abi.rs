@@ -389,6 +389,41 @@ pub struct LinkCreateAttr {
     pub cookie: u64,
 }
 
+/// `BPF_F_UPROBE_MULTI_RETURN`: a `uprobe_multi` link on the functions' returns.
+pub const BPF_F_UPROBE_MULTI_RETURN: u32 = 1;
+
+/// `union bpf_attr` as used by `BPF_LINK_CREATE` with `BPF_TRACE_UPROBE_MULTI` (Linux 6.6):
+/// its `uprobe_multi` union member.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct LinkCreateUprobeMultiAttr {
+    /// The program.
+    pub prog_fd: u32,
+    /// Zero.
+    pub target_fd: u32,
+    /// `BPF_TRACE_UPROBE_MULTI`.
+    pub attach_type: u32,
+    /// Zero (the link's flags are [`Self::multi_flags`]).
+    pub flags: u32,
+    /// Address of the binary's NUL-terminated path.
+    pub path: u64,
+    /// Address of `cnt` file offsets (`u64`).
+    pub offsets: u64,
+    /// Address of `cnt` semaphore offsets, or 0.
+    pub ref_ctr_offsets: u64,
+    /// Address of `cnt` BPF cookies, or 0.
+    pub cookies: u64,
+    /// How many offsets.
+    pub cnt: u32,
+    /// [`BPF_F_UPROBE_MULTI_RETURN`] or 0.
+    pub multi_flags: u32,
+    /// Only this process (0: every task).
+    pub pid: u32,
+    /// Explicit padding (zero).
+    pub pad0: u32,
+}
+
 /// `union bpf_attr` as used by `BPF_RAW_TRACEPOINT_OPEN` (without the 6.10 cookie).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(8))]
@@ -688,6 +723,11 @@ const _: () = {
     assert!(size_of::<LinkCreateAttr>() == 32);
     assert!(offset_of!(LinkCreateAttr, target_btf_id) == 16);
     assert!(offset_of!(LinkCreateAttr, cookie) == 24);
+    assert!(size_of::<LinkCreateUprobeMultiAttr>() == 64);
+    assert!(offset_of!(LinkCreateUprobeMultiAttr, path) == 16);
+    assert!(offset_of!(LinkCreateUprobeMultiAttr, cookies) == 40);
+    assert!(offset_of!(LinkCreateUprobeMultiAttr, cnt) == 48);
+    assert!(offset_of!(LinkCreateUprobeMultiAttr, pid) == 56);
     assert!(size_of::<RawTracepointOpenAttr>() == 16);
     assert!(size_of::<IdAttr>() == 16);
     assert!(size_of::<BtfInfoRaw>() == 32);

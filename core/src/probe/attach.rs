@@ -133,6 +133,18 @@ impl AttachKind {
         )
     }
 
+    /// Whether it is a multi-probe (`kprobe.multi`, `uretprobe.multi` ...): its target a glob.
+    #[must_use]
+    pub fn is_multi(self) -> bool {
+        matches!(
+            self,
+            AttachKind::KprobeMulti
+                | AttachKind::KretprobeMulti
+                | AttachKind::UprobeMulti
+                | AttachKind::UretprobeMulti
+        )
+    }
+
     /// libbpf's section prefix, without the `.s` suffix (`tp_btf`, `kprobe.multi`).
     #[must_use]
     pub fn prefix(self) -> &'static str {
@@ -274,18 +286,24 @@ pub fn attach_point(section: &str) -> Option<Result<AttachPoint<'_>, AttachError
     }))
 }
 
+/// The multi-probe a section names by its prefix alone (`uprobe.multi`,
+/// `uretprobe.multi.s`, `kprobe.multi`): libbpf loads such a program as that kind (its
+/// `expected_attach_type`, `.s` sleepable) but leaves attaching it to the program's own
+/// code; `(kind, sleepable)`, `None` for every other name.
+#[must_use]
+pub fn bare_multi(section: &str) -> Option<(AttachKind, bool)> {
+    PREFIXES
+        .iter()
+        .find(|(p, kind, _)| *p == section && kind.is_multi())
+        .map(|&(_, kind, sleepable)| (kind, sleepable))
+}
+
 /// The target of `kind` in `rest` (which starts at column `start`): `(path, target)`.
 fn target(kind: AttachKind, rest: &str, start: usize) -> Result<(Option<&str>, &str), AttachError> {
     if rest.is_empty() {
         return Err(AttachError::NoTarget);
     }
-    let multi = matches!(
-        kind,
-        AttachKind::KprobeMulti
-            | AttachKind::KretprobeMulti
-            | AttachKind::UprobeMulti
-            | AttachKind::UretprobeMulti
-    );
+    let multi = kind.is_multi();
     let (path, pattern, at) = match kind {
         AttachKind::Usdt => {
             // PATH:PROVIDER:NAME, the path itself may hold ':' (libbpf splits at the last
@@ -641,6 +659,25 @@ mod tests {
             attach_point("uprobe.multi//bin/x:a b"),
             Some(Err(AttachError::BadTarget(21)))
         );
+    }
+
+    #[test]
+    fn bare_multi_probes() {
+        assert_eq!(
+            bare_multi("uprobe.multi"),
+            Some((AttachKind::UprobeMulti, false))
+        );
+        assert_eq!(
+            bare_multi("uretprobe.multi.s"),
+            Some((AttachKind::UretprobeMulti, true))
+        );
+        assert_eq!(
+            bare_multi("kprobe.multi"),
+            Some((AttachKind::KprobeMulti, false))
+        );
+        for s in ["uprobe.multi/x:y", "fentry", "usdt", "uprobe"] {
+            assert_eq!(bare_multi(s), None, "{s}");
+        }
     }
 
     #[test]

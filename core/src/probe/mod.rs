@@ -45,7 +45,8 @@
 //! libbpf's other tracing sections (`tp_btf/`, `fentry/`, `fexit/`, `fmod_ret/`, `lsm/`, their
 //! `.s` forms, `raw_tp/`, `raw_tracepoint/`, `.w`, `ksyscall/`, `kretsyscall/`,
 //! `kprobe.multi/`, `kretprobe.multi/`, `uprobe.multi/`) are titles to [`parse`]; [`attach_point`]
-//! reads what they attach to.
+//! reads what they attach to, [`bare_multi`] the kind of a multi-probe prefix alone
+//! (`SEC("uprobe.multi")`, loaded as one, attached by hand).
 //!
 //! # Canonical form
 //!
@@ -67,7 +68,7 @@ mod tests;
 
 pub use arg::{Arg, ArgBase, FetchType, Step, MAX_STEPS};
 pub use attach::{
-    attach_point, attach_types, AttachError, AttachKind, AttachPoint, BPF_F_SLEEPABLE,
+    attach_point, attach_types, bare_multi, AttachError, AttachKind, AttachPoint, BPF_F_SLEEPABLE,
 };
 pub use ctype::{CType, IntWidth, Signedness, TypedArg};
 pub use error::ProbeError;

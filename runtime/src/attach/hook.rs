@@ -7,7 +7,8 @@
 //!   program's `attach_btf_id` says where).
 //! - `fentry/`, `fexit/`, `fmod_ret/`, `lsm/`: `BPF_LINK_CREATE` with the program's expected
 //!   attach type, else (`EINVAL` of a kernel before 5.7's links) `BPF_RAW_TRACEPOINT_OPEN`.
-//! - `kprobe.multi/`, `kretprobe.multi/`, `uprobe.multi/`: refused, naming what is missing.
+//! - `kprobe.multi/`, `kretprobe.multi/`: refused, naming what is missing (`uprobe.multi/`
+//!   is [`super::uprobe_multi`]'s).
 //! - A PMU probe: one perf event (every task, CPU 0: the probe fires on every CPU, and a
 //!   second event would be a second probe running the program again), attached with
 //!   `BPF_LINK_CREATE`/`BPF_PERF_EVENT` (Linux 5.15), else `PERF_EVENT_IOC_SET_BPF`. The
@@ -36,7 +37,7 @@ use crate::tracefs::{self, ProbeTarget};
 ///
 /// # Errors
 /// [`Error::Refused`] with the reason in the kernel's terms; [`Error::Unsupported`] for
-/// the multi-probes.
+/// the multi-probes (`uprobe.multi/` is attached by [`super::attach_uprobe_multi`]).
 pub fn attach_hook(
     hook: &HookPlan,
     prog: &LoadedProgram,
@@ -101,10 +102,7 @@ pub fn attach_hook(
             return Err(Error::Unsupported {
                 program: prog.name().to_owned(),
                 target: section,
-                reason: "sluice does not attach uprobe.multi programs yet \
-                         (BPF_TRACE_UPROBE_MULTI, Linux 6.6); attach one function with \
-                         uprobe/PATH:FUNC instead"
-                    .into(),
+                reason: "a uprobe.multi program is attached by attach_uprobe_multi".into(),
             })
         }
         AttachKind::Usdt => {

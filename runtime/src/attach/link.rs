@@ -14,6 +14,7 @@ use super::events::{open_bpf_output, open_tracepoint, EventOptions, PerCpuEvents
 use super::hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use super::link_error::LinkError;
 use super::sampling::open_sampling;
+use super::uprobe_multi::attach_uprobe_multi;
 use super::usdt::{attach_usdt, SpecIds};
 use crate::kernel::hooks::{probe_pmu, syscall_function};
 use crate::load::{LoadedProgram, Map};
@@ -201,8 +202,9 @@ pub struct Linker<'a> {
 
 impl Linker<'_> {
     /// Attaches `usdt/` program `prog` (planned by `plan`) to every site of its probe,
-    /// its argument specs written into `specs` (the object's `__bpf_usdt_specs`) under ids
-    /// from `ids` (one per object). Any other plan goes to [`Linker::attach`].
+    /// its argument specs written into `maps` (the object's `__bpf_usdt_specs` and, without
+    /// BPF cookies, `__bpf_usdt_ip_to_spec_id`) under ids from `ids` (one per object). Any
+    /// other plan goes to [`Linker::attach`].
     ///
     /// # Errors
     /// As [`attach_usdt`].
@@ -210,12 +212,16 @@ impl Linker<'_> {
         &self,
         plan: &Plan,
         prog: &LoadedProgram,
-        specs: Option<&Map>,
+        maps: (Option<&Map>, Option<&Map>),
         ids: &mut SpecIds,
     ) -> Result<(Link, Option<EventFormat>), LinkError> {
         match plan.attach() {
             Attach::Hook(h) if h.kind == AttachKind::Usdt => {
-                let sites = attach_usdt(h, prog, specs, ids)?;
+                let pid = match self.scope {
+                    Scope::Process { pid } => Some(pid),
+                    Scope::System | Scope::Task { .. } => None,
+                };
+                let sites = attach_usdt(h, prog, maps, ids, pid)?;
                 Ok((Link::usdt(h.section(), prog.name().to_owned(), sites), None))
             }
             _ => self.attach(plan, prog),
@@ -244,6 +250,12 @@ impl Linker<'_> {
                     probe: h.target.clone(),
                     why: "attached with its object's maps (Linker::attach_usdt)".into(),
                 }))
+            }
+            Attach::Hook(h)
+                if matches!(h.kind, AttachKind::UprobeMulti | AttachKind::UretprobeMulti) =>
+            {
+                let fd = attach_uprobe_multi(h, prog, self.scope)?;
+                return Ok((Link::hook(h.section(), prog.name().to_owned(), fd), None));
             }
             Attach::Hook(h) => {
                 let fd =

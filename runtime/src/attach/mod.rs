@@ -34,6 +34,7 @@ mod link;
 mod link_error;
 mod sampling;
 mod shared;
+mod uprobe_multi;
 mod usdt;
 
 pub use events::lost_read_format;
@@ -48,4 +49,5 @@ pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
 };
 pub use shared::{program_name, programs_on, sharing, ForeignProgram, SharedTracepoint};
-pub use usdt::{attach_usdt, usdt_sites, SpecIds, UsdtSite, SPECS_MAP};
+pub use uprobe_multi::{attach_uprobe_multi, resolve_path, uprobe_multi_offsets};
+pub use usdt::{attach_usdt, usdt_sites, SpecIds, UsdtSite, IP_MAP, SPECS_MAP};

@@ -6,6 +6,13 @@
 //!
 //! Spec ids are per object (its programs share the map): a [`SpecIds`] hands them out,
 //! one per distinct argument string of the probes attached.
+//!
+//! Without BPF cookies (kernels before 5.15, or
+//! [`LoadOptions::without_bpf_cookie`](crate::load::LoadOptions::without_bpf_cookie)),
+//! `usdt.bpf.h` looks the spec id up by the probe's address in [`IP_MAP`]
+//! (`LINUX_HAS_BPF_COOKIE` is false), as libbpf fills it: the site's link-time address in
+//! an `ET_EXEC` binary, its address in the process of `-p` in a PIE or library (found in
+//! `/proc/PID/maps`: without a process, such a binary cannot be attached this way).
 
 use std::ffi::CString;
 use std::os::fd::AsFd;
@@ -30,6 +37,8 @@ use crate::tracefs::symbol_address;
 
 /// The map of argument specs `usdt.bpf.h` declares.
 pub const SPECS_MAP: &str = "__bpf_usdt_specs";
+/// The map of spec ids by probe address `usdt.bpf.h` reads without BPF cookies.
+pub const IP_MAP: &str = "__bpf_usdt_ip_to_spec_id";
 
 /// One site of a USDT probe, as read from its binary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,11 +55,26 @@ pub struct UsdtSite {
     pub args: String,
 }
 
-/// The spec ids of one object's `__bpf_usdt_specs`, handed out in order.
+/// The spec ids of one object's `__bpf_usdt_specs`, handed out in order, and how a
+/// program finds its own: the BPF cookie, or (`by_address`) [`IP_MAP`].
 #[derive(Debug, Default)]
 pub struct SpecIds {
     next: u32,
     given: Vec<(Vec<u8>, u32)>,
+    by_address: bool,
+}
+
+impl SpecIds {
+    /// Ids for an object loaded with `bpf_cookie`
+    /// ([`LoadOptions::bpf_cookie`](crate::load::LoadOptions::bpf_cookie)): else they go
+    /// into [`IP_MAP`] by address.
+    #[must_use]
+    pub fn new(bpf_cookie: bool) -> SpecIds {
+        SpecIds {
+            by_address: !bpf_cookie,
+            ..SpecIds::default()
+        }
+    }
 }
 
 fn problem(binary: &Path, probe: &str, why: impl Into<String>) -> LinkError {
@@ -90,17 +114,20 @@ pub fn usdt_sites(path: &Path, provider: &str, name: &str) -> Result<Vec<UsdtSit
 }
 
 /// Attaches `prog` to every site of the `usdt/` probe of `hook`, writing their argument
-/// specs into `specs` (the object's [`SPECS_MAP`]) under ids from `ids`.
+/// specs into `specs` (the object's [`SPECS_MAP`]) under ids from `ids` (and, without
+/// cookies, the ids by address into `ips`, the object's [`IP_MAP`], for process `pid`).
 ///
 /// # Errors
 /// [`LinkError::Spec`] (bad input: no such probe, an argument spec that cannot be
-/// fetched, no [`SPECS_MAP`] in the object, more specs than it holds);
-/// [`LinkError::Events`] when the kernel refuses. What was made before is released.
+/// fetched, no [`SPECS_MAP`] in the object, more specs than it holds; without cookies, no
+/// [`IP_MAP`] or a PIE without `-p`); [`LinkError::Events`] when the kernel refuses. What
+/// was made before is released.
 pub fn attach_usdt(
     hook: &HookPlan,
     prog: &LoadedProgram,
-    specs: Option<&Map>,
+    (specs, ips): (Option<&Map>, Option<&Map>),
     ids: &mut SpecIds,
+    pid: Option<i32>,
 ) -> Result<Vec<PmuProbe>, LinkError> {
     let path = Path::new(hook.path.as_deref().unwrap_or(""));
     let (provider, name) = hook.target.split_once(':').unwrap_or((&hook.target, ""));
@@ -187,21 +214,84 @@ pub fn attach_usdt(
             site.semaphore_offset.unwrap_or(0),
         )
         .map_err(|e| refused("perf_event_open", e))?;
-        let link = sys::link_create_perf_cookie(
-            prog.as_fd(),
-            event.as_fd(),
-            attach_types::PERF_EVENT,
-            u64::from(id),
-        )
-        .map_err(|e| refused("BPF_LINK_CREATE", e))?;
+        let link = if ids.by_address {
+            let ip = process_address(&elf, path, site, pid).map_err(bad)?;
+            let ips = ips.ok_or_else(|| {
+                bad(format!(
+                    "the object has no {IP_MAP} map, which a kernel without BPF cookies needs"
+                ))
+            })?;
+            ips.update(&ip, &id, UpdateMode::Any)
+                .map_err(|e| bad(format!("{IP_MAP} is not usdt.bpf.h's map: {e}")))?;
+            match sys::link_create(prog.as_fd(), Some(event.as_fd()), attach_types::PERF_EVENT) {
+                Ok(fd) => Some(fd),
+                // No BPF_PERF_EVENT link before 5.15: the ioctl.
+                Err(_) => {
+                    crate::sys::perf_event::set_bpf(event.as_fd(), prog.as_fd())
+                        .map_err(|e| refused("PERF_EVENT_IOC_SET_BPF", e))?;
+                    None
+                }
+            }
+        } else {
+            let fd = sys::link_create_perf_cookie(
+                prog.as_fd(),
+                event.as_fd(),
+                attach_types::PERF_EVENT,
+                u64::from(id),
+            )
+            .map_err(|e| refused("BPF_LINK_CREATE", e))?;
+            Some(fd)
+        };
         log::info!("attached '{}' to {what}, spec id {id}", prog.name());
-        made.push(PmuProbe {
-            what,
-            event,
-            link: Some(link),
-        });
+        made.push(PmuProbe { what, event, link });
     }
     Ok(made)
+}
+
+/// The address `site` has in the processes that run it, what `PT_REGS_IP` says at the probe
+/// (libbpf's `abs_ip`): the link-time address in an `ET_EXEC` binary; in a PIE or a
+/// library, where process `pid` mapped its file offset (the mapping of the same device
+/// and inode in `/proc/PID/maps`).
+fn process_address(
+    elf: &Elf<'_>,
+    path: &Path,
+    site: &UsdtSite,
+    pid: Option<i32>,
+) -> Result<i64, String> {
+    if elf.header().e_type != sluice_core::elf::ET_DYN {
+        return Ok(site.address as i64);
+    }
+    let pid = pid.ok_or(
+        "without BPF cookies, a PIE or shared library's probe needs the process (-p PID) \
+         whose addresses it has",
+    )?;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map_err(|e| format!("/proc/{pid}/maps: {e}"))?;
+    use std::os::unix::fs::MetadataExt;
+    let (major, minor) = (rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev()));
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    maps.lines()
+        .find_map(|l| {
+            let mut f = l.split_ascii_whitespace();
+            let (range, _, offset, dev, inode) =
+                (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+            let (start, end) = range.split_once('-')?;
+            let (start, end, offset) = (hex(start)?, hex(end)?, hex(offset)?);
+            let (maj, min) = dev.split_once(':')?;
+            let same = inode.parse::<u64>().ok()? == meta.ino()
+                && hex(maj)? == u64::from(major)
+                && hex(min)? == u64::from(minor);
+            let inside = site.file_offset >= offset && site.file_offset - offset < end - start;
+            (same && inside).then(|| (start + (site.file_offset - offset)) as i64)
+        })
+        .ok_or_else(|| {
+            format!(
+                "process {pid} has no mapping of {} at offset {:#x}",
+                path.display(),
+                site.file_offset
+            )
+        })
 }
 
 impl SpecIds {

@@ -123,6 +123,16 @@ pub enum SpecProblem {
         /// Why (no such probe, no notes, an argument spec that cannot be fetched ...).
         why: String,
     },
+    /// A `uprobe.multi/PATH:PATTERN` that names no function: its binary, pattern and why
+    /// (not found, no ELF file, no function matches).
+    UprobeMulti {
+        /// The binary, as written.
+        binary: String,
+        /// The glob.
+        pattern: String,
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for SpecProblem {
@@ -136,6 +146,11 @@ impl fmt::Display for SpecProblem {
             SpecProblem::Usdt { binary, probe, why } => {
                 write!(f, "usdt probe {probe} of {binary}: {why}")
             }
+            SpecProblem::UprobeMulti {
+                binary,
+                pattern,
+                why,
+            } => write!(f, "uprobe.multi pattern '{pattern}' of {binary}: {why}"),
         }
     }
 }

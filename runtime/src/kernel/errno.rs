@@ -118,6 +118,24 @@ pub(crate) fn attach_reason(
     if matches!(kind, K::RawTpWritable) && errno == Errno::INVAL {
         return format!("tracepoint '{target}' is not writable (no raw_tp.w for it)");
     }
+    if matches!(kind, K::UprobeMulti | K::UretprobeMulti) {
+        let old = running_kernel_version()
+            .zip(parse_kernel_release("6.6"))
+            .is_some_and(|(running, min)| running < min);
+        if errno == Errno::INVAL && old {
+            return "this kernel has no uprobe_multi links (BPF_TRACE_UPROBE_MULTI, Linux 6.6)"
+                .into();
+        }
+        if errno == Errno::OPNOTSUPP {
+            return "this kernel is built without uprobe_multi links (CONFIG_UPROBES)".into();
+        }
+        if errno == Errno::SRCH {
+            return "no such process (-p)".into();
+        }
+        if errno == Errno::INVAL {
+            return format!("the kernel cannot place a uprobe at every offset in '{target}'");
+        }
+    }
     if errno == Errno::BUSY {
         return format!("'{target}' already has a program attached that excludes this one");
     }
@@ -265,5 +283,27 @@ mod tests {
             "this kernel has no raw tracepoint 'nope'"
         );
         assert!(attach_reason(K::FmodRet, "f", Errno::INVAL, &root).contains("error-injection"));
+    }
+
+    #[test]
+    fn uprobe_multi_refusals_say_what_the_kernel_lacks() {
+        use sluice_core::probe::AttachKind as K;
+        let root = AttachFacts {
+            missing_caps: Vec::new(),
+            lsms: None,
+            traceable: None,
+        };
+        let r = |kind, errno| attach_reason(kind, "/bin/x", errno, &root);
+        {
+            let _old = crate::sys::fake::set_kernel_release("6.1.0-28-amd64");
+            assert_eq!(
+                r(K::UretprobeMulti, Errno::INVAL),
+                "this kernel has no uprobe_multi links (BPF_TRACE_UPROBE_MULTI, Linux 6.6)"
+            );
+        }
+        let _new = crate::sys::fake::set_kernel_release("6.18.0");
+        assert!(r(K::UprobeMulti, Errno::INVAL).contains("every offset in '/bin/x'"));
+        assert!(r(K::UprobeMulti, Errno::OPNOTSUPP).contains("CONFIG_UPROBES"));
+        assert!(r(K::UprobeMulti, Errno::SRCH).contains("no such process"));
     }
 }

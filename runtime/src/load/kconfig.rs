@@ -5,12 +5,18 @@ use crate::kernel::version::running_kernel_version;
 use sluice_core::object::{KconfigExtern, KconfigKind};
 
 /// The `.kconfig` map's value: each extern from `config` (`CONFIG_X=y|m|n|"str"|number`)
-/// or, for `LINUX_KERNEL_VERSION`, the running kernel's version; `size` bytes.
+/// or, for `LINUX_KERNEL_VERSION`, the running kernel's version, `LINUX_HAS_BPF_COOKIE`
+/// `bpf_cookie` ([`crate::load::LoadOptions::bpf_cookie`]); `size` bytes.
 ///
 /// # Errors
 /// [`Error::Kconfig`] naming the extern when a non-weak one is missing, has a value its
 /// type cannot hold, or is no Kconfig name libbpf knows.
-pub fn kconfig_value(externs: &[KconfigExtern<'_>], size: u32, config: &str) -> Result<Vec<u8>> {
+pub fn kconfig_value(
+    externs: &[KconfigExtern<'_>],
+    size: u32,
+    config: &str,
+    bpf_cookie: bool,
+) -> Result<Vec<u8>> {
     let mut out = vec![0u8; size as usize];
     for e in externs {
         let bad = |problem| Error::Kconfig {
@@ -19,8 +25,10 @@ pub fn kconfig_value(externs: &[KconfigExtern<'_>], size: u32, config: &str) -> 
         };
         let value: Option<String> = if e.name == "LINUX_KERNEL_VERSION" {
             running_kernel_version().map(|v| v.to_string())
-        } else if e.name == "LINUX_HAS_SYSCALL_WRAPPER" || e.name == "LINUX_HAS_BPF_COOKIE" {
-            // Every kernel sluice runs on (5.15 and later on x86_64/arm64) has both.
+        } else if e.name == "LINUX_HAS_BPF_COOKIE" {
+            Some(if bpf_cookie { "y" } else { "n" }.into())
+        } else if e.name == "LINUX_HAS_SYSCALL_WRAPPER" {
+            // Every kernel sluice runs on (5.15 and later on x86_64/arm64) has it.
             Some("y".into())
         } else if e.name.starts_with("CONFIG_") {
             config.lines().find_map(|l| {

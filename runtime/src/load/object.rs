@@ -301,7 +301,12 @@ pub fn load_planned(
     let kconfig_value = match obj.maps().iter().find(|m| m.kind == MapKind::Kconfig) {
         Some(m) => {
             let config = read_kernel_config(opts.kconfig.as_deref())?;
-            Some(kconfig_value(&kconfig, m.value_size, &config)?)
+            Some(kconfig_value(
+                &kconfig,
+                m.value_size,
+                &config,
+                opts.bpf_cookie(),
+            )?)
         }
         None => None,
     };
@@ -566,6 +571,15 @@ fn load_one(
         .unwrap_or(opts.default_prog_type);
     let (expected_attach_type, prog_flags) = match plan.attach() {
         Attach::Hook(h) => (h.kind.expected_attach_type(), h.prog_flags()),
+        // `SEC("uprobe.multi")`: loaded as libbpf loads it, attached by nobody.
+        Attach::Skip(_) => sluice_core::probe::bare_multi(plan.spec()).map_or((0, 0), |(k, s)| {
+            let flags = if s {
+                sluice_core::probe::BPF_F_SLEEPABLE
+            } else {
+                0
+            };
+            (k.expected_attach_type(), flags)
+        }),
         _ => (0, 0),
     };
     let attach_btf_obj = match hook.and_then(|h| h.module.as_ref()) {

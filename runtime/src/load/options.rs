@@ -61,6 +61,25 @@ pub struct LoadOptions {
     /// Samples a second of `perf_event` programs (`-F HZ`); `None`:
     /// [`DEFAULT_SAMPLE_FREQ`](crate::attach::DEFAULT_SAMPLE_FREQ).
     pub sample_freq: Option<u64>,
+    /// Run as on a kernel without BPF cookies (before 5.15), as libbpf does there:
+    /// `LINUX_HAS_BPF_COOKIE` false, so `usdt.bpf.h` finds a site's spec id by its address
+    /// in `__bpf_usdt_ip_to_spec_id`, which the attach fills. Such kernels take this path
+    /// whatever the option ([`LoadOptions::bpf_cookie`]); the tests take it on any kernel.
+    pub without_bpf_cookie: bool,
+}
+
+impl LoadOptions {
+    /// Whether programs get their BPF cookie: the kernel has them (Linux 5.15:
+    /// `bpf_get_attach_cookie` for kprobes and uprobes, `BPF_PERF_EVENT` links) and
+    /// [`LoadOptions::without_bpf_cookie`] is off.
+    #[must_use]
+    pub fn bpf_cookie(&self) -> bool {
+        let min = crate::kernel::version::parse_kernel_release("5.15");
+        let has = crate::kernel::version::running_kernel_version()
+            .zip(min)
+            .is_none_or(|(running, min)| running >= min);
+        has && !self.without_bpf_cookie
+    }
 }
 
 impl Default for LoadOptions {
@@ -82,6 +101,7 @@ impl Default for LoadOptions {
             map_sizes: BTreeMap::new(),
             pin_root: None,
             sample_freq: None,
+            without_bpf_cookie: false,
         }
     }
 }

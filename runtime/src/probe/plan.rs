@@ -155,6 +155,10 @@ impl Plan {
             Ok(Section::Title(t)) => match attach_point(t) {
                 Some(Ok(point)) => attach_of_point(&point),
                 Some(Err(e)) => Attach::Invalid(SpecProblem::AttachPoint(e)),
+                None if sluice_core::probe::bare_multi(t).is_some() => Attach::Skip(format!(
+                    "section '{t}' is attached by hand under libbpf; give it a target with \
+                     --event {program}={t}/PATH:PATTERN"
+                )),
                 None => Attach::Skip(format!(
                     "section '{t}' names no probe; map it with --event {program}=SPEC"
                 )),

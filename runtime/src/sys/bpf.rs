@@ -25,6 +25,7 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateAttr {}
+    impl Attr for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
     impl Attr for sluice_core::perf::abi::RawTracepointOpenAttr {}
     impl Attr for sluice_core::perf::abi::IdAttr {}
 }
@@ -554,6 +555,40 @@ pub fn link_create_perf_cookie(
     unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
 }
 
+/// Attaches uprobe program `prog` to the `offsets` (file offsets) of the binary at `path`
+/// in one `uprobe_multi` link (`BPF_LINK_CREATE`/`BPF_TRACE_UPROBE_MULTI`, Linux 6.6): on
+/// the functions' returns with `ret`, only in process `pid` when given. No semaphores, no
+/// cookies (what libbpf passes for a section's `PATH:PATTERN`).
+///
+/// # Errors
+/// The kernel's errno: `EINVAL` for a kernel without the attach type or a program not
+/// loaded for it, `ENOENT`/`EBADF` for the path, `ESRCH` for the pid.
+#[doc(alias = "BPF_LINK_CREATE")]
+pub fn link_create_uprobe_multi(
+    prog: BorrowedFd<'_>,
+    path: &CStr,
+    offsets: &[u64],
+    ret: bool,
+    pid: Option<u32>,
+) -> Result<OwnedFd, Errno> {
+    use sluice_core::perf::abi::{LinkCreateUprobeMultiAttr, BPF_F_UPROBE_MULTI_RETURN};
+    let mut a = LinkCreateUprobeMultiAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        attach_type: sluice_core::probe::attach_types::TRACE_UPROBE_MULTI,
+        path: addr(path.as_ptr()),
+        offsets: addr(offsets.as_ptr()),
+        cnt: u32::try_from(offsets.len()).map_err(|_| Errno::INVAL)?,
+        multi_flags: if ret { BPF_F_UPROBE_MULTI_RETURN } else { 0 },
+        pid: pid.unwrap_or(0),
+        ..LinkCreateUprobeMultiAttr::default()
+    };
+    // SAFETY: path is a live NUL-terminated string and offsets `cnt` live u64s, both
+    // borrowed for the call, which the kernel only reads (kernel/trace/bpf_trace.c
+    // bpf_uprobe_multi_link_attach: strndup_user, copy_from_user); no ref_ctr_offsets and
+    // no cookies (0).
+    unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
+}
+
 /// Attaches program `prog` to raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`, Linux
 /// 4.17), or, with `name` `None`, a `tp_btf`/`fentry`/`fexit`/`lsm` program to its
 /// `attach_btf_id` (Linux 5.5). The attachment lasts as long as the returned fd.
@@ -659,6 +694,43 @@ mod tests {
         });
         let prog = std::fs::File::open("/dev/null").unwrap();
         link_create(prog.as_fd(), None, attach_types::TRACE_FENTRY).unwrap();
+        assert_eq!(f.count(), 1);
+    }
+
+    #[test]
+    fn uprobe_multi_link_fills_its_union_member() {
+        use sluice_core::perf::abi::LinkCreateUprobeMultiAttr;
+        let path = c"/bin/true";
+        let offsets = [0x1040u64, 0x1100, 0x1230];
+        let want = (
+            addr(path.as_ptr()),
+            addr(offsets.as_ptr()),
+            (0u64, 0u64),
+            (3u32, 1u32, 42u32),
+        );
+        let f = fake::install(move |call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::LinkCreate => {
+                assert_eq!(b.attr_bytes().len(), 64);
+                let a: LinkCreateUprobeMultiAttr = b.attr().unwrap();
+                assert_eq!(
+                    (a.attach_type, a.target_fd, a.flags),
+                    (attach_types::TRACE_UPROBE_MULTI, 0, 0)
+                );
+                assert_eq!(
+                    (
+                        a.path,
+                        a.offsets,
+                        (a.ref_ctr_offsets, a.cookies),
+                        (a.cnt, a.multi_flags, a.pid)
+                    ),
+                    want
+                );
+                Ok(fake::fd())
+            }
+            _ => Err(Errno::NOSYS),
+        });
+        let prog = std::fs::File::open("/dev/null").unwrap();
+        link_create_uprobe_multi(prog.as_fd(), path, &offsets, true, Some(42)).unwrap();
         assert_eq!(f.count(), 1);
     }
 

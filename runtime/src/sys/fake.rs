@@ -155,6 +155,8 @@ unsafe impl Plain for ProgInfoRaw {}
 // SAFETY: as above.
 unsafe impl Plain for LinkCreateAttr {}
 // SAFETY: as above.
+unsafe impl Plain for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
+// SAFETY: as above.
 unsafe impl Plain for RawTracepointOpenAttr {}
 // SAFETY: as above.
 unsafe impl Plain for IdAttr {}

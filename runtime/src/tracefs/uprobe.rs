@@ -3,9 +3,7 @@
 use super::error::{Error, SymbolProblem};
 use super::probe::ProbeTarget;
 use crate::sys::mmap::Mmap;
-use sluice_core::elf::{
-    Elf, Symbol, SHT_DYNSYM, SHT_SYMTAB, STB_LOCAL, STT_FUNC, STT_NOTYPE, STT_OBJECT,
-};
+use sluice_core::elf::{definition, Elf};
 use std::path::{Path, PathBuf};
 
 /// A `PATH:FUNC[+OFF]` uprobe target as written in a section name or on the command line.
@@ -70,7 +68,7 @@ fn parse_num(s: &str) -> Option<u64> {
 /// The FILE offset of `func + offset` in the ELF file at `path`, as `uprobe_events` wants.
 ///
 /// The symbol is looked up in `.symtab`, then `.dynsym` (stripped binaries, shared
-/// libraries), read through [`sluice_core::elf`]. Its value is a virtual address; the
+/// libraries) by [`sluice_core::elf::definition`]. Its value is a virtual address; the
 /// allocated section with file bytes holding it maps it back to the file:
 /// `value - sh_addr + sh_offset` (the same as through its `PT_LOAD` segment, which maps its
 /// sections at the same distance). This holds for PIE and non-PIE executables and for
@@ -88,9 +86,7 @@ pub fn uprobe_offset(path: &Path, func: &str, offset: u64) -> Result<u64, Error>
     // Mapped, not read: a C library is megabytes and only its symbol tables are needed.
     let data = Mmap::open(path).map_err(|e| err(SymbolProblem::Read(e)))?;
     let elf = Elf::parse(data.bytes()).map_err(|e| err(SymbolProblem::NotElf(e)))?;
-    let (addr, size) = defined_symbol(&elf, SHT_SYMTAB, func)
-        .or_else(|| defined_symbol(&elf, SHT_DYNSYM, func))
-        .ok_or_else(|| err(SymbolProblem::NoSuchSymbol))?;
+    let (addr, size) = definition(&elf, func).ok_or_else(|| err(SymbolProblem::NoSuchSymbol))?;
     if size != 0 && offset >= size {
         return Err(err(SymbolProblem::BeyondSize { offset, size }));
     }
@@ -117,52 +113,7 @@ pub fn elf_machine(path: &Path) -> Result<u16, SymbolProblem> {
 /// `.dynsym`): a USDT argument's `%rip`-relative symbol.
 #[must_use]
 pub fn symbol_address(elf: &Elf<'_>, name: &str) -> Option<u64> {
-    defined_symbol(elf, SHT_SYMTAB, name)
-        .or_else(|| defined_symbol(elf, SHT_DYNSYM, name))
-        .map(|(addr, _)| addr)
-}
-
-/// First section number of the reserved range (`SHN_LORESERVE`): `SHN_ABS`, `SHN_COMMON` ...
-const SHN_LORESERVE: u16 = 0xff00;
-/// `SHN_XINDEX`: the section index is elsewhere (a real section).
-const SHN_XINDEX: u16 = 0xffff;
-
-/// Address and size of the definition of `name` in the symbol tables of type `sh_type`
-/// (`.symtab` or `.dynsym`): the first `STT_FUNC` if there is one, else the last other
-/// definition (an object, or an untyped symbol that is no `$` mapping symbol). Undefined,
-/// absolute and common symbols are no definition, nor are `STT_GNU_IFUNC` resolvers.
-fn defined_symbol(elf: &Elf<'_>, sh_type: u32, name: &str) -> Option<(u64, u64)> {
-    let mut best = None;
-    for (index, _) in elf.sections().filter(|(_, sh)| sh.sh_type == sh_type) {
-        let table = match sh_type {
-            SHT_DYNSYM => elf.dynamic_symbol_table(index),
-            _ => elf.symbol_table(index),
-        };
-        let Ok(table) = table else { continue };
-        for (_, s) in table.iter() {
-            if table.name(&s) != Some(name) || !is_definition(&s, name) {
-                continue;
-            }
-            best = Some((s.value, s.size));
-            if s.kind() == STT_FUNC {
-                return best;
-            }
-        }
-    }
-    best
-}
-
-/// Whether `s` (named `name`) defines something: in a real section, and a function, an
-/// object, or untyped (local untyped symbols starting with `$` are mapping symbols).
-fn is_definition(s: &Symbol, name: &str) -> bool {
-    if s.shndx == 0 || (s.shndx >= SHN_LORESERVE && s.shndx != SHN_XINDEX) {
-        return false;
-    }
-    match s.kind() {
-        STT_NOTYPE if s.bind() == STB_LOCAL => !name.starts_with('$'),
-        STT_FUNC | STT_OBJECT | STT_NOTYPE => true,
-        _ => false,
-    }
+    definition(elf, name).map(|(addr, _)| addr)
 }
 
 #[cfg(test)]
