@@ -1,30 +1,121 @@
-//! The OpenMetrics text of one scrape, encoded by the Prometheus project's
-//! `prometheus-client` (escaping, `_total`, `# EOF`), from sluice's own counters and the
-//! families of whatever else is registered ([`Family`]: the objects' maps).
+//! The text of one scrape — OpenMetrics 1.0 for Prometheus, Prometheus text 0.0.4 for the
+//! clients that do not ask for it — from sluice's own counters and the families of whatever
+//! else is registered ([`Family`]: the objects' maps).
+//!
+//! The two formats differ in little, and it is all here: OpenMetrics names a counter family
+//! without its `_total` (its samples carry it) and ends with `# EOF`; 0.0.4 names the family
+//! by its samples' name. Label values escape `\`, `"` and newlines, help texts `\` and
+//! newlines (and `"` in OpenMetrics). A histogram is buckets (cumulative, `+Inf` last) and
+//! `_count`: a log2 map's slots cannot tell a `_sum`, and none is made up.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric as _};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::registry::Registry;
 
 use super::Counters;
 
 /// Metric families read at each scrape (a map's keys and values, say).
 pub trait Family: std::fmt::Debug + Send + Sync + 'static {
-    /// Encodes this family's descriptors and samples.
-    ///
-    /// # Errors
-    /// The encoder's.
-    fn encode(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result;
+    /// Writes this family's descriptors and samples.
+    fn encode(&self, encoder: &mut Encoder<'_>);
+}
 
-    /// The name of a histogram of this family whose `_sum` cannot be known (the encoder
-    /// writes one; the exposition leaves it out).
-    fn without_sum(&self) -> Option<&str> {
-        None
+/// What a family's samples are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Only grows (`NAME_total`).
+    Counter,
+    /// Any value.
+    Gauge,
+    /// Buckets and a count (`NAME_bucket{le=...}`, `NAME_count`).
+    Histogram,
+}
+
+/// Writes families into one scrape's text.
+#[derive(Debug)]
+pub struct Encoder<'a> {
+    out: &'a mut String,
+    format: Format,
+    /// The family being written.
+    name: String,
+}
+
+impl Encoder<'_> {
+    /// Starts family `name` (already [`sanitize`]d) of `kind`, described by `help`.
+    pub fn family(&mut self, name: &str, help: &str, kind: Kind) {
+        self.name.clear();
+        self.name.push_str(name);
+        let total = kind == Kind::Counter && self.format == Format::Text;
+        let suffix = if total { "_total" } else { "" };
+        let _ = write!(self.out, "# HELP {name}{suffix} ");
+        for c in help.chars() {
+            match c {
+                '\\' => self.out.push_str("\\\\"),
+                '\n' => self.out.push_str("\\n"),
+                '"' if self.format == Format::OpenMetrics => self.out.push_str("\\\""),
+                c => self.out.push(c),
+            }
+        }
+        let kind = match kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        };
+        let _ = writeln!(self.out, "\n# TYPE {name}{suffix} {kind}");
+    }
+
+    /// A counter sample of the current family.
+    pub fn counter<L: AsRef<str>>(&mut self, labels: &[(L, L)], value: u64) {
+        self.sample("_total", labels, None, value);
+    }
+
+    /// A gauge sample of the current family.
+    pub fn gauge<L: AsRef<str>>(&mut self, labels: &[(L, L)], value: u64) {
+        self.sample("", labels, None, value);
+    }
+
+    /// A histogram of the current family: `slots` as (largest value of the slot, its
+    /// count), in increasing order.
+    pub fn histogram<L: AsRef<str>>(&mut self, labels: &[(L, L)], slots: &[(u64, u64)]) {
+        let mut le = String::with_capacity(24);
+        let mut total = 0u64;
+        for &(hi, n) in slots {
+            total = total.saturating_add(n);
+            le.clear();
+            let _ = write!(le, "{hi}");
+            if self.format == Format::OpenMetrics {
+                // Thresholds are floats there; written as Prometheus' own clients write them.
+                le.push_str(".0");
+            }
+            self.sample("_bucket", labels, Some(&le), total);
+        }
+        self.sample("_bucket", labels, Some("+Inf"), total);
+        self.sample("_count", labels, None, total);
+    }
+
+    fn sample<L: AsRef<str>>(&mut self, suffix: &str, labels: &[(L, L)], le: Option<&str>, v: u64) {
+        self.out.push_str(&self.name);
+        self.out.push_str(suffix);
+        let pairs = labels.iter().map(|(k, v)| (k.as_ref(), v.as_ref()));
+        let mut first = true;
+        for (k, v) in pairs.chain(le.map(|le| ("le", le))) {
+            self.out.push(if first { '{' } else { ',' });
+            first = false;
+            self.out.push_str(k);
+            self.out.push_str("=\"");
+            for c in v.chars() {
+                match c {
+                    '\\' => self.out.push_str("\\\\"),
+                    '"' => self.out.push_str("\\\""),
+                    '\n' => self.out.push_str("\\n"),
+                    c => self.out.push(c),
+                }
+            }
+            self.out.push('"');
+        }
+        if !first {
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {v}");
     }
 }
 
@@ -50,109 +141,62 @@ pub fn sanitize(name: &str) -> String {
     out
 }
 
-#[derive(Debug)]
-struct Own(Arc<Counters>);
-
-impl Collector for Own {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let c = &self.0;
-        let mut e = encoder.encode_descriptor(
-            "sluice_samples",
-            "Samples recorded, per event (a probe, tracepoint or bpf-output map).",
-            None,
-            prometheus_client::metrics::MetricType::Counter,
-        )?;
-        for (event, n) in c.samples() {
-            let labels = [("event", event)];
-            ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
-        }
-        let mut e = encoder.encode_descriptor(
-            "sluice_lost",
-            "Records the kernel could not put in a full ring, per CPU.",
-            None,
-            prometheus_client::metrics::MetricType::Counter,
-        )?;
-        for (cpu, n) in c.lost_per_cpu() {
-            let cpu = cpu.map_or_else(|| "unknown".to_owned(), |c| c.to_string());
-            let labels = [("cpu", cpu.as_str())];
-            ConstCounter::new(n).encode(e.encode_family(&labels)?)?;
-        }
-        let attached = ConstGauge::new(i64::try_from(c.attached()).unwrap_or(i64::MAX));
-        attached.encode(encoder.encode_descriptor(
-            "sluice_programs_attached",
-            "BPF programs attached.",
-            None,
-            attached.metric_type(),
-        )?)?;
-        Ok(())
-    }
-}
-
-#[derive(Debug)]
-struct Families(Vec<Box<dyn Family>>);
-
-impl Collector for Families {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        self.0.iter().try_for_each(|f| f.encode(&mut encoder))
-    }
-}
-
 /// What a scrape encodes: the counters and the registered families.
 #[derive(Debug)]
 pub struct Exposition {
-    registry: Registry,
-    /// `NAME_sum` of histograms whose sum is not known: left out of the text.
-    no_sum: Vec<String>,
+    counters: Arc<Counters>,
+    families: Vec<Box<dyn Family>>,
 }
 
 impl Exposition {
     /// An exposition of `counters` and `families`.
     #[must_use]
     pub fn new(counters: Arc<Counters>, families: Vec<Box<dyn Family>>) -> Exposition {
-        let mut registry = Registry::default();
-        let no_sum = families
-            .iter()
-            .filter_map(|f| f.without_sum())
-            .map(|n| format!("{n}_sum"))
-            .collect();
-        registry.register_collector(Box::new(Own(counters)));
-        registry.register_collector(Box::new(Families(families)));
-        Exposition { registry, no_sum }
+        Exposition { counters, families }
     }
 
     /// The metrics of this moment in `format`.
     #[must_use]
     pub fn render(&self, format: Format) -> String {
         let mut out = String::with_capacity(4096);
-        match format {
-            Format::OpenMetrics => {
-                if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
-                    // A family that failed mid-way: what was encoded is kept, the end marked.
-                    let _ = writeln!(out, "# EOF");
-                }
-            }
-            Format::Text => {
-                let _ =
-                    prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
-            }
+        let mut e = Encoder {
+            out: &mut out,
+            format,
+            name: String::new(),
+        };
+        let c = &self.counters;
+        e.family(
+            "sluice_samples",
+            "Samples recorded, per event (a probe, tracepoint or bpf-output map).",
+            Kind::Counter,
+        );
+        for (event, n) in c.samples() {
+            e.counter(&[("event", event)], n);
         }
-        if self.no_sum.is_empty() {
-            return out;
+        e.family(
+            "sluice_lost",
+            "Records the kernel could not put in a full ring, per CPU.",
+            Kind::Counter,
+        );
+        for (cpu, n) in c.lost_per_cpu() {
+            let cpu = cpu.map_or_else(|| "unknown".to_owned(), |c| c.to_string());
+            e.counter(&[("cpu", cpu.as_str())], n);
         }
-        let mut kept = String::with_capacity(out.len());
-        for line in out.split_inclusive('\n') {
-            let sum = self.no_sum.iter().any(|n| {
-                line.strip_prefix(n.as_str())
-                    .is_some_and(|rest| rest.starts_with([' ', '{']))
-            });
-            if !sum {
-                kept.push_str(line);
-            }
+        e.family(
+            "sluice_programs_attached",
+            "BPF programs attached.",
+            Kind::Gauge,
+        );
+        e.gauge::<&str>(&[], c.attached());
+        for f in &self.families {
+            f.encode(&mut e);
         }
-        kept
+        if format == Format::OpenMetrics {
+            out.push_str("# EOF\n");
+        }
+        out
     }
 }
-
 /// The two exposition formats a scraper may ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -243,5 +287,40 @@ mod tests {
         );
         assert!(text.contains("sluice_programs_attached 2\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[derive(Debug)]
+    struct Lat;
+    impl Family for Lat {
+        fn encode(&self, e: &mut Encoder<'_>) {
+            e.family("obj_lat", "A \\ \"help\"\nline.", Kind::Histogram);
+            e.histogram(&[("key", "0")], &[(1, 2), (3, 0), (7, 5)]);
+        }
+    }
+
+    #[test]
+    fn histograms_have_buckets_and_a_count_but_no_sum() {
+        let c = Arc::new(Counters::new(Vec::new(), 0));
+        let e = Exposition::new(c, vec![Box::new(Lat)]);
+        let plain = e.render(Format::Text);
+        let want = "# HELP obj_lat A \\\\ \"help\"\\nline.\n\
+                    # TYPE obj_lat histogram\n\
+                    obj_lat_bucket{key=\"0\",le=\"1\"} 2\n\
+                    obj_lat_bucket{key=\"0\",le=\"3\"} 2\n\
+                    obj_lat_bucket{key=\"0\",le=\"7\"} 7\n\
+                    obj_lat_bucket{key=\"0\",le=\"+Inf\"} 7\n\
+                    obj_lat_count{key=\"0\"} 7\n";
+        assert!(plain.ends_with(want), "{plain}");
+        let om = e.render(Format::OpenMetrics);
+        assert!(
+            om.contains("# HELP obj_lat A \\\\ \\\"help\\\"\\nline.\n"),
+            "{om}"
+        );
+        assert!(
+            om.contains("obj_lat_bucket{key=\"0\",le=\"3.0\"} 2\n"),
+            "{om}"
+        );
+        assert!(om.ends_with("obj_lat_count{key=\"0\"} 7\n# EOF\n"), "{om}");
+        assert!(!om.contains("_sum"), "{om}");
     }
 }

@@ -15,11 +15,9 @@
 
 use std::sync::Arc;
 
-use prometheus_client::encoding::DescriptorEncoder;
-use prometheus_client::metrics::MetricType;
 use sluice_core::btf::{walk, Btf, Int, Visitor};
 
-use super::exposition::{sanitize, Family};
+use super::exposition::{sanitize, Encoder, Family, Kind};
 use crate::output::hex_into;
 use crate::output::maps::table::{raw_int, Leaves};
 use crate::output::maps::{MapTable, Shape};
@@ -93,82 +91,60 @@ fn counter(n: i128) -> u64 {
 }
 
 impl Family for MapFamily {
-    fn encode(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
+    fn encode(&self, encoder: &mut Encoder<'_>) {
         // The BTF parsed once per scrape, not per key.
-        match self
+        if self
             .table
             .with_btf(|btf| self.encode_with(Some(btf), encoder))
+            .is_none()
         {
-            Some(r) => r,
-            None => self.encode_with(None, encoder),
+            self.encode_with(None, encoder);
         }
-    }
-
-    fn without_sum(&self) -> Option<&str> {
-        matches!(self.table.shape, Shape::Hist { .. }).then_some(self.name.as_str())
     }
 }
 
 impl MapFamily {
-    fn encode_with(
-        &self,
-        btf: Option<&Btf<'_>>,
-        encoder: &mut DescriptorEncoder<'_>,
-    ) -> std::fmt::Result {
+    fn encode_with(&self, btf: Option<&Btf<'_>>, encoder: &mut Encoder<'_>) {
         let entries = match self.table.totals() {
             Ok(e) => e,
             Err(e) => {
                 log::warn!("map {}: {e}", self.table.name);
-                return Ok(());
+                return;
             }
         };
         let help = format!("BPF map {} of {}", self.table.name, self.table.object);
         if let Shape::Hist { step, .. } = self.table.shape {
-            let mut e =
-                encoder.encode_descriptor(&self.name, &help, None, MetricType::Histogram)?;
+            encoder.family(&self.name, &help, Kind::Histogram);
+            let mut slots = Vec::new();
             for entry in &entries {
-                let mut buckets: Vec<(f64, u64)> = entry
-                    .sums
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| {
-                        let hi = crate::output::maps::draw::bucket(i, step).1;
-                        (hi.saturating_sub(1) as f64, counter(c))
-                    })
-                    .collect();
-                buckets.push((f64::INFINITY, 0));
-                let count = entry.sums.iter().map(|&c| counter(c)).sum();
-                let labels = self.labels(btf, &entry.key);
-                e.encode_family(&labels)?
-                    .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
-                        0.0, count, &buckets, None,
-                    )?;
+                slots.clear();
+                slots.extend(entry.sums.iter().enumerate().map(|(i, &c)| {
+                    let hi = crate::output::maps::draw::bucket(i, step).1;
+                    (hi.saturating_sub(1), counter(c))
+                }));
+                encoder.histogram(&self.labels(btf, &entry.key), &slots);
             }
-            return Ok(());
+            return;
         }
         if self.members.is_empty() {
-            let mut e = encoder.encode_descriptor(&self.name, &help, None, MetricType::Counter)?;
+            encoder.family(&self.name, &help, Kind::Counter);
             for entry in &entries {
                 let Some(&v) = entry.sums.first() else {
                     continue;
                 };
-                let labels = self.labels(btf, &entry.key);
-                let c = prometheus_client::metrics::counter::ConstCounter::new(counter(v));
-                prometheus_client::encoding::EncodeMetric::encode(&c, e.encode_family(&labels)?)?;
+                encoder.counter(&self.labels(btf, &entry.key), counter(v));
             }
-            return Ok(());
+            return;
         }
         let labels: Vec<_> = entries.iter().map(|e| self.labels(btf, &e.key)).collect();
         for (i, member) in self.members.iter().enumerate() {
             let name = sanitize(&format!("{}_{member}", self.name));
-            let mut e = encoder.encode_descriptor(&name, &help, None, MetricType::Counter)?;
+            encoder.family(&name, &help, Kind::Counter);
             for (entry, labels) in entries.iter().zip(&labels) {
                 let v = entry.sums.get(i).copied().unwrap_or(0);
-                let c = prometheus_client::metrics::counter::ConstCounter::new(counter(v));
-                prometheus_client::encoding::EncodeMetric::encode(&c, e.encode_family(labels)?)?;
+                encoder.counter(labels, counter(v));
             }
         }
-        Ok(())
     }
 }
 
