@@ -27,6 +27,9 @@
 #   rbcli      sluice-cli rb-decoded|rb-raw|rb-json  `sluice record -e bench_ringbuf.o -o /dev/null`:
 #                                                  records decoded by BTF (text), `--decode rb=raw`
 #                                                  (hex), decoded as JSON: the decode+print cost
+#   sweep      sluice-cli text-mPAGES|json-mPAGES  text and JSON with -m PAGES for each of
+#                                                  PAGES_SWEEP (default "256 512 1024"): lost
+#                                                  records by ring size (not in the default ROWS)
 #   flat       sluice-runtime FLAT-SIZExRINGS      ring_drain.rs on bench_flat.bpf.c (built here):
 #                                                  SIZE-byte records (32, 4096) over RINGS perf event
 #                                                  arrays (1, 8) in turn, each a ring per CPU: the
@@ -45,6 +48,7 @@ REPS=${REPS:-3}
 GEN_CPU=0
 CONS_CPU=1
 ROWS=${ROWS:-perfbuf wakeup64 ringbuf perf default raw 64p text json rawtext rawjson rb rbcli flat}
+PAGES_SWEEP=${PAGES_SWEEP:-256 512 1024}
 PEERS=${PEERS:-$repo/../shared/peers/ringbuf}
 # A worktree one level further down.
 [[ -d $PEERS ]] || [[ ! -d $repo/../../shared/peers/ringbuf ]] || PEERS=$repo/../../shared/peers/ringbuf
@@ -130,15 +134,16 @@ ours() {  # LABEL|- OBJ [KNOBS...]: ring_drain.rs; LABEL replaces the config col
     cat "$P/tmp/err" >>"$LOG"
 }
 
-cli() {  # $1 text|json|raw-text|raw-json|rb-decoded|rb-raw|rb-json
+cli() {  # $1 text|json|raw-text|raw-json|rb-decoded|rb-raw|rb-json, [-mPAGES]
     local opts=() obj=$OUT/bench_drain.o out=/dev/null
-    case $1 in
-    json) opts=(--json) out=$P/tmp/out.json ;;
-    raw-text) opts=(--raw-output) ;;
-    raw-json) opts=(--raw-output --json) out=$P/tmp/out.json ;;
+    [[ $1 != *-m* ]] || opts=(-m "${1##*-m}")
+    case ${1%-m*} in
+    json) opts+=(--json) out=$P/tmp/out.json ;;
+    raw-text) opts+=(--raw-output) ;;
+    raw-json) opts+=(--raw-output --json) out=$P/tmp/out.json ;;
     rb-decoded) obj=$OUT/bench_ringbuf.o ;;
-    rb-raw) obj=$OUT/bench_ringbuf.o opts=(--decode rb=raw) ;;
-    rb-json) obj=$OUT/bench_ringbuf.o opts=(--json) ;;
+    rb-raw) obj=$OUT/bench_ringbuf.o opts+=(--decode rb=raw) ;;
+    rb-json) obj=$OUT/bench_ringbuf.o opts+=(--json) ;;
     esac
     rm -f "$P/tmp/out.json"
     /usr/bin/time -f '%e %U %S' -o "$P/tmp/time.out" \
@@ -172,6 +177,9 @@ for ((rep = 1; rep <= REPS; rep++)); do
         want rawjson && cli raw-json
         want rb && ours - "$OUT/bench_ringbuf.o"
         if want rbcli; then cli rb-decoded; cli rb-raw; cli rb-json; fi
+        if want sweep; then
+            for m in $PAGES_SWEEP; do cli "text-m$m"; cli "json-m$m"; done
+        fi
         if want flat; then
             for sr in 32x1 4096x1 32x8 4096x8; do
                 ours "FLAT-$sr" "$OUT/bench_flat.o" "size=${sr%x*}" "rings=${sr#*x}"
