@@ -21,7 +21,7 @@ usage:
       each program's id, tag and instruction count after the verifier;
       --btf: the kernel BTF for CO-RE when /sys/kernel/btf/vmlinux is missing
   sluice [-v] record [-e OBJ.o]... [--event PROG=SPEC]... [--duration S] [-m PAGES]
-                [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
+                [--wakeup-events N] [--raw-output] [--json] [-a | -p PID] [-C CPUS] [-o FILE]
                 [--perf-data FILE|-] [--metrics [ADDR:]PORT] [--btf FILE] [--debuginfo VMLINUX]
                 [CONFIG] [-F HZ] [--pmu MAP=EVENT]... [--decode MAP=TYPE|raw]...
                 [--interval S [--clear]] [--top N] [--per-cpu] [--hist MAP=linear,STEP]...
@@ -36,7 +36,9 @@ usage:
       write into perf event arrays and BPF ring buffers (ringbuf:MAP, records without
       pid/cpu/time) prints by the object's BTF, as the struct whose size matches it
       (name=value ...; several or none: hex, -v lists them); --decode MAP=TYPE chooses
-      (e.g. events='struct event'), MAP=raw keeps the hex;
+      (e.g. events='struct event'), MAP=raw keeps the hex; --raw-output: perf event
+      array samples carry only those bytes (the kernel's least work per event: no
+      pid/cpu/time, shown as ring-buffer records; not with --perf-data);
       the maps the objects declare (not .rodata/.data/.bss/.kconfig, perf event arrays,
       ring buffers, program and stack maps) print at exit, keys and values by BTF,
       per-CPU values summed (--per-cpu: each CPU's too), sorted by value, --top N

@@ -3,6 +3,7 @@
 //! 3000-byte `struct big`) for each `getppid` of the workload, discarding every fourth
 //! event. Oracle: the workload makes a known number of calls, and each record's fields are
 //! what the program computes from its hit number (see the fixture's `fill()`).
+//! `--raw-output`'s bpf-output samples carry no producer either: they print the same way.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -246,4 +247,125 @@ fn record_json_and_decode_choices() {
         err.contains("no ring buffer or perf event array named 'nomap'"),
         "{err}"
     );
+}
+
+/// `tests/bpf/bench_drain.o`'s record, from a line's `data=HEX`: (pid, cpu, seq), as the
+/// program wrote them.
+fn drain_rec(line: &str) -> (u32, u32, u64) {
+    let hex = line
+        .split(" data=")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"));
+    let b: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
+    let seq = u64::from_ne_bytes(b[8..16].try_into().unwrap());
+    (u32_at(0), u32_at(4), seq)
+}
+
+#[test]
+fn raw_output_prints_what_the_samples_carry() {
+    if !kernel("raw_output_prints_what_the_samples_carry") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let obj = fixture("bench_drain.o");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["record"];
+        args.extend(extra);
+        args.extend(["-e", obj.as_str(), "--decode", "pb=raw", "--"]);
+        args.extend(WORKLOAD);
+        let (code, out, err) = sluice(&args);
+        assert_eq!(code, 0, "{err}");
+        let summary = err
+            .lines()
+            .find(|l| l.starts_with("sluice record:"))
+            .unwrap_or_else(|| panic!("{err}"))
+            .to_owned();
+        (out, summary)
+    };
+    // The default layout: each line's head has the pid the kernel sampled, the program's
+    // own record the same.
+    let (out, summary) = run(&[]);
+    let full: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("bpf-output:pb:"))
+        .collect();
+    assert!(full.len() as u64 >= CALLS, "{out}");
+    for l in &full {
+        let head_pid: u32 = l
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(l.trim_start().starts_with("python3 "), "{l}");
+        assert_eq!(drain_rec(l).0, head_pid, "{l}");
+    }
+    assert!(!summary.contains("--raw-output"), "{summary}");
+
+    // --raw-output: the program's bytes and nothing made up: no comm, pid, CPU or time.
+    let (out, summary) = run(&["--raw-output"]);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("bpf-output:pb:"))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("bpf-output:pb: map=pb size=36 data=")),
+        "{out}"
+    );
+    let recs: Vec<(u32, u32, u64)> = lines.iter().map(|l| drain_rec(l)).collect();
+    let n = recs.len() as u64;
+    assert!(n >= CALLS, "{out}");
+    assert!(
+        summary.contains(&format!("bpf-output:pb {n},")),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("--raw-output: bpf-output samples carry no pid/cpu/time"),
+        "{summary}"
+    );
+    // Every hit once (the object numbers them from 0), one process; ring by ring, so in
+    // order within each CPU's ring.
+    let mut seqs: Vec<u64> = recs.iter().map(|r| r.2).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..n).collect::<Vec<_>>(), "{out}");
+    assert!(recs.iter().all(|r| r.0 == recs[0].0), "{out}");
+    for cpu in 0..64 {
+        let on: Vec<u64> = recs.iter().filter(|r| r.1 == cpu).map(|r| r.2).collect();
+        assert!(on.windows(2).all(|w| w[0] < w[1]), "CPU {cpu}: {on:?}");
+    }
+
+    // JSON: records with no process, CPU or time members.
+    let (out, _) = run(&["--raw-output", "--json"]);
+    let recs: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("\"event\":\"bpf-output:pb\""))
+        .collect();
+    assert_eq!(recs.len() as u64, n.max(recs.len() as u64), "{out}");
+    assert!(recs.len() as u64 >= CALLS, "{out}");
+    for l in &recs {
+        assert!(l.starts_with("{\"type\":\"record\",\"event\":\"bpf-output:pb\",\"map\":\"pb\",\"size\":36,\"data\":\""), "{l}");
+        for key in ["\"pid\"", "\"time\"", "\"cpu\"", "\"comm\""] {
+            assert!(!l.contains(key), "{l}");
+        }
+    }
+
+    // perf.data needs what the raw layout leaves out: refused before anything is loaded.
+    let (code, _, err) = sluice(&[
+        "record",
+        "--raw-output",
+        "--perf-data",
+        "/nonexistent/x",
+        "-e",
+        obj.as_str(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not with --perf-data"), "{err}");
 }

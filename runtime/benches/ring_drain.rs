@@ -8,9 +8,11 @@
 //! `-o /dev/null` measures that separately, see `vs_ringbuf.sh`).
 //!
 //! ```text
-//! ring_drain OBJ N GEN_CPU GEN [PAGES [WAKEUP]]
-//!   PAGES   data pages per CPU (default: RingConfig::default())
-//!   WAKEUP  events:N or bytes:N (default: RingConfig::default())
+//! ring_drain OBJ N GEN_CPU GEN [PAGES] [WAKEUP] [raw] [NAME=VALUE]...
+//!   PAGES       data pages per CPU (default: RingConfig::default())
+//!   WAKEUP      events:N or bytes:N (default: RingConfig::default())
+//!   raw         OutputLayout::Raw: samples of the program's bytes only
+//!   NAME=VALUE  a global of the object set before load (bench_flat.bpf.c's `size`, `rings`)
 //! ```
 //! Prints one `RESULT` line in the peer's format
 //! (`system config sent received lost consumer_cpu_s wall_s events_per_s`) and a `DETAIL`
@@ -32,7 +34,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use sluice_runtime::attach::Scope;
-use sluice_runtime::ring::{RingConfig, Wakeup};
+use sluice_runtime::ring::{OutputLayout, RingConfig, Wakeup};
 use sluice_runtime::session::{Event, ObjectSource, RunControl, Session, SessionOptions};
 use sluice_runtime::sys::process::HeldChild;
 
@@ -53,14 +55,13 @@ fn main() {
         }
         return;
     }
-    let (obj, _n, gen_cpu, gen, pages, wakeup) = if args.len() >= 5 && args[1] != "--bench" {
+    let (obj, _n, gen_cpu, gen, knobs) = if args.len() >= 5 && args[1] != "--bench" {
         (
             args[1].clone(),
             args[2].clone(),
             args[3].clone(),
             vec![args[4].clone(), args[2].clone()],
-            args.get(5).cloned(),
-            args.get(6).cloned(),
+            args[5..].to_vec(),
         )
     } else {
         if !rustix::process::geteuid().is_root() {
@@ -74,26 +75,37 @@ fn main() {
             "200000".to_owned(),
             "0".to_owned(),
             vec![me, "--gen".to_owned(), "200000".to_owned()],
-            None,
-            None,
+            Vec::new(),
         )
     };
     let mut ring = RingConfig::default();
-    if let Some(p) = pages {
-        ring.data_pages = p.parse().unwrap();
-    }
-    match wakeup.as_deref().and_then(|w| w.split_once(':')) {
-        Some(("events", v)) => ring.wakeup = Wakeup::Events(v.parse().unwrap()),
-        Some(("bytes", v)) => ring.wakeup = Wakeup::Watermark(v.parse().unwrap()),
-        _ => {}
+    let mut load = sluice_runtime::LoadOptions::default();
+    let mut globals = String::new();
+    for k in &knobs {
+        match k.split_once(':') {
+            Some(("events", v)) => ring.wakeup = Wakeup::Events(v.parse().unwrap()),
+            Some(("bytes", v)) => ring.wakeup = Wakeup::Watermark(v.parse().unwrap()),
+            _ if k == "raw" => ring.output_layout = OutputLayout::Raw,
+            _ if k.contains('=') => {
+                let (name, value) = k.split_once('=').unwrap();
+                load.globals.push((name.to_owned(), value.to_owned()));
+                globals.push_str(&format!("-{name}{value}"));
+            }
+            _ => ring.data_pages = k.parse().unwrap(),
+        }
     }
     let config = format!(
-        "{}p-{}",
+        "{}p-{}{}{globals}",
         ring.data_pages,
         match ring.wakeup {
             Wakeup::Events(e) => format!("wakeup{e}"),
             Wakeup::Watermark(b) => format!("watermark{}K", b / 1024),
             Wakeup::QuarterRing => "watermark-quarter".to_owned(),
+        },
+        if ring.output_layout == OutputLayout::Raw {
+            "-raw"
+        } else {
+            ""
         }
     );
 
@@ -110,6 +122,7 @@ fn main() {
             on_exec: true,
         }),
         ring,
+        load,
         ..SessionOptions::default()
     };
     let mut session = Session::start(&objects, &opts).unwrap();

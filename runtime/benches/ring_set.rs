@@ -5,7 +5,12 @@
 //!
 //! ```text
 //! cargo bench -p sluice-runtime --bench ring_set
+//! RING_SET_ONE=RINGS,BYTES[,raw] valgrind --tool=callgrind BENCH_BINARY
 //! ```
+//! With `RING_SET_ONE`, one case of `merge` runs 20 times outside divan and prints its
+//! record count: instructions per record are then the inclusive cost of
+//! `RingSet::merge_next` over that count (repeatable, unlike times on a shared machine).
+//! `raw`: samples of `PERF_SAMPLE_RAW` only (`OutputLayout::Raw`).
 #![allow(
     missing_docs,
     clippy::unwrap_used,
@@ -22,19 +27,38 @@ use sluice_core::perf::record::{SampleFormat, SampleType, RECORD_SAMPLE};
 use sluice_runtime::ring::{PerfRing, RingSet};
 
 fn main() {
-    divan::main();
+    let Ok(one) = std::env::var("RING_SET_ONE") else {
+        return divan::main();
+    };
+    let mut it = one.split(',');
+    let rings: usize = it.next().unwrap().parse().unwrap();
+    let raw_len: usize = it.next().unwrap().parse().unwrap();
+    let raw = it.next() == Some("raw");
+    let mut records = 0;
+    for _ in 0..20 {
+        let (set, n) = filled(rings, raw_len, raw);
+        records += n;
+        divan::black_box(walk(set));
+    }
+    println!("records {records}");
 }
 
-fn format() -> SampleFormat {
-    SampleFormat::new(SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::RAW)
+fn format(raw: bool) -> SampleFormat {
+    SampleFormat::new(if raw {
+        SampleType::RAW
+    } else {
+        SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::RAW
+    })
 }
 
-fn record(time: u64, raw_len: usize) -> Vec<u8> {
+fn record(time: u64, raw_len: usize, raw: bool) -> Vec<u8> {
     let mut body = Vec::new();
-    body.extend_from_slice(&1u32.to_ne_bytes());
-    body.extend_from_slice(&1u32.to_ne_bytes());
-    body.extend_from_slice(&time.to_ne_bytes());
-    body.extend_from_slice(&[0u8; 8]);
+    if !raw {
+        body.extend_from_slice(&1u32.to_ne_bytes());
+        body.extend_from_slice(&1u32.to_ne_bytes());
+        body.extend_from_slice(&time.to_ne_bytes());
+        body.extend_from_slice(&[0u8; 8]);
+    }
     let padded = (4 + raw_len).next_multiple_of(8);
     body.extend_from_slice(&((padded - 4) as u32).to_ne_bytes());
     body.extend((0..padded - 4).map(|b| b as u8));
@@ -48,14 +72,14 @@ fn record(time: u64, raw_len: usize) -> Vec<u8> {
 
 /// `rings` rings of 64 pages (256 KiB), filled round-robin by time with records of
 /// `raw_len` bytes until the first is full. Returns the set and the record count.
-fn filled(rings: usize, raw_len: usize) -> (RingSet, usize) {
+fn filled(rings: usize, raw_len: usize, raw: bool) -> (RingSet, usize) {
     let mut set = RingSet::new(Duration::from_secs(3600));
     let ids: Vec<usize> = (0..rings)
-        .map(|_| set.push_unpolled(PerfRing::anonymous(64, format()).unwrap()))
+        .map(|_| set.push_unpolled(PerfRing::anonymous(64, format(raw)).unwrap()))
         .collect();
     let mut n = 0;
     'fill: for t in 0.. {
-        let rec = record(t, raw_len);
+        let rec = record(t, raw_len, raw);
         if !set.ring_mut(ids[t as usize % rings]).unwrap().produce(&rec) {
             break 'fill;
         }
@@ -68,10 +92,10 @@ const CASES: &[(usize, usize)] = &[(1, 32), (8, 32), (1, 4096), (8, 4096)];
 
 #[divan::bench(args = CASES, sample_count = 60, sample_size = 1)]
 fn batch(bencher: Bencher<'_, '_>, &(rings, raw_len): &(usize, usize)) {
-    let n = filled(rings, raw_len).1;
+    let n = filled(rings, raw_len, false).1;
     bencher
         .counter(ItemsCount::new(n))
-        .with_inputs(|| filled(rings, raw_len).0)
+        .with_inputs(|| filled(rings, raw_len, false).0)
         .bench_local_values(|mut set| {
             // Warm: the batch and the RAW pool as a drain loop keeps them.
             let mut sum = 0u64;
@@ -89,25 +113,39 @@ fn batch(bencher: Bencher<'_, '_>, &(rings, raw_len): &(usize, usize)) {
         });
 }
 
+/// The merge's walk of every record (what `Session::drain` does), each record's time and
+/// last byte read.
+fn walk(mut set: RingSet) -> (RingSet, u64) {
+    use sluice_runtime::ring::Merged;
+    let mut sum = 0u64;
+    let mut m = set.take_merge();
+    set.merge_begin(&mut m);
+    while let Some(rec) = set.merge_next(&mut m) {
+        if let Merged::Sample { fields, raw, .. } = rec {
+            sum = sum.wrapping_add(fields.time.unwrap_or(0));
+            sum = sum.wrapping_add(u64::from(raw.last().copied().unwrap_or(0)));
+        }
+    }
+    set.merge_end(m);
+    (set, sum)
+}
+
 #[divan::bench(args = CASES, sample_count = 60, sample_size = 1)]
 fn merge(bencher: Bencher<'_, '_>, &(rings, raw_len): &(usize, usize)) {
-    use sluice_runtime::ring::Merged;
-    let n = filled(rings, raw_len).1;
+    let n = filled(rings, raw_len, false).1;
     bencher
         .counter(ItemsCount::new(n))
-        .with_inputs(|| filled(rings, raw_len).0)
-        .bench_local_values(|mut set| {
-            let mut sum = 0u64;
-            let mut m = set.take_merge();
-            set.merge_begin(&mut m);
-            while let Some(rec) = set.merge_next(&mut m) {
-                if let Merged::Sample { fields, raw, .. } = rec {
-                    sum = sum.wrapping_add(fields.time.unwrap_or(0));
-                    sum = sum.wrapping_add(u64::from(raw.last().copied().unwrap_or(0)));
-                }
-            }
-            set.merge_end(m);
-            divan::black_box(sum);
-            set
-        });
+        .with_inputs(|| filled(rings, raw_len, false).0)
+        .bench_local_values(walk);
+}
+
+/// The same walk over rings of the raw layout (`PERF_SAMPLE_RAW` only): drained ring by
+/// ring, no time to merge by.
+#[divan::bench(args = CASES, sample_count = 60, sample_size = 1)]
+fn merge_raw(bencher: Bencher<'_, '_>, &(rings, raw_len): &(usize, usize)) {
+    let n = filled(rings, raw_len, true).1;
+    bencher
+        .counter(ItemsCount::new(n))
+        .with_inputs(|| filled(rings, raw_len, true).0)
+        .bench_local_values(walk);
 }

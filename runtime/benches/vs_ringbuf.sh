@@ -4,27 +4,42 @@
 # tracepoint program sends a 32-byte record per call through bpf_perf_event_output, and
 # a consumer pinned to CPU 1 drains the per-CPU perf rings.
 #
-#   runtime/benches/vs_ringbuf.sh            (root; env: N=2000000 REPS=3 PEERS=dir)
+#   runtime/benches/vs_ringbuf.sh            (root; env: N=2000000 REPS=3 PEERS=dir
+#                                             ROWS="row ..." to run only those rows)
 #
-# Consumers, each run REPS times, interleaved so that all see the same machine load:
-#   libbpf-perfbuf perfbuf-64p            the peer, libbpf perf_buffer default (wake per event)
-#   libbpf-perfbuf perfbuf-64p-wakeup64   the peer, wakeup_events = 64
-#   libbpf-ringbuf ringbuf-256KiB         the peer, BPF ring buffer
-#   perf-record perf-64p                  perf record -m 64 of the tracepoint (no BPF)
-#   sluice-runtime DEFAULT                runtime/benches/ring_drain.rs: Session::run with a
-#                                         counting sink, RingConfig::default() -- "sluice drains"
-#   sluice-runtime 64p-...                the same with the peers' 64-page ring
-#   sluice-cli text|json                  `sluice record -e bench_drain.o -o /dev/null`: the
-#                                         drain plus formatting every sample (text / --json)
-#   sluice-runtime ringbuf-256KiB         ring_drain.rs on tests/bpf/bench_ringbuf.o: the same
-#                                         record through a 256 KiB BPF ring buffer, the twin of
-#                                         the peer's libbpf ring_buffer row
-#   sluice-cli rb-decoded|rb-raw|rb-json  `sluice record -e bench_ringbuf.o -o /dev/null`:
-#                                         records decoded by BTF (text), `--decode rb=raw`
-#                                         (hex), decoded as JSON: the decode+print cost
+# Rows (ROWS names), each run REPS times, interleaved so that all see the same machine load:
+#   perfbuf    libbpf-perfbuf perfbuf-64p          the peer, libbpf perf_buffer default (wake per event)
+#   wakeup64   libbpf-perfbuf perfbuf-64p-wakeup64 the peer, wakeup_events = 64 (PERF_SAMPLE_RAW only)
+#   ringbuf    libbpf-ringbuf ringbuf-256KiB       the peer, BPF ring buffer
+#   perf       perf-record perf-64p                perf record -m 64 of the tracepoint (no BPF)
+#   default    sluice-runtime DEFAULT              runtime/benches/ring_drain.rs: Session::run with a
+#                                                  counting sink, RingConfig::default() -- "sluice drains"
+#   raw        sluice-runtime RAW                  the same, OutputLayout::Raw (PERF_SAMPLE_RAW only,
+#                                                  as libbpf's perf_buffer samples)
+#   64p        sluice-runtime 64p-...              the default layout with the peers' 64-page ring
+#   text json  sluice-cli text|json                `sluice record -e bench_drain.o`: the drain plus
+#                                                  formatting every sample, text -o /dev/null,
+#                                                  --json -o FILE
+#   rawtext rawjson  sluice-cli raw-text|raw-json  the same with --raw-output
+#   rb         sluice-runtime ringbuf-256KiB       ring_drain.rs on tests/bpf/bench_ringbuf.o: the same
+#                                                  record through a 256 KiB BPF ring buffer, the twin of
+#                                                  the peer's libbpf ring_buffer row
+#   rbcli      sluice-cli rb-decoded|rb-raw|rb-json  `sluice record -e bench_ringbuf.o -o /dev/null`:
+#                                                  records decoded by BTF (text), `--decode rb=raw`
+#                                                  (hex), decoded as JSON: the decode+print cost
+#   sweep      sluice-cli text-mPAGES|json-mPAGES  text and JSON with -m PAGES for each of
+#                                                  PAGES_SWEEP (default "256 512 1024"): lost
+#                                                  records by ring size (not in the default ROWS)
+#   flat       sluice-runtime FLAT-SIZExRINGS      ring_drain.rs on bench_flat.bpf.c (built here):
+#                                                  SIZE-byte records (32, 4096) over RINGS perf event
+#                                                  arrays (1, 8) in turn, each a ring per CPU: the
+#                                                  flat-cost goals (4 KiB <= 1.5x, 8 rings <= 1.2x
+#                                                  the CPU per event of 32 bytes on 1 ring)
 # Figures: events sent (BPF hits) / received / lost, events/s (received / wall), consumer
 # CPU (user+sys) per received event. Medians by events/s; ratios are sluice-runtime DEFAULT
-# against each peer. Raw runs go to $OUT/results.log.
+# against each peer. At the end, the rows of issue 17's table (lost: the median run's and
+# the worst run's). Raw runs go to $OUT/results.log. There is no idle-machine gate: the
+# load average is printed before each repetition; compare rows of one run only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -32,7 +47,11 @@ N=${N:-2000000}
 REPS=${REPS:-3}
 GEN_CPU=0
 CONS_CPU=1
+ROWS=${ROWS:-perfbuf wakeup64 ringbuf perf default raw 64p text json rawtext rawjson rb rbcli flat}
+PAGES_SWEEP=${PAGES_SWEEP:-256 512 1024}
 PEERS=${PEERS:-$repo/../shared/peers/ringbuf}
+# A worktree one level further down.
+[[ -d $PEERS ]] || [[ ! -d $repo/../../shared/peers/ringbuf ]] || PEERS=$repo/../../shared/peers/ringbuf
 OUT=${OUT:-$(mktemp -d /tmp/sluice-vs-ringbuf.XXXXXX)}
 
 [[ $(id -u) == 0 ]] || { echo "vs_ringbuf.sh: needs root (BPF, tracepoints)" >&2; exit 1; }
@@ -64,6 +83,9 @@ cmp -s "$OUT/bench_drain.o" "$repo/tests/bpf/bench_drain.o" ||
     echo "note: bench_drain.o differs from the committed fixture (another clang?)" >&2
 (cd "$repo/tests/bpf" && clang -O2 -g -target bpfel -nostdinc -fdebug-compilation-dir=. \
     -Wall -Werror -Wno-unused-function -c bench_ringbuf.c -o "$OUT/bench_ringbuf.o")
+(cd "$repo/tests/bpf" && clang -O2 -g -target bpfel -nostdinc -I. -fdebug-compilation-dir=. \
+    -Wall -Werror -Wno-unused-function -c ../../runtime/benches/bench_flat.bpf.c \
+    -o "$OUT/bench_flat.o")
 (cd "$repo" && cargo build -q --release -p sluice)
 drain_bin=$(cd "$repo" && cargo bench -q -p sluice-runtime --bench ring_drain --no-run \
     --message-format=json 2>/dev/null | grep -o '"executable":"[^"]*ring_drain[^"]*"' |
@@ -101,30 +123,34 @@ perf_record() {
         'BEGIN{printf "RESULT perf-record perf-64p %d %d %d %.3f %.3f %.0f\n", n, s, l, u+y-g, w, s/w}'
 }
 
-ours() {  # [PAGES [WAKEUP]]
-    taskset -c "$CONS_CPU" timeout 120 "$drain_bin" "$OUT/bench_drain.o" "$N" "$GEN_CPU" \
-        "$P/gen" "$@" 2>"$P/tmp/err" | { if (($#)); then cat; else sed 's/^\(RESULT [^ ]*\) [^ ]*/\1 DEFAULT/'; fi; }
+want() { [[ " $ROWS " == *" $1 "* ]]; }
+
+ours() {  # LABEL|- OBJ [KNOBS...]: ring_drain.rs; LABEL replaces the config column
+    local label=$1 obj=$2
+    shift 2
+    taskset -c "$CONS_CPU" timeout 120 "$drain_bin" "$obj" "$N" "$GEN_CPU" \
+        "$P/gen" "$@" 2>"$P/tmp/err" |
+        if [[ $label == - ]]; then cat; else sed "s/^\(RESULT [^ ]*\) [^ ]*/\1 $label/"; fi
     cat "$P/tmp/err" >>"$LOG"
 }
 
-ours_rb() {
-    taskset -c "$CONS_CPU" timeout 120 "$drain_bin" "$OUT/bench_ringbuf.o" "$N" "$GEN_CPU" \
-        "$P/gen" 2>"$P/tmp/err"
-    cat "$P/tmp/err" >>"$LOG"
-}
-
-cli() {  # $1 text|json|rb-decoded|rb-raw|rb-json
-    local json=() obj=$OUT/bench_drain.o
-    case $1 in
-    json) json=(--json) ;;
+cli() {  # $1 text|json|raw-text|raw-json|rb-decoded|rb-raw|rb-json, [-mPAGES]
+    local opts=() obj=$OUT/bench_drain.o out=/dev/null
+    [[ $1 != *-m* ]] || opts=(-m "${1##*-m}")
+    case ${1%-m*} in
+    json) opts+=(--json) out=$P/tmp/out.json ;;
+    raw-text) opts+=(--raw-output) ;;
+    raw-json) opts+=(--raw-output --json) out=$P/tmp/out.json ;;
     rb-decoded) obj=$OUT/bench_ringbuf.o ;;
-    rb-raw) obj=$OUT/bench_ringbuf.o json=(--decode rb=raw) ;;
-    rb-json) obj=$OUT/bench_ringbuf.o json=(--json) ;;
+    rb-raw) obj=$OUT/bench_ringbuf.o opts+=(--decode rb=raw) ;;
+    rb-json) obj=$OUT/bench_ringbuf.o opts+=(--json) ;;
     esac
+    rm -f "$P/tmp/out.json"
     /usr/bin/time -f '%e %U %S' -o "$P/tmp/time.out" \
-        taskset -c "$CONS_CPU" timeout 120 "$SLUICE" record "${json[@]}" -e "$obj" \
-        -o /dev/null -- taskset -c "$GEN_CPU" "$P/gen" "$N" 2>"$P/tmp/cli.err"
+        taskset -c "$CONS_CPU" timeout 120 "$SLUICE" record "${opts[@]}" -e "$obj" \
+        -o "$out" -- taskset -c "$GEN_CPU" "$P/gen" "$N" 2>"$P/tmp/cli.err"
     cat "$P/tmp/cli.err" "$P/tmp/time.out" >>"$LOG"
+    rm -f "$P/tmp/out.json"
     local gcpu wall user sys samples lost
     gcpu=$(awk '/^GEN /{split($4,a,"=");print a[2]}' "$P/tmp/cli.err")
     read -r wall user sys <"$P/tmp/time.out"
@@ -136,19 +162,29 @@ cli() {  # $1 text|json|rb-decoded|rb-raw|rb-json
 }
 
 for ((rep = 1; rep <= REPS; rep++)); do
+    echo "# rep $rep loadavg $(cut -d' ' -f1-3 /proc/loadavg)" >>"$LOG"
     {
-        peer perf 64 1
-        peer perfraw 64 64
-        peer ring 64 1
-        perf_record
-        ours
-        ours 64
-        cli text
-        cli json
-        ours_rb
-        cli rb-decoded
-        cli rb-raw
-        cli rb-json
+        want perfbuf && peer perf 64 1
+        want wakeup64 && peer perfraw 64 64
+        want ringbuf && peer ring 64 1
+        want perf && perf_record
+        want default && ours DEFAULT "$OUT/bench_drain.o"
+        want raw && ours RAW "$OUT/bench_drain.o" raw
+        want 64p && ours - "$OUT/bench_drain.o" 64
+        want text && cli text
+        want json && cli json
+        want rawtext && cli raw-text
+        want rawjson && cli raw-json
+        want rb && ours - "$OUT/bench_ringbuf.o"
+        if want rbcli; then cli rb-decoded; cli rb-raw; cli rb-json; fi
+        if want sweep; then
+            for m in $PAGES_SWEEP; do cli "text-m$m"; cli "json-m$m"; done
+        fi
+        if want flat; then
+            for sr in 32x1 4096x1 32x8 4096x8; do
+                ours "FLAT-$sr" "$OUT/bench_flat.o" "size=${sr%x*}" "rings=${sr#*x}"
+            done
+        fi
     } | tee -a "$LOG" >>"$RES"
 done
 
@@ -173,3 +209,20 @@ END{o="sluice-runtime ringbuf-256KiB"; p="libbpf-ringbuf ringbuf-256KiB";
         (r[p]>0 ? r[o]/r[p] : 0), (c[o]>0 ? c[p]/c[o] : 0), l[p], l[o];
     printf "  CLI us/record: decoded text %.3f, raw hex %.3f, decoded JSON %.3f (drain alone %.3f)\n",
         c["sluice-cli rb-decoded"], c["sluice-cli rb-raw"], c["sluice-cli rb-json"], c[o]}' "$OUT/medians"
+echo
+echo "issue 17's table (median by events/s of $REPS runs; lost: that run's, worst of all runs)"
+echo "| system | events/s | lost | consumer CPU µs/event |"
+echo "|---|---|---|---|"
+awk 'FNR==NR{if(/^RESULT/){k=$2" "$3; if($6>worst[k]) worst[k]=$6}; next}
+{k=$1" "$2; r[k]=$8; c[k]=$9; l[k]=$5}
+END{n=split("libbpf-perfbuf perfbuf-64p-wakeup64|libbpf perf_buffer, wakeup 64;sluice-runtime DEFAULT|sluice-runtime default;sluice-runtime RAW|sluice-runtime raw;sluice-cli text|sluice text → /dev/null;sluice-cli json|sluice `--json` → file;sluice-cli raw-text|sluice `--raw-output` text → /dev/null;sluice-cli raw-json|sluice `--raw-output --json` → file;libbpf-ringbuf ringbuf-256KiB|libbpf ring_buffer;sluice-runtime ringbuf-256KiB|sluice-runtime BPF ring buffer", rows, ";")
+  for(i=1;i<=n;i++){split(rows[i], kv, "|"); k=kv[1]; if(!(k in r)) continue;
+    printf "| %s | %.3f M | %d (worst %d) | %.3f |\n", kv[2], r[k]/1e6, l[k], worst[k]+0, c[k]}}' "$RES" "$OUT/medians"
+if want flat; then
+    echo "flat cost (sluice-runtime, default layout; CPU per event over FLAT-32x1's):"
+    awk '{k=$1" "$2; c[k]=$9; l[k]=$5}
+    END{b=c["sluice-runtime FLAT-32x1"]; split("4096x1 1.5;32x8 1.2;4096x8 -", g, ";")
+      for(i=1;i<=3;i++){split(g[i], x, " "); k="sluice-runtime FLAT-"x[1];
+        printf "  %-8s %.3f us/event  x%.2f of 32x1 %.3f%s  (lost %s)\n", x[1], c[k],
+          (b>0 ? c[k]/b : 0), b, (x[2]=="-" ? "" : "  goal <= x"x[2]), l[k]}}' "$OUT/medians"
+fi

@@ -15,8 +15,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use sluice_core::perf::record::SampleFields;
 use sluice_runtime::attach::Scope;
 use sluice_runtime::load::UpdateMode;
+use sluice_runtime::ring::OutputLayout;
 use sluice_runtime::session::{Event, ObjectSource, Session, SessionOptions, SourceKind};
 use sluice_runtime::tracefs::Tracefs;
 
@@ -227,9 +229,17 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for layout in [OutputLayout::Full, OutputLayout::Raw] {
+        outputs_arrive_with_their_payloads(layout);
+    }
+}
+
+/// `OutputLayout::Raw`: the same payloads, and no field at all (nothing made up).
+fn outputs_arrive_with_their_payloads(layout: OutputLayout) {
     const N: usize = 1_000;
-    let mut s =
-        Session::start(&[object("record_output.o")], &SessionOptions::default()).expect("session");
+    let mut opts = SessionOptions::default();
+    opts.ring.output_layout = layout;
+    let mut s = Session::start(&[object("record_output.o")], &opts).expect("session");
     // Before the filter is armed: this getppid must not count.
     let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get() as i64);
     let tid = gettid();
@@ -241,7 +251,8 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
     let (by, lost) = collect(&mut s);
     let outs = by.get("bpf-output:out").cloned().unwrap_or_default();
     eprintln!(
-        "bpf_perf_event_output: {} records for {N} getppid, {} trace samples, lost {lost}",
+        "bpf_perf_event_output ({layout:?}): {} records for {N} getppid, {} trace samples, \
+         lost {lost}",
         outs.len(),
         by.get("raw_syscalls:sys_exit").map_or(0, Vec::len)
     );
@@ -261,7 +272,17 @@ fn perf_event_array_outputs_arrive_with_their_payloads() {
         assert_eq!(u32_at(4), tid);
         assert_eq!(i64_at(8), nr_getppid());
         assert_eq!(i64_at(16), ppid, "the syscall's return value");
-        assert_eq!(o.fields.tid, Some(tid));
+        match layout {
+            OutputLayout::Full => assert_eq!(o.fields.tid, Some(tid)),
+            // The header's misc bits only.
+            _ => assert_eq!(
+                o.fields,
+                SampleFields {
+                    misc: o.fields.misc,
+                    ..SampleFields::default()
+                }
+            ),
+        }
         seqs.push(i64_at(24));
     }
     seqs.sort_unstable();

@@ -105,6 +105,7 @@ fn every_getppid_is_one_sample_on_some_cpu() {
     let cfg = RingConfig {
         data_pages: 512,
         wakeup: Wakeup::default(),
+        ..RingConfig::default()
     };
     let events = open_per_cpu(id, tid, &cfg);
     let sf = SampleFormat::new(sample_type());
@@ -204,6 +205,7 @@ fn async_set_merges_cpus_and_accounts_for_every_call() {
     let cfg = RingConfig {
         data_pages: 512,
         wakeup: Wakeup::Events(64),
+        ..RingConfig::default()
     };
     let events = open_per_cpu(id, tid, &cfg);
     let sf = SampleFormat::new(sample_type());
@@ -301,6 +303,7 @@ fn one_page_ring_wraps_many_times_intact() {
     let cfg = RingConfig {
         data_pages: 1,
         wakeup: Wakeup::Events(1_000_000),
+        ..RingConfig::default()
     };
     let attr = tracepoint_attr(id, st.0, &cfg);
     // One event following our thread on any CPU: one ring.
@@ -351,6 +354,7 @@ fn overflow_is_reported_as_lost() {
     let cfg = RingConfig {
         data_pages: 1,
         wakeup: Wakeup::Events(1_000_000),
+        ..RingConfig::default()
     };
     let fd = perf_event_open(&tracepoint_attr(id, st.0, &cfg), tid, -1).unwrap();
     let mut ring = PerfRing::map(&fd, 1, SampleFormat::new(st), None).unwrap();

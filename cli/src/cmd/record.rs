@@ -1,5 +1,5 @@
 //! `sluice record [-e OBJ.o]... [--event PROG=SPEC|PROG=@FILE]... [--duration S] [-m PAGES]
-//! [--wakeup-events N] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [--perf-data FILE|-]
+//! [--wakeup-events N] [--raw-output] [--json] [-a | -p PID] [-C CPUS] [-o FILE] [--perf-data FILE|-]
 //! [-- CMD ARGS...]`: load
 //! filters, attach them, run the workload (like `perf record`: forked, held until the
 //! events exist, events enabled at its `exec`) or follow a running process (`-p`, every
@@ -36,7 +36,7 @@ use crate::output::pair::{Item, Pairer};
 use crate::output::{self, json, perf_data, records, text, Comms};
 use crate::{demo, signals};
 use sluice_runtime::attach::Scope;
-use sluice_runtime::ring::{RingConfig, Wakeup};
+use sluice_runtime::ring::{OutputLayout, RingConfig, Wakeup};
 use sluice_runtime::session::{
     Event, ObjectSource, RunControl, Session, SessionOptions, SourceKind, Stop,
 };
@@ -196,6 +196,9 @@ fn record(args: Args) -> Result<(), Failure> {
     }
     if let Some(n) = args.wakeup_events {
         ring.wakeup = Wakeup::Events(n);
+    }
+    if args.raw_output {
+        ring.output_layout = OutputLayout::Raw;
     }
     // The output path checked before anything is loaded (a bad path costs nothing); the
     // file itself is created only once the recording has started.
@@ -490,6 +493,11 @@ fn record(args: Args) -> Result<(), Failure> {
         .sources()
         .iter()
         .any(|s| matches!(s.kind, SourceKind::RingBuf { .. }));
+    let raw_outputs = args.raw_output
+        && session
+            .sources()
+            .iter()
+            .any(|s| matches!(s.kind, SourceKind::Output { .. }));
     // Release everything (events, then probes, then programs) before reporting.
     let closed = session.close();
     for (name, e) in &closed.errors {
@@ -531,6 +539,13 @@ fn record(args: Args) -> Result<(), Failure> {
     } else {
         String::new()
     };
+    // So do the samples of --raw-output: nothing is made up for them.
+    let raw = if raw_outputs {
+        "; --raw-output: bpf-output samples carry no pid/cpu/time (shown as the program \
+         wrote them, ring by ring, from any process, never paired)"
+    } else {
+        ""
+    };
     let left_out = match left_out {
         Some((true, n)) => format!("; {n} samples from outside the process tree not shown"),
         Some((false, n)) if n > 0 => format!("; {n} samples of sluice itself not shown"),
@@ -543,7 +558,7 @@ fn record(args: Args) -> Result<(), Failure> {
     };
     crate::console::say!(
         "sluice record: {total} samples in {:.3} s: {}; {lost}; malformed {}; \
-         probes removed {}; stopped: {why}{left_out}{bufs}{short}",
+         probes removed {}; stopped: {why}{left_out}{bufs}{raw}{short}",
         started.elapsed().as_secs_f64(),
         per_event.join(", "),
         summary.malformed,
@@ -700,7 +715,14 @@ impl Lines<'_> {
                 let recs = &mut self.records;
                 let json_mode = self.json;
                 let mut decode = |o: &mut String| recs.fields(o, source, sample.raw, json_mode);
-                if let SourceKind::RingBuf { map } = &src.kind {
+                // A ring-buffer record, or a bpf-output sample of --raw-output (no fields):
+                // the program's bytes and nothing else.
+                let bare = match &src.kind {
+                    SourceKind::RingBuf { map } => Some(map),
+                    SourceKind::Output { map } if sample.fields.tid.is_none() => Some(map),
+                    _ => None,
+                };
+                if let Some(map) = bare {
                     if json_mode {
                         json::record_line(buf, &src.name, map, sample.raw, &mut decode);
                     } else {

@@ -16,6 +16,8 @@ pub(super) struct Args {
     pub(super) duration: Option<Duration>,
     pub(super) pages: Option<usize>,
     pub(super) wakeup_events: Option<u32>,
+    /// `--raw-output`: bpf-output samples with the program's bytes only.
+    pub(super) raw_output: bool,
     pub(super) json: bool,
     pub(super) all: bool,
     pub(super) pid: Option<i32>,
@@ -110,6 +112,7 @@ pub(super) fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
                 );
             }
             Long("json") => a.json = true,
+            Long("raw-output") => a.raw_output = true,
             Long("interval") | Short('i') => {
                 let v: f64 = parser
                     .value()
@@ -215,6 +218,13 @@ pub(super) fn parse(parser: &mut lexopt::Parser) -> Result<Args, Failure> {
     if a.clear && a.interval.is_none() {
         return Err(bad(
             "--clear empties the maps after each --interval: give one".into(),
+        ));
+    }
+    if a.raw_output && a.perf_data.is_some() {
+        return Err(bad(
+            "--raw-output leaves the ids, pids, CPUs and times out of the \
+             samples, and perf.data needs them: not with --perf-data"
+                .into(),
         ));
     }
     if a.pid.is_some() && (a.all || !a.command.is_empty()) {

@@ -13,7 +13,7 @@ use sluice_core::perf::abi::{
 use sluice_core::perf::record::{SampleFormat, SampleType};
 
 use crate::load::{Map, UpdateMode};
-use crate::ring::RingConfig;
+use crate::ring::{OutputLayout, RingConfig};
 use crate::sys::perf_event;
 
 /// Whose events are counted.
@@ -665,12 +665,15 @@ fn open_process(
 /// the event of the CPU the program runs on, and refuses one bound to another) and stores
 /// its fd in the map at key = the CPU number. CPUs at or past the map's `max_entries` are
 /// skipped with a warning (their outputs fail in the program with `E2BIG`). The events
-/// start disabled.
+/// start disabled. Their samples are laid out as `ring.output_layout` says.
 ///
 /// # Errors
 /// [`Error::Open`], [`Error::MapUpdate`].
 pub fn open_bpf_output(map: &Map, cpus: &[u32], ring: &RingConfig) -> Result<PerCpuEvents, Error> {
-    let sample_type = bpf_output_sample_type();
+    let sample_type = match ring.output_layout {
+        OutputLayout::Full => bpf_output_sample_type(),
+        OutputLayout::Raw => SampleType::RAW,
+    };
     let mut attr = PerfEventAttr::new(perf_type::SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT);
     attr.sample_period = 1;
     attr.sample_type = sample_type.0;

@@ -27,16 +27,23 @@ pub(crate) fn step<'a>(
     }
     let mask = map.data_size() as u64 - 1;
     let off = (tail & mask) as usize;
-    let mut hdr = [0u8; sluice_core::perf::record::HEADER_SIZE];
-    let hdr_len = hdr.len().min(usize::try_from(avail).unwrap_or(usize::MAX));
-    let hdr = hdr.get_mut(..hdr_len).unwrap_or_default();
-    map.copy_wrapped(off, hdr)
-        .ok_or(sluice_core::Error::Truncated {
-            what: "perf record header",
-            offset: tail,
-            len: 8,
-        })?;
-    let header = sluice_core::perf::record::Header::parse(hdr, tail)?;
+    const HEADER: usize = sluice_core::perf::record::HEADER_SIZE;
+    // In place, unless it wraps (or is cut short by the head): then copied.
+    let header = match map.span(off, HEADER).filter(|_| avail >= HEADER as u64) {
+        Some(hdr) => sluice_core::perf::record::Header::parse(hdr, tail)?,
+        None => {
+            let mut hdr = [0u8; HEADER];
+            let hdr_len = HEADER.min(usize::try_from(avail).unwrap_or(usize::MAX));
+            let hdr = hdr.get_mut(..hdr_len).unwrap_or_default();
+            map.copy_wrapped(off, hdr)
+                .ok_or(sluice_core::Error::Truncated {
+                    what: "perf record header",
+                    offset: tail,
+                    len: 8,
+                })?;
+            sluice_core::perf::record::Header::parse(hdr, tail)?
+        }
+    };
     let len = usize::from(header.size);
     if len as u64 > avail {
         return Err(sluice_core::Error::Truncated {

@@ -3,9 +3,12 @@
 //! A drain is a walk bounded by each ring's head read at its start (`RingSet::merge_begin`).
 //! Each perf ring's cursor holds the record at its position: its header (read once, by
 //! [`cursor::step`]) and its merge key, the sample time (read at the format's fixed
-//! offset) or, for a record without one (LOST), the time of the ring's record before it.
+//! offset) or, for a record without one (LOST), the time of the ring's record before it;
+//! a ring whose samples carry no time (`OutputLayout::Raw`) keeps key 0, so such rings
+//! are drained one after the other, by position, before the others.
 //! `RingSet::merge_next` hands out the record of least key (ties: the ring pushed
-//! first), parsed once, borrowed from the mapping (or from the cursor's scratch buffer
+//! first; the keys sit in an array of their own, so the scan costs little per ring),
+//! parsed once, borrowed from the mapping (or from the cursor's scratch buffer
 //! when it wraps the data area), then the ring buffers' records in push order, in place.
 //! `RingSet::merge_end` releases the space walked to the kernel. Nothing is allocated
 //! per record: the cursors, and their scratch buffers, are kept from one drain to the next.
@@ -80,6 +83,16 @@ struct PerfCursor {
     error: Option<sluice_core::Error>,
 }
 
+impl PerfCursor {
+    fn key_or_max(&self) -> u64 {
+        if self.at.is_some() {
+            self.key
+        } else {
+            u64::MAX
+        }
+    }
+}
+
 /// A ring buffer's place in a merge.
 #[derive(Debug, Default)]
 struct BufCursor {
@@ -96,6 +109,9 @@ struct BufCursor {
 #[derive(Debug, Default)]
 pub struct Merge {
     perf: Vec<PerfCursor>,
+    /// Each perf cursor's key, `u64::MAX` when it has no record: the scan for the least
+    /// reads these 8 bytes a ring, not the cursors.
+    keys: Vec<u64>,
     bufs: Vec<BufCursor>,
     /// The perf ring whose record was handed out last: advanced at the next call.
     advance: Option<usize>,
@@ -140,6 +156,8 @@ impl Merge {
             }
             peek(e, c);
         }
+        m.keys.clear();
+        m.keys.extend(m.perf.iter().map(PerfCursor::key_or_max));
         m.bufs.resize_with(bufs.len(), BufCursor::default);
         for (b, c) in bufs.iter().zip(&mut m.bufs) {
             *c = BufCursor {
@@ -167,15 +185,25 @@ impl Merge {
                     c.delta.malformed += 1;
                 }
                 peek(e, c);
+                if let Some(k) = m.keys.get_mut(i) {
+                    *k = c.key_or_max();
+                }
             }
         }
-        let mut best: Option<(usize, u64)> = None;
-        for (i, c) in m.perf.iter().enumerate() {
-            if c.at.is_some() && best.is_none_or(|(_, k)| c.key < k) {
-                best = Some((i, c.key));
+        // The least key, first of equals; `u64::MAX` (a ring without a record, or a time
+        // no clock reaches) is checked against its cursor.
+        let (mut best, mut least) = (0, u64::MAX);
+        for (i, &k) in m.keys.iter().enumerate() {
+            if k < least {
+                (best, least) = (i, k);
             }
         }
-        if let Some((i, _)) = best {
+        let best = if least < u64::MAX {
+            Some(best)
+        } else {
+            m.perf.iter().position(|c| c.at.is_some())
+        };
+        if let Some(i) = best {
             m.advance = Some(i);
             let (e, c) = (entries.get(i)?, m.perf.get_mut(i)?);
             let (h, wrapped) = c.at?;

@@ -40,7 +40,8 @@ pub use crate::sys::ring_map::{
 };
 pub use merge::{Merge, Merged};
 pub use perf_ring::{
-    Error, PerfRing, RingConfig, RingStats, Wakeup, ATTR_FLAG_WATERMARK, DEFAULT_DATA_PAGES,
+    Error, OutputLayout, PerfRing, RingConfig, RingStats, Wakeup, ATTR_FLAG_WATERMARK,
+    DEFAULT_DATA_PAGES,
 };
 pub use reader::{RingEvent, RingSet, SampleEvent, SampleView, DEFAULT_FLUSH_INTERVAL};
 pub use ringbuf::{

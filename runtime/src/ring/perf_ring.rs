@@ -57,13 +57,30 @@ impl Wakeup {
     }
 }
 
-/// Ring size and wake-up policy, one per perf event.
+/// What the samples of a program's bpf-output events carry (`perf_event_attr.sample_type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputLayout {
+    /// Event id, IP, pid/tid, time, CPU and the program's bytes
+    /// ([`bpf_output_sample_type`](crate::attach::bpf_output_sample_type)): who and when,
+    /// CPUs merged by time, what perf.data needs. 88 bytes in the ring for a 32-byte record.
+    #[default]
+    Full,
+    /// The program's bytes only (`PERF_SAMPLE_RAW`, as libbpf's `perf_buffer` samples):
+    /// 48 bytes for a 32-byte record, the least the kernel writes per event. Samples carry
+    /// no fields; with no time to merge by, such rings are drained one after the other.
+    Raw,
+}
+
+/// Ring size and wake-up policy, one per perf event, and the bpf-output events' layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RingConfig {
     /// Data pages: a power of two (the mapping has one more, the control page).
     pub data_pages: usize,
     /// Wake-up policy; put [`Wakeup::attr_fields`] into the event's attr.
     pub wakeup: Wakeup,
+    /// The samples of bpf-output events (read by
+    /// [`open_bpf_output`](crate::attach::open_bpf_output)); other events keep theirs.
+    pub output_layout: OutputLayout,
 }
 
 impl Default for RingConfig {
@@ -71,6 +88,7 @@ impl Default for RingConfig {
         RingConfig {
             data_pages: DEFAULT_DATA_PAGES,
             wakeup: Wakeup::default(),
+            output_layout: OutputLayout::default(),
         }
     }
 }

@@ -545,6 +545,76 @@ mod tests {
         assert_eq!(set.stats().records, 9);
     }
 
+    /// A RAW-only sample (`OutputLayout::Raw`): the size word and `tag` padded to 8.
+    fn raw_sample(tag: u32) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&RECORD_SAMPLE.to_ne_bytes());
+        v.extend_from_slice(&0u16.to_ne_bytes());
+        v.extend_from_slice(&16u16.to_ne_bytes());
+        v.extend_from_slice(&4u32.to_ne_bytes());
+        v.extend_from_slice(&tag.to_ne_bytes());
+        v
+    }
+
+    /// Runs of one ring (handed out without a scan while ahead of the runner-up), ties to
+    /// the ring pushed first, and rings without time drained one after the other first.
+    #[test]
+    fn merge_runs_ties_and_rings_without_time() {
+        let f = SampleFormat::new(SampleType::TID | SampleType::TIME);
+        let raw = SampleFormat::new(SampleType::RAW);
+        let mut set = RingSet::new(Duration::from_millis(5));
+        let rings =
+            [f, raw, f, f, raw].map(|f| set.push_unpolled(PerfRing::anonymous(1, f).unwrap()));
+        let timed: [(usize, &[u64]); 3] = [(0, &[1, 2, 3, 8]), (2, &[4, 5, 9]), (3, &[4, 6, 7])];
+        for (r, times) in timed {
+            for &t in times {
+                assert!(set
+                    .ring_mut(rings[r])
+                    .unwrap()
+                    .produce(&sample(r as u32, t)));
+            }
+        }
+        for (r, tags) in [(1, [11u32, 12, 13]), (4, [41, 42, 43])] {
+            for t in tags {
+                assert!(set.ring_mut(rings[r]).unwrap().produce(&raw_sample(t)));
+            }
+        }
+        let mut m = set.take_merge();
+        set.merge_begin(&mut m);
+        let mut got = Vec::new();
+        while let Some(rec) = set.merge_next(&mut m) {
+            let Merged::Sample { ring, fields, raw } = rec else {
+                panic!("{rec:?}")
+            };
+            let tag = raw
+                .get(..4)
+                .map_or(0, |b| u32::from_ne_bytes(b.try_into().unwrap()));
+            got.push((ring, fields.time.map_or(u64::from(tag), |t| t)));
+        }
+        set.merge_end(m);
+        assert_eq!(
+            got,
+            [
+                (1, 11),
+                (1, 12),
+                (1, 13),
+                (4, 41),
+                (4, 42),
+                (4, 43),
+                (0, 1),
+                (0, 2),
+                (0, 3),
+                (2, 4),
+                (3, 4),
+                (2, 5),
+                (3, 6),
+                (3, 7),
+                (0, 8),
+                (2, 9)
+            ]
+        );
+    }
+
     #[test]
     fn ring_buffer_records_follow_the_perf_samples_of_their_batch() {
         let f = SampleFormat::new(SampleType::TID | SampleType::TIME);
