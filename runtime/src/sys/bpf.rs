@@ -7,9 +7,9 @@
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, LinkCreateAttr, MapCreateAttr, MapElemAttr,
-    MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr, RawTracepointOpenAttr,
-    BPF_OBJ_NAME_LEN,
+    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, KprobeMultiLinkAttr, LinkCreateAttr,
+    MapCreateAttr, MapElemAttr, MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr,
+    RawTracepointOpenAttr, BPF_OBJ_NAME_LEN,
 };
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -25,6 +25,7 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::BtfLoadAttr {}
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateAttr {}
+    impl Attr for sluice_core::perf::abi::KprobeMultiLinkAttr {}
     impl Attr for sluice_core::perf::abi::RawTracepointOpenAttr {}
     impl Attr for sluice_core::perf::abi::IdAttr {}
 }
@@ -551,6 +552,44 @@ pub fn link_create_perf_cookie(
     };
     // SAFETY: LinkCreateAttr as filled holds no addresses (link_create reads two fds and
     // integers for BPF_PERF_EVENT).
+    unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
+}
+
+/// Attaches kprobe.multi program `prog` to every function of `syms` at once, each with its
+/// BPF cookie from `cookies` (`BPF_LINK_CREATE`/`BPF_TRACE_KPROBE_MULTI`, Linux 5.18, needs
+/// `CONFIG_FPROBE`); with `ret`, on their returns (`BPF_F_KPROBE_MULTI_RETURN`).
+///
+/// # Errors
+/// `EINVAL` when `cookies` is not as long as `syms` (not called) or the kernel refuses
+/// (`EOPNOTSUPP`: no `CONFIG_FPROBE`; `ESRCH`/`ENOENT`: a function it cannot find or trace).
+#[doc(alias = "BPF_LINK_CREATE")]
+pub fn link_create_kprobe_multi(
+    prog: BorrowedFd<'_>,
+    syms: &[&CStr],
+    cookies: &[u64],
+    ret: bool,
+) -> Result<OwnedFd, Errno> {
+    let cnt = u32::try_from(syms.len()).map_err(|_| Errno::TOOBIG)?;
+    if cookies.len() != syms.len() {
+        return Err(Errno::INVAL);
+    }
+    let ptrs: Vec<u64> = syms.iter().map(|s| addr(s.as_ptr())).collect();
+    let mut a = KprobeMultiLinkAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        attach_type: sluice_core::probe::attach_types::TRACE_KPROBE_MULTI,
+        multi_flags: if ret {
+            sluice_core::perf::abi::KPROBE_MULTI_RETURN
+        } else {
+            0
+        },
+        cnt,
+        syms: addr(ptrs.as_ptr()),
+        cookies: addr(cookies.as_ptr()),
+        ..KprobeMultiLinkAttr::default()
+    };
+    // SAFETY: syms points at `cnt` addresses of live NUL-terminated strings (`syms`,
+    // borrowed for the call), cookies at `cnt` u64s; the kernel only reads them
+    // (kernel/trace/bpf_trace.c bpf_kprobe_multi_link_attach copies both in).
     unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
 }
 

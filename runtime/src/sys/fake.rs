@@ -155,6 +155,8 @@ unsafe impl Plain for ProgInfoRaw {}
 // SAFETY: as above.
 unsafe impl Plain for LinkCreateAttr {}
 // SAFETY: as above.
+unsafe impl Plain for sluice_core::perf::abi::KprobeMultiLinkAttr {}
+// SAFETY: as above.
 unsafe impl Plain for RawTracepointOpenAttr {}
 // SAFETY: as above.
 unsafe impl Plain for IdAttr {}
