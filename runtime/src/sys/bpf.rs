@@ -702,6 +702,62 @@ mod tests {
     }
 
     #[test]
+    fn kprobe_multi_passes_names_cookies_and_the_return_flag() {
+        use sluice_core::perf::abi::{KprobeMultiLinkAttr, KPROBE_MULTI_RETURN};
+        let _f = fake::install(|call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::LinkCreate => {
+                let a: KprobeMultiLinkAttr = b.attr().unwrap();
+                assert_eq!(a.attach_type, attach_types::TRACE_KPROBE_MULTI);
+                assert_eq!((a.flags, a.addrs, a.cnt), (0, 0, 2));
+                let n = a.cnt as usize;
+                // SAFETY: the wrapper passes cnt name addresses and cnt cookies, live for
+                // the call.
+                let (syms, cookies) = unsafe {
+                    (
+                        core::slice::from_raw_parts(
+                            core::ptr::with_exposed_provenance::<u64>(a.syms as usize),
+                            n,
+                        ),
+                        core::slice::from_raw_parts(
+                            core::ptr::with_exposed_provenance::<u64>(a.cookies as usize),
+                            n,
+                        ),
+                    )
+                };
+                // SAFETY: each is a live NUL-terminated string.
+                let names: Vec<&str> = syms
+                    .iter()
+                    .map(|&p| unsafe {
+                        CStr::from_ptr(core::ptr::with_exposed_provenance::<core::ffi::c_char>(
+                            p as usize,
+                        ))
+                    })
+                    .map(|c| c.to_str().unwrap())
+                    .collect();
+                assert_eq!(names, ["do_getpgid", "security_task_getpgid"]);
+                assert_eq!(cookies, [1, 2]);
+                if a.multi_flags == KPROBE_MULTI_RETURN {
+                    Ok(fake::fd())
+                } else {
+                    Err(Errno::OPNOTSUPP)
+                }
+            }
+            _ => Err(Errno::NOSYS),
+        });
+        let prog = std::fs::File::open("/dev/null").unwrap();
+        let syms = [c"do_getpgid", c"security_task_getpgid"];
+        link_create_kprobe_multi(prog.as_fd(), &syms, &[1, 2], true).unwrap();
+        assert_eq!(
+            link_create_kprobe_multi(prog.as_fd(), &syms, &[1, 2], false).unwrap_err(),
+            Errno::OPNOTSUPP
+        );
+        assert_eq!(
+            link_create_kprobe_multi(prog.as_fd(), &syms, &[1], true).unwrap_err(),
+            Errno::INVAL
+        );
+    }
+
+    #[test]
     fn raw_tracepoint_open_passes_the_name() {
         let _f = fake::install(|call| match call {
             Call::Bpf(b) if b.cmd == Cmd::RawTracepointOpen => {
