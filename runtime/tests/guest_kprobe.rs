@@ -944,11 +944,12 @@ fn kprobe_pmu_and_ksyscall_count_a_known_workload_without_tracefs_entries() {
 }
 
 // Named to run last (libtest runs them in name order with --test-threads=1). The amd64
-// guest's 6.1.0-57 kernel oopses now and then (1 boot in 3 of this binary, 2 vCPUs), not
-// after this test but in the kretprobe ones before it: tasks returning from read(2) jump to
-// 0x0 out of arch_rethook_trampoline (the x86 kretprobe return trampoline, printed as
-// `trace_clock_x86_tsc+0x20/0x20`) while kretprobes on vfs_read come and go under a busy
-// reader; the kernel's bug, not seen on the backports 6.12.
+// guest's 6.1.0-57 kernel oopses now and then (1 boot in 11 of this binary, 2 vCPUs), not
+// after this test but in the kretprobe one before it: two tasks returning from read(2), on
+// both CPUs, jump to 0x0 out of arch_rethook_trampoline (the x86 kretprobe return
+// trampoline, printed as `trace_clock_x86_tsc+0x20/0x20`) while kretprobes on vfs_read come
+// and go under a busy reader. A kernel bug (no order of tracefs/perf calls may make the
+// kernel return to 0x0); none in 7 boots of the backports 6.12.
 #[test]
 fn with_trampolines_fentry_fexit_fmod_ret_count_and_modify_else_the_refusal_names_why() {
     let Some(_t) = kprobes(
