@@ -31,8 +31,13 @@ step_cross() { aarch64-ci/cross-test.sh; }
 step_nostd_example() { aarch64-ci/host-packages.sh && targets/build-nostd.sh; }
 step_guest() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/smoke.sh; }
 # Kprobe record tests (runtime/tests/guest_kprobe.rs + the sluice binary) in one x86_64 and one
-# arm64 guest kernel with 2 vCPUs; the host kernel has no kprobes, so there they only skip.
-step_guest_record() { aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/record.sh; }
+# arm64 guest kernel with 2 vCPUs; the host kernel has no kprobes, so there they only skip. Then
+# the same amd64 binary in Debian's backports kernel (6.12, CONFIG_FPROBE: kprobe.multi attaches
+# there; ≈30 s more once its download is cached, ≈60 s the first time).
+step_guest_record() {
+	aarch64-ci/host-packages.sh && aarch64-ci/guest/fetch-kernels.sh && aarch64-ci/guest/record.sh &&
+		aarch64-ci/guest/fetch-kernels.sh --backports amd64 && GUEST_KERNEL=backports aarch64-ci/guest/record.sh amd64
+}
 # The second seed's scenario (runtime/tests/guest_seed.rs, aarch64-ci/guest/seed.sh): the probe
 # resolved on this host from each guest kernel's -dbg vmlinux (≈0.8 GB download per arch, cached),
 # compared with perf probe -D, recorded in the x86_64 and arm64 guests.

@@ -4,7 +4,8 @@
 #   qemu-user-static            qemu-aarch64-static / qemu-i386-static (cross-test.sh)
 #   qemu-system-x86, -arm       guest kernels under TCG (guest/run.sh)
 #   busybox-static cpio         the guest initramfs (guest/mkinitramfs.sh)
-#   kmod xz-utils               depmod/modprobe -D for module order; PVH kernel extraction
+#   kmod xz-utils zstd          depmod/modprobe -D for module order; PVH kernel extraction (6.1's
+#                               vmlinuz is xz, 6.12's zstd) and 6.12's .ko.xz modules
 #
 # qemu comes from bookworm-backports: the machine image ships qemu-utils 10.x from there, and
 # bookworm's qemu 7.2 system packages conflict with it ("qemu-utils : Breaks: qemu-system-common").
@@ -23,6 +24,7 @@ base=()
 command -v cpio >/dev/null     || base+=(cpio)
 [ -x /usr/sbin/depmod ] || [ -x /sbin/depmod ] || base+=(kmod)
 command -v xz >/dev/null       || base+=(xz-utils)
+command -v zstd >/dev/null     || base+=(zstd)
 foreign_ok=true
 dpkg --print-foreign-architectures | grep -qx arm64 || foreign_ok=false
 

@@ -9,6 +9,7 @@
 #   ARCH   amd64|x86_64|arm64|aarch64 (picks the cached busybox, see fetch-kernels.sh)
 # env:
 #   SLUICE_CACHE   cache root (default ~/.cache/sluice)
+#   GUEST_KERNEL   current (default) or backports: whose busybox, config and modules (see run.sh)
 #   GUEST_FILES    space-separated host files/dirs copied into the guest under /files
 #   GUEST_SHARE    host directory to share over virtio-9p (read-write), mounted in the guest at the
 #                  same absolute path; adds the virtio/9p modules (run.sh passes the device)
@@ -20,7 +21,7 @@ set -euo pipefail
 arch=$1 out=$2 bin=$3; shift 3
 case $arch in x86_64|amd64) arch=amd64 ;; aarch64|arm64) arch=arm64 ;;
   *) echo "mkinitramfs: unknown arch '$arch'" >&2; exit 2 ;; esac
-d=${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/$arch/current
+d=${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/$arch/${GUEST_KERNEL:-current}
 [ -s "$d/busybox" ] || { echo "mkinitramfs: no $arch guest in the cache; run aarch64-ci/guest/fetch-kernels.sh" >&2; exit 1; }
 [ -f "$bin" ] || { echo "mkinitramfs: no such binary: $bin" >&2; exit 1; }
 

@@ -8,6 +8,8 @@
 #
 # Usage: aarch64-ci/guest/record.sh [ARCH...]     default: amd64 arm64 (fetch-kernels.sh first)
 # env:   GUEST_SMP (2), CROSS_OPT_LEVEL (1, as cross-test.sh: the same aarch64 artifacts serve both),
+#        GUEST_KERNEL (current; backports: the kernel of fetch-kernels.sh --backports, where amd64's
+#        6.12 attaches the kprobe.multi test's programs that 6.1 refuses),
 #        GUEST_LOG_DIR, GUEST_TIMEOUT: see run.sh
 # Prints the guests' consoles, then per arch the test binary's `guest-figures` lines, its exit code
 # and boot→poweroff time, and whether this host's `perf script` reads the perf.data file the guest
@@ -50,7 +52,7 @@ for arch in "${arches[@]}"; do
   GUEST_ENV="SLUICE_FIXTURES=/files SLUICE_BIN=/files/sluice $i686_env SLUICE_REQUIRE_KERNEL=1 SLUICE_REQUIRE_KPROBES=1" \
     aarch64-ci/guest/run.sh "$arch" "$testbin" -- --test-threads=1 --nocapture 2>&1 | tee "$w/$arch.log"
   r=${PIPESTATUS[0]}; [ "$r" -eq 0 ] || rc=1
-  report+=("--- $arch ($t, build ${build_s} s, ${GUEST_SMP:-2} vCPUs): exit $r")
+  report+=("--- $arch ($t, ${GUEST_KERNEL:-current} kernel, build ${build_s} s, ${GUEST_SMP:-2} vCPUs): exit $r")
   # The perf.data file the guest's sluice wrote (sluice_record_perf_data_goes_to_the_host),
   # read by this host's perf: the same do_filp_open samples (tid, CPU, time, event) as the
   # guest's sluice printed (its comm may be ":TID" for a task gone before printing; perf

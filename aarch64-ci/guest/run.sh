@@ -16,6 +16,7 @@
 #      GUEST_LOG_DIR keep each raw serial log there        SLUICE_CACHE cache root (fetch-kernels.sh)
 #      GUEST_SHARE, GUEST_FILES, GUEST_ENV, GUEST_CWD: see mkinitramfs.sh
 #      GUEST_KASLR 1: boot without `nokaslr` (see below)
+#      GUEST_KERNEL current (default: Debian's stock kernel) or backports (fetch-kernels.sh --backports)
 # Guests boot with `nokaslr` so kernel addresses equal the vmlinux link addresses on both arches,
 # unless GUEST_KASLR=1. Then the arm64 guest's kernel is randomized (it relocates itself, seeded by
 # the /chosen/kaslr-seed QEMU's virt machine writes into the device tree, dtb-kaslr-seed=on by
@@ -40,8 +41,11 @@ else
   while [ $# -gt 0 ] && [ "$1" != -- ]; do bins+=("$1"); shift; done
   [ "${1:-}" = -- ] && shift; args=("$@")
 fi
-d=${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/$arch/current
-[ -s "$d/kernel" ] || { echo "guest-run: no $arch kernel in the cache; run aarch64-ci/guest/fetch-kernels.sh $arch" >&2; exit 2; }
+case ${GUEST_KERNEL:=current} in current) fetch=$arch ;; backports) fetch="--backports $arch" ;;
+  *) echo "guest-run: GUEST_KERNEL must be current or backports, not '$GUEST_KERNEL'" >&2; exit 2 ;; esac
+export GUEST_KERNEL
+d=${SLUICE_CACHE:-$HOME/.cache/sluice}/guest/$arch/$GUEST_KERNEL
+[ -s "$d/kernel" ] || { echo "guest-run: no $arch kernel in the cache; run aarch64-ci/guest/fetch-kernels.sh $fetch" >&2; exit 2; }
 command -v "${qemu[0]}" >/dev/null || { echo "guest-run: ${qemu[0]} missing; run aarch64-ci/host-packages.sh" >&2; exit 2; }
 kver=$(cat "$d/kver")
 kaslr=nokaslr; [ "${GUEST_KASLR:-0}" = 1 ] && kaslr=

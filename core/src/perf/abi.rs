@@ -424,6 +424,35 @@ pub struct LinkCreateUprobeMultiAttr {
     pub pad0: u32,
 }
 
+/// `union bpf_attr` as used by `BPF_LINK_CREATE` with `BPF_TRACE_KPROBE_MULTI` (Linux 5.18):
+/// the `kprobe_multi` union member, functions by name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C, align(8))]
+#[doc(alias = "bpf_attr")]
+pub struct KprobeMultiLinkAttr {
+    /// The program.
+    pub prog_fd: u32,
+    /// Zero.
+    pub target_fd: u32,
+    /// `BPF_TRACE_KPROBE_MULTI`.
+    pub attach_type: u32,
+    /// The link's flags (zero).
+    pub flags: u32,
+    /// `BPF_F_KPROBE_MULTI_RETURN` ([`KPROBE_MULTI_RETURN`]) for a return probe.
+    pub multi_flags: u32,
+    /// Number of functions.
+    pub cnt: u32,
+    /// Address of `cnt` addresses of NUL-terminated function names.
+    pub syms: u64,
+    /// Address of `cnt` function addresses (0: `syms` names them).
+    pub addrs: u64,
+    /// Address of `cnt` BPF cookies, one per function (0: none).
+    pub cookies: u64,
+}
+
+/// `BPF_F_KPROBE_MULTI_RETURN`: the multi-probe fires on return.
+pub const KPROBE_MULTI_RETURN: u32 = 1;
+
 /// `union bpf_attr` as used by `BPF_RAW_TRACEPOINT_OPEN` (without the 6.10 cookie).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(8))]
@@ -728,6 +757,10 @@ const _: () = {
     assert!(offset_of!(LinkCreateUprobeMultiAttr, cookies) == 40);
     assert!(offset_of!(LinkCreateUprobeMultiAttr, cnt) == 48);
     assert!(offset_of!(LinkCreateUprobeMultiAttr, pid) == 56);
+    assert!(size_of::<KprobeMultiLinkAttr>() == 48);
+    assert!(offset_of!(KprobeMultiLinkAttr, multi_flags) == 16);
+    assert!(offset_of!(KprobeMultiLinkAttr, syms) == 24);
+    assert!(offset_of!(KprobeMultiLinkAttr, cookies) == 40);
     assert!(size_of::<RawTracepointOpenAttr>() == 16);
     assert!(size_of::<IdAttr>() == 16);
     assert!(size_of::<BtfInfoRaw>() == 32);

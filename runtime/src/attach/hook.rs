@@ -7,8 +7,8 @@
 //!   program's `attach_btf_id` says where).
 //! - `fentry/`, `fexit/`, `fmod_ret/`, `lsm/`: `BPF_LINK_CREATE` with the program's expected
 //!   attach type, else (`EINVAL` of a kernel before 5.7's links) `BPF_RAW_TRACEPOINT_OPEN`.
-//! - `kprobe.multi/`, `kretprobe.multi/`: refused, naming what is missing (`uprobe.multi/`
-//!   is [`super::uprobe_multi`]'s).
+//! - `kprobe.multi/`, `kretprobe.multi/`: one `BPF_TRACE_KPROBE_MULTI` link on every
+//!   function of the glob ([`super::multi`]); `uprobe.multi/` is [`super::uprobe_multi`]'s.
 //! - A PMU probe: one perf event (every task, CPU 0: the probe fires on every CPU, and a
 //!   second event would be a second probe running the program again), attached with
 //!   `BPF_LINK_CREATE`/`BPF_PERF_EVENT` (Linux 5.15), else `PERF_EVENT_IOC_SET_BPF`. The
@@ -25,7 +25,7 @@ use sluice_core::probe::{attach_types, AttachKind};
 
 use super::events::Error;
 use crate::kernel::errno::attach_reason;
-use crate::kernel::hooks::{attach_facts, config_set, ProbePmu};
+use crate::kernel::hooks::{attach_facts, ProbePmu};
 use crate::load::LoadedProgram;
 use crate::probe::HookPlan;
 use crate::sys::{bpf as sys, perf_event};
@@ -37,7 +37,8 @@ use crate::tracefs::{self, ProbeTarget};
 ///
 /// # Errors
 /// [`Error::Refused`] with the reason in the kernel's terms; [`Error::Unsupported`] for
-/// the multi-probes (`uprobe.multi/` is attached by [`super::attach_uprobe_multi`]).
+/// a `kprobe.multi/` this kernel cannot attach (`uprobe.multi/` is attached by
+/// [`super::attach_uprobe_multi`]).
 pub fn attach_hook(
     hook: &HookPlan,
     prog: &LoadedProgram,
@@ -80,23 +81,8 @@ pub fn attach_hook(
             }
         }
         AttachKind::KprobeMulti | AttachKind::KretprobeMulti => {
-            let reason = match config_set("CONFIG_FPROBE") {
-                Some(false) => "kprobe.multi needs a kernel built with CONFIG_FPROBE, which \
-                                this one is not (BPF_TRACE_KPROBE_MULTI, Linux 5.18)"
-                    .to_owned(),
-                None => "kprobe.multi needs CONFIG_FPROBE (BPF_TRACE_KPROBE_MULTI, Linux \
-                         5.18), and this kernel's configuration cannot be read to tell"
-                    .to_owned(),
-                Some(true) => "sluice does not attach kprobe.multi programs yet (the \
-                               kernel has CONFIG_FPROBE); attach one function with \
-                               kprobe/FUNC instead"
-                    .to_owned(),
-            };
-            return Err(Error::Unsupported {
-                program: prog.name().to_owned(),
-                target: section,
-                reason,
-            });
+            let ret = hook.kind == AttachKind::KretprobeMulti;
+            super::multi::attach_kprobe_multi(hook, prog, tracefs, ret)?
         }
         AttachKind::UprobeMulti | AttachKind::UretprobeMulti => {
             return Err(Error::Unsupported {

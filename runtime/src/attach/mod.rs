@@ -32,6 +32,7 @@ mod events;
 mod hook;
 mod link;
 mod link_error;
+mod multi;
 mod sampling;
 mod shared;
 mod uprobe_multi;
@@ -45,6 +46,7 @@ pub use events::{
 };
 pub use hook::{attach_hook, attach_pmu_probe, program_only, PmuProbe};
 pub use link::{Link, LinkError, Linker, PRINTK_EVENT};
+pub use multi::kprobe_multi_functions;
 pub use sampling::{
     counter, open_counters, open_sampling, sampling_sample_type, COUNTERS, DEFAULT_SAMPLE_FREQ,
 };

@@ -7,9 +7,9 @@
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, LinkCreateAttr, MapCreateAttr, MapElemAttr,
-    MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr, RawTracepointOpenAttr,
-    BPF_OBJ_NAME_LEN,
+    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, KprobeMultiLinkAttr, LinkCreateAttr,
+    MapCreateAttr, MapElemAttr, MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr,
+    RawTracepointOpenAttr, BPF_OBJ_NAME_LEN,
 };
 use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -26,6 +26,7 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
+    impl Attr for sluice_core::perf::abi::KprobeMultiLinkAttr {}
     impl Attr for sluice_core::perf::abi::RawTracepointOpenAttr {}
     impl Attr for sluice_core::perf::abi::IdAttr {}
 }
@@ -589,6 +590,44 @@ pub fn link_create_uprobe_multi(
     unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
 }
 
+/// Attaches kprobe.multi program `prog` to every function of `syms` at once, each with its
+/// BPF cookie from `cookies` (`BPF_LINK_CREATE`/`BPF_TRACE_KPROBE_MULTI`, Linux 5.18, needs
+/// `CONFIG_FPROBE`); with `ret`, on their returns (`BPF_F_KPROBE_MULTI_RETURN`).
+///
+/// # Errors
+/// `EINVAL` when `cookies` is not as long as `syms` (not called) or the kernel refuses
+/// (`EOPNOTSUPP`: no `CONFIG_FPROBE`; `ESRCH`/`ENOENT`: a function it cannot find or trace).
+#[doc(alias = "BPF_LINK_CREATE")]
+pub fn link_create_kprobe_multi(
+    prog: BorrowedFd<'_>,
+    syms: &[&CStr],
+    cookies: &[u64],
+    ret: bool,
+) -> Result<OwnedFd, Errno> {
+    let cnt = u32::try_from(syms.len()).map_err(|_| Errno::TOOBIG)?;
+    if cookies.len() != syms.len() {
+        return Err(Errno::INVAL);
+    }
+    let ptrs: Vec<u64> = syms.iter().map(|s| addr(s.as_ptr())).collect();
+    let mut a = KprobeMultiLinkAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        attach_type: sluice_core::probe::attach_types::TRACE_KPROBE_MULTI,
+        multi_flags: if ret {
+            sluice_core::perf::abi::KPROBE_MULTI_RETURN
+        } else {
+            0
+        },
+        cnt,
+        syms: addr(ptrs.as_ptr()),
+        cookies: addr(cookies.as_ptr()),
+        ..KprobeMultiLinkAttr::default()
+    };
+    // SAFETY: syms points at `cnt` addresses of live NUL-terminated strings (`syms`,
+    // borrowed for the call), cookies at `cnt` u64s; the kernel only reads them
+    // (kernel/trace/bpf_trace.c bpf_kprobe_multi_link_attach copies both in).
+    unsafe { sys_bpf(cmd::LINK_CREATE, &mut a) }.and_then(owned_fd)
+}
+
 /// Attaches program `prog` to raw tracepoint `name` (`BPF_RAW_TRACEPOINT_OPEN`, Linux
 /// 4.17), or, with `name` `None`, a `tp_btf`/`fentry`/`fexit`/`lsm` program to its
 /// `attach_btf_id` (Linux 5.5). The attachment lasts as long as the returned fd.
@@ -732,6 +771,62 @@ mod tests {
         let prog = std::fs::File::open("/dev/null").unwrap();
         link_create_uprobe_multi(prog.as_fd(), path, &offsets, true, Some(42)).unwrap();
         assert_eq!(f.count(), 1);
+    }
+
+    #[test]
+    fn kprobe_multi_passes_names_cookies_and_the_return_flag() {
+        use sluice_core::perf::abi::{KprobeMultiLinkAttr, KPROBE_MULTI_RETURN};
+        let _f = fake::install(|call| match call {
+            Call::Bpf(b) if b.cmd == Cmd::LinkCreate => {
+                let a: KprobeMultiLinkAttr = b.attr().unwrap();
+                assert_eq!(a.attach_type, attach_types::TRACE_KPROBE_MULTI);
+                assert_eq!((a.flags, a.addrs, a.cnt), (0, 0, 2));
+                let n = a.cnt as usize;
+                // SAFETY: the wrapper passes cnt name addresses and cnt cookies, live for
+                // the call.
+                let (syms, cookies) = unsafe {
+                    (
+                        core::slice::from_raw_parts(
+                            core::ptr::with_exposed_provenance::<u64>(a.syms as usize),
+                            n,
+                        ),
+                        core::slice::from_raw_parts(
+                            core::ptr::with_exposed_provenance::<u64>(a.cookies as usize),
+                            n,
+                        ),
+                    )
+                };
+                // SAFETY: each is a live NUL-terminated string.
+                let names: Vec<&str> = syms
+                    .iter()
+                    .map(|&p| unsafe {
+                        CStr::from_ptr(core::ptr::with_exposed_provenance::<core::ffi::c_char>(
+                            p as usize,
+                        ))
+                    })
+                    .map(|c| c.to_str().unwrap())
+                    .collect();
+                assert_eq!(names, ["do_getpgid", "security_task_getpgid"]);
+                assert_eq!(cookies, [1, 2]);
+                if a.multi_flags == KPROBE_MULTI_RETURN {
+                    Ok(fake::fd())
+                } else {
+                    Err(Errno::OPNOTSUPP)
+                }
+            }
+            _ => Err(Errno::NOSYS),
+        });
+        let prog = std::fs::File::open("/dev/null").unwrap();
+        let syms = [c"do_getpgid", c"security_task_getpgid"];
+        link_create_kprobe_multi(prog.as_fd(), &syms, &[1, 2], true).unwrap();
+        assert_eq!(
+            link_create_kprobe_multi(prog.as_fd(), &syms, &[1, 2], false).unwrap_err(),
+            Errno::OPNOTSUPP
+        );
+        assert_eq!(
+            link_create_kprobe_multi(prog.as_fd(), &syms, &[1], true).unwrap_err(),
+            Errno::INVAL
+        );
     }
 
     #[test]

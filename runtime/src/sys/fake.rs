@@ -157,6 +157,8 @@ unsafe impl Plain for LinkCreateAttr {}
 // SAFETY: as above.
 unsafe impl Plain for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
 // SAFETY: as above.
+unsafe impl Plain for sluice_core::perf::abi::KprobeMultiLinkAttr {}
+// SAFETY: as above.
 unsafe impl Plain for RawTracepointOpenAttr {}
 // SAFETY: as above.
 unsafe impl Plain for IdAttr {}
