@@ -89,6 +89,80 @@ impl Visitor for Summed<'_, '_> {
     }
 }
 
+/// Drops the top struct's `slots` array from a walk: a histogram's other members.
+struct NoSlots<'v> {
+    inner: &'v mut dyn Visitor,
+    depth: u32,
+    /// Arrays open inside `slots` (0: not in it).
+    skip: u32,
+}
+
+impl Visitor for NoSlots<'_> {
+    fn int(&mut self, name: &str, value: Int, bits: u8) {
+        if self.skip == 0 {
+            self.inner.int(name, value, bits);
+        }
+    }
+    fn bool(&mut self, name: &str, value: bool) {
+        self.inner.bool(name, value);
+    }
+    fn enumerator(&mut self, name: &str, e: Option<&str>, value: Int) {
+        self.inner.enumerator(name, e, value);
+    }
+    fn string(&mut self, name: &str, text: &[u8]) {
+        self.inner.string(name, text);
+    }
+    fn pointer(&mut self, name: &str, value: u64) {
+        self.inner.pointer(name, value);
+    }
+    fn bytes(&mut self, name: &str, bytes: &[u8]) {
+        self.inner.bytes(name, bytes);
+    }
+    fn begin_struct(&mut self, name: &str, union: bool) {
+        self.depth += 1;
+        self.inner.begin_struct(name, union);
+    }
+    fn end_struct(&mut self) {
+        self.depth -= 1;
+        self.inner.end_struct();
+    }
+    fn begin_array(&mut self, name: &str, len: u32) {
+        if self.skip > 0 || (self.depth == 1 && name == "slots") {
+            self.skip += 1;
+        } else {
+            self.inner.begin_array(name, len);
+        }
+    }
+    fn end_array(&mut self) {
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.inner.end_array();
+        }
+    }
+}
+
+/// Appends the members of histogram entry `e` other than its slots, as text fields.
+fn hist_fields_into(out: &mut String, btf: Option<&Btf<'_>>, t: &MapTable, e: &Entry) {
+    let Some(btf) = btf else { return };
+    let mark = out.len();
+    let mut stack = Stack::default();
+    let mut f = Fields::new(out, false, &mut stack);
+    let mut no_slots = NoSlots {
+        inner: &mut f,
+        depth: 0,
+        skip: 0,
+    };
+    let mut summed = Summed {
+        inner: &mut no_slots,
+        sums: &e.sums,
+        at: 0,
+    };
+    if walk(btf, t.value_type, t.cpu_value(&e.value, 0), &mut summed).is_err() {
+        out.truncate(mark);
+    }
+}
+
 /// Appends the value `bytes` of type `id` (0: none) in `btf`; `sums` replace its
 /// integers when given. Text fields each start with a space.
 fn value_into(
@@ -244,11 +318,16 @@ fn dump_with(
         value_into(out, btf, t.key_type, &e.key, None, false);
         out.push(':');
         match t.shape {
-            Shape::Hist { step, .. } => {
+            Shape::Hist { step, n, .. } => {
+                if e.sums.len() > n {
+                    // The struct's other members (hardirqs' `count`), without the slots.
+                    hist_fields_into(out, btf, t, e);
+                }
+                let slots = e.slots(t.shape);
                 out.push_str(" total ");
-                out.push_str(&e.sums.iter().sum::<i128>().to_string());
+                out.push_str(&slots.iter().sum::<i128>().to_string());
                 out.push('\n');
-                hist_into(out, &e.sums, step);
+                hist_into(out, slots, step);
             }
             _ => {
                 value_into(
@@ -310,11 +389,12 @@ fn json_into(
             true,
         );
         if let Shape::Hist { step, .. } = t.shape {
+            let slots = e.slots(t.shape);
             out.push_str(",\"total\":");
-            out.push_str(&e.sums.iter().sum::<i128>().to_string());
+            out.push_str(&slots.iter().sum::<i128>().to_string());
             out.push_str(",\"hist\":[");
             let mut first = true;
-            for (i, &count) in e.sums.iter().enumerate().filter(|(_, &c)| c != 0) {
+            for (i, &count) in slots.iter().enumerate().filter(|(_, &c)| c != 0) {
                 let (lo, hi) = bucket(i, step);
                 if !first {
                     out.push(',');

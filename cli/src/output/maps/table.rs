@@ -59,6 +59,9 @@ pub enum Shape {
     Hist {
         /// Where the slots start.
         offset: usize,
+        /// Slot 0's place among the value's integer leaves in walk order (the struct's
+        /// members before `slots`, e.g. hardirqs' `struct info { u64 count; u32 slots[N]; }`).
+        first: usize,
         /// How many.
         n: usize,
         /// Bytes each (1, 2, 4, 8).
@@ -84,13 +87,26 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// What entries sort by (descending): a histogram's total count, else the value's
-    /// first integer.
+    /// What entries sort by (descending): a histogram's total count (its other integers'
+    /// sum when the slots are empty, as in hardirqs' count mode), else the value's first
+    /// integer.
     #[must_use]
     pub fn rank(&self, shape: Shape) -> i128 {
         match shape {
-            Shape::Hist { .. } => self.sums.iter().sum(),
+            Shape::Hist { .. } => match self.slots(shape).iter().sum() {
+                0 => self.sums.iter().sum(),
+                t => t,
+            },
             _ => self.sums.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// A histogram's slots among [`sums`](Self::sums) (empty for other shapes).
+    #[must_use]
+    pub fn slots(&self, shape: Shape) -> &[i128] {
+        match shape {
+            Shape::Hist { first, n, .. } => self.sums.get(first..first + n).unwrap_or_default(),
+            _ => &[],
         }
     }
 }
@@ -300,17 +316,17 @@ impl MapTable {
         for cpu in 0..self.cpus {
             let v = self.cpu_value(value, cpu);
             let one = match (self.shape, btf) {
-                (
-                    Shape::Hist {
-                        offset, n, width, ..
-                    },
-                    _,
-                ) => slots(v, offset, n, width),
-                (Shape::Fields, Some(btf)) => {
+                (Shape::Hist { .. } | Shape::Fields, Some(btf)) => {
                     let mut l = Leaves::default();
                     let _ = walk(btf, self.value_type, v, &mut l);
                     l.values
                 }
+                (
+                    Shape::Hist {
+                        offset, n, width, ..
+                    },
+                    None,
+                ) => slots(v, offset, n, width),
                 _ => raw_int(v).into_iter().collect(),
             };
             add(&mut total, &one);
@@ -477,9 +493,20 @@ fn shape_of(btf: &Btf<'_>, id: u32, linear: Option<u64>) -> Shape {
         Kind::Array if linear.is_some() => ints(id).map(|(n, w)| (0, n, w)),
         _ => None,
     };
-    match found {
-        Some((offset, n, width)) => Shape::Hist {
+    // Slot 0's place among the leaves: a walk of a zero value names them.
+    let first = |offset: usize| -> Option<usize> {
+        if offset == 0 {
+            return Some(0);
+        }
+        let zeros = vec![0u8; btf.size_of(id).ok()? as usize];
+        let mut l = Leaves::named();
+        walk(btf, id, &zeros, &mut l).ok()?;
+        l.names?.iter().position(|n| n == "slots_0")
+    };
+    match found.and_then(|(offset, n, width)| Some((offset, first(offset)?, n, width))) {
+        Some((offset, first, n, width)) => Shape::Hist {
             offset,
+            first,
             n,
             width,
             step: linear,

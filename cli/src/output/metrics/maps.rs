@@ -127,8 +127,8 @@ impl MapFamily {
             let mut e =
                 encoder.encode_descriptor(&self.name, &help, None, MetricType::Histogram)?;
             for entry in &entries {
-                let mut buckets: Vec<(f64, u64)> = entry
-                    .sums
+                let slots = entry.slots(self.table.shape);
+                let mut buckets: Vec<(f64, u64)> = slots
                     .iter()
                     .enumerate()
                     .map(|(i, &c)| {
@@ -137,7 +137,7 @@ impl MapFamily {
                     })
                     .collect();
                 buckets.push((f64::INFINITY, 0));
-                let count = entry.sums.iter().map(|&c| counter(c)).sum();
+                let count = slots.iter().map(|&c| counter(c)).sum();
                 let labels = self.labels(btf, &entry.key);
                 e.encode_family(&labels)?
                     .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
