@@ -130,6 +130,20 @@ pub struct MapTable {
     pub cpus: usize,
     /// What `--clear` took away, per key, for the exporter's totals.
     cleared: Mutex<HashMap<Vec<u8>, Vec<i128>>>,
+    /// A `.bss` variable's elements instead of the map's entries.
+    var: Option<Var>,
+}
+
+/// A global variable of a `.bss` map, read as an array map of its elements (softirqs'
+/// `struct hist hists[NR_SOFTIRQS]`): keys are the indexes, a scalar has one.
+#[derive(Clone, Copy, Debug)]
+pub struct Var {
+    /// Its offset in the map's one value.
+    pub offset: usize,
+    /// Bytes of one element.
+    pub size: usize,
+    /// Elements (1 for a scalar).
+    pub n: usize,
 }
 
 /// Whether a map of `kind`, `map_type` and `name` is one a program keeps its results in:
@@ -194,7 +208,31 @@ impl MapTable {
             shape,
             cpus,
             cleared: Mutex::new(HashMap::new()),
+            var: None,
         })
+    }
+
+    /// A table of the `.bss` variable `name` of `map`, elements of type `elem` (see
+    /// [`Var`]).
+    ///
+    /// # Errors
+    /// The dup's.
+    pub fn variable(
+        object: &str,
+        name: &str,
+        map: &Map,
+        btf: std::sync::Arc<OwnedBtf>,
+        elem: u32,
+        var: Var,
+    ) -> Result<MapTable, String> {
+        let mut t = MapTable::new(object, name, map, Some(btf), (0, elem), None)?;
+        t.var = Some(var);
+        Ok(t)
+    }
+
+    /// Bytes of one value (of one CPU's).
+    fn size(&self) -> usize {
+        self.var.map_or(self.map.value_size() as usize, |v| v.size)
     }
 
     /// Runs `f` with the object's BTF when the map has types.
@@ -206,16 +244,16 @@ impl MapTable {
     #[must_use]
     pub fn stride(&self) -> usize {
         if self.cpus > 1 {
-            (self.map.value_size() as usize).next_multiple_of(8)
+            self.size().next_multiple_of(8)
         } else {
-            self.map.value_size() as usize
+            self.size()
         }
     }
 
     /// One CPU's share of `value`.
     #[must_use]
     pub fn cpu_value<'v>(&self, value: &'v [u8], cpu: usize) -> &'v [u8] {
-        let (stride, size) = (self.stride(), self.map.value_size() as usize);
+        let (stride, size) = (self.stride(), self.size());
         value
             .get(cpu * stride..cpu * stride + size)
             .unwrap_or_default()
@@ -246,6 +284,9 @@ impl MapTable {
             index.resize(b.types, 0);
             Btf::parse(&b.bytes, &mut index).ok()
         });
+        if let Some(var) = self.var {
+            return self.read_var(var, parsed.as_ref(), cleared);
+        }
         for key in self.map.keys_bytes() {
             let key = key.map_err(|e| e.to_string())?;
             let Some(value) = self.map.get_bytes(&key).map_err(|e| e.to_string())? else {
@@ -297,7 +338,7 @@ impl MapTable {
         for (key, sums) in cleared.iter().filter(|(k, _)| !seen.contains(*k)) {
             now.push(Entry {
                 key: key.clone(),
-                value: vec![0; self.map.value_bytes()],
+                value: vec![0; self.size()],
                 sums: sums.clone(),
             });
         }
@@ -307,7 +348,58 @@ impl MapTable {
     /// Bytes of one CPU's value as declared.
     #[must_use]
     pub fn value_size(&self) -> usize {
-        self.map.value_size() as usize
+        self.size()
+    }
+
+    /// [`read`](Self::read) of a `.bss` variable: its non-zero elements; `cleared` zeroes
+    /// them in one update of the map's value.
+    fn read_var(
+        &self,
+        var: Var,
+        btf: Option<&Btf<'_>>,
+        cleared: Option<&mut HashMap<Vec<u8>, Vec<i128>>>,
+    ) -> Result<Vec<Entry>, String> {
+        let key = 0u32.to_ne_bytes();
+        let mut all = self
+            .map
+            .get_bytes(&key)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for i in 0..var.n {
+            let at = var.offset + i * var.size;
+            let Some(value) = all.get(at..at + var.size) else {
+                break;
+            };
+            let sums = self.sums(btf, value);
+            if sums.iter().any(|&v| v != 0) {
+                let key = u32::try_from(i).unwrap_or(u32::MAX).to_ne_bytes().to_vec();
+                out.push(Entry {
+                    key,
+                    value: value.to_vec(),
+                    sums,
+                });
+            }
+        }
+        if let Some(kept) = cleared {
+            if let Some(place) = all.get_mut(var.offset..var.offset + var.n * var.size) {
+                place.fill(0);
+            }
+            self.map
+                .update_bytes(&key, &all, UpdateMode::Any)
+                .map_err(|e| e.to_string())?;
+            for e in &out {
+                match kept.get_mut(&e.key) {
+                    Some(before) => add(before, &e.sums),
+                    None => {
+                        kept.insert(e.key.clone(), e.sums.clone());
+                    }
+                }
+            }
+        }
+        let shape = self.shape;
+        out.sort_by_key(|e| std::cmp::Reverse(e.rank(shape)));
+        Ok(out)
     }
 
     /// The integers of `value`, summed over its CPUs.
