@@ -634,15 +634,17 @@ impl Session {
         let mut lines = std::mem::take(&mut self.printk_lines);
         if let Some(i) = self.printk_source {
             if let Some(inst) = self.links.get_mut(i).and_then(Link::instance_mut) {
+                // In time order: each CPU's come in order, after the lines kept.
                 inst.read(&mut |cpu, time, raw| {
-                    lines.push(PrintkLine {
+                    let at = lines.partition_point(|l| l.time <= time);
+                    let line = PrintkLine {
                         time,
                         cpu,
                         held: false,
                         raw: raw.to_vec(),
-                    });
+                    };
+                    lines.insert(at, line);
                 });
-                lines.sort_by_key(|l| l.time);
             }
         }
         let printk = self.printk_source.unwrap_or(usize::MAX);

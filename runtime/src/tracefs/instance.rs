@@ -59,7 +59,8 @@ impl PrintkInstance {
                 detail: None,
             }
         };
-        std::fs::create_dir(&dir).map_err(io(dir.clone(), "mkdir"))?;
+        rustix::fs::mkdir(&dir, rustix::fs::Mode::from_raw_mode(0o755))
+            .map_err(|e| io(dir.clone(), "mkdir")(e.into()))?;
         let mut me = PrintkInstance {
             dir,
             cpus: Vec::new(),
@@ -67,8 +68,7 @@ impl PrintkInstance {
             page: vec![0; PAGE],
         };
         let write = |me: &PrintkInstance, file: &str, value: &str| {
-            let path = me.dir.join(file);
-            std::fs::write(&path, value).map_err(io(path, &format!("write {value}")))
+            super::probe::write_command(&me.dir, file, value)
         };
         write(&me, "trace_clock", "perf")?;
         if !pids.is_empty() {
@@ -124,7 +124,7 @@ impl PrintkInstance {
 
     /// Stops the event (what is in the buffers stays readable).
     pub fn disable(&self) {
-        let _ = std::fs::write(self.dir.join(EVENT).join("enable"), "0");
+        let _ = super::probe::write_command(&self.dir, &format!("{EVENT}/enable"), "0");
     }
 }
 

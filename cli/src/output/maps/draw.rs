@@ -21,7 +21,7 @@ use sluice_core::btf::{walk, Btf, Int, Visitor};
 use super::super::json::string_into;
 use super::super::value::{Fields, Stack};
 use super::super::{decimal_into, hex_into};
-use super::table::{raw_int, Entry, MapTable, Shape};
+use super::table::{raw_int, Entry, Leaves, MapTable, Shape};
 
 /// How a dump prints.
 #[derive(Clone, Copy, Debug, Default)]
@@ -89,77 +89,24 @@ impl Visitor for Summed<'_, '_> {
     }
 }
 
-/// Drops the top struct's `slots` array from a walk: a histogram's other members.
-struct NoSlots<'v> {
-    inner: &'v mut dyn Visitor,
-    depth: u32,
-    /// Arrays open inside `slots` (0: not in it).
-    skip: u32,
-}
-
-impl Visitor for NoSlots<'_> {
-    fn int(&mut self, name: &str, value: Int, bits: u8) {
-        if self.skip == 0 {
-            self.inner.int(name, value, bits);
-        }
-    }
-    fn bool(&mut self, name: &str, value: bool) {
-        self.inner.bool(name, value);
-    }
-    fn enumerator(&mut self, name: &str, e: Option<&str>, value: Int) {
-        self.inner.enumerator(name, e, value);
-    }
-    fn string(&mut self, name: &str, text: &[u8]) {
-        self.inner.string(name, text);
-    }
-    fn pointer(&mut self, name: &str, value: u64) {
-        self.inner.pointer(name, value);
-    }
-    fn bytes(&mut self, name: &str, bytes: &[u8]) {
-        self.inner.bytes(name, bytes);
-    }
-    fn begin_struct(&mut self, name: &str, union: bool) {
-        self.depth += 1;
-        self.inner.begin_struct(name, union);
-    }
-    fn end_struct(&mut self) {
-        self.depth -= 1;
-        self.inner.end_struct();
-    }
-    fn begin_array(&mut self, name: &str, len: u32) {
-        if self.skip > 0 || (self.depth == 1 && name == "slots") {
-            self.skip += 1;
-        } else {
-            self.inner.begin_array(name, len);
-        }
-    }
-    fn end_array(&mut self) {
-        if self.skip > 0 {
-            self.skip -= 1;
-        } else {
-            self.inner.end_array();
-        }
-    }
-}
-
-/// Appends the members of histogram entry `e` other than its slots, as text fields.
+/// Appends the integer members of histogram entry `e` other than its slots (hardirqs'
+/// `count`), ` name=value` each, summed over the CPUs.
 fn hist_fields_into(out: &mut String, btf: Option<&Btf<'_>>, t: &MapTable, e: &Entry) {
-    let Some(btf) = btf else { return };
-    let mark = out.len();
-    let mut stack = Stack::default();
-    let mut f = Fields::new(out, false, &mut stack);
-    let mut no_slots = NoSlots {
-        inner: &mut f,
-        depth: 0,
-        skip: 0,
+    let (Some(btf), Shape::Hist { first, n, .. }) = (btf, t.shape) else {
+        return;
     };
-    let mut summed = Summed {
-        inner: &mut no_slots,
-        sums: &e.sums,
-        at: 0,
-    };
-    if walk(btf, t.value_type, t.cpu_value(&e.value, 0), &mut summed).is_err() {
-        out.truncate(mark);
+    let mut l = Leaves::named();
+    if walk(btf, t.value_type, t.cpu_value(&e.value, 0), &mut l).is_err() {
+        return;
+    }
+    let names = l.names.unwrap_or_default();
+    for (i, (name, v)) in names.iter().zip(&e.sums).enumerate() {
+        if !(first..first + n).contains(&i) {
+            out.push(' ');
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&v.to_string());
+        }
     }
 }
 

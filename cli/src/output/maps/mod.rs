@@ -114,21 +114,29 @@ fn variables(
 ) -> Result<(), String> {
     let vars = btf
         .with(|b| {
-            sluice_core::btf::global_vars(b)
-                .filter(|v| v.section == section)
-                .filter_map(|v| {
-                    let offset = o
-                        .variable_offset(v.name)
-                        .map_or(Some(v.offset as usize), |o| usize::try_from(o).ok())?;
-                    // An array's elements each; a scalar as one.
-                    let (elem, n) = match b.resolve_type(v.type_id).ok()?.and_then(|t| t.array()) {
-                        Some(a) => (a.elem_type, a.nelems as usize),
-                        None => (v.type_id, 1),
-                    };
-                    let size = b.size_of(elem).ok()? as usize;
-                    Some((v.name.to_owned(), elem, table::Var { offset, size, n }))
-                })
-                .collect::<Vec<_>>()
+            let mut vars = Vec::new();
+            let Some(sec) = b.find(section, sluice_core::btf::Kind::Datasec) else {
+                return vars;
+            };
+            for v in sec.datasec_vars() {
+                let Some(var) = b.ty(v.type_id) else { continue };
+                let (Some(ty), name) = (var.ref_type(), var.name()) else {
+                    continue;
+                };
+                let offset = o
+                    .variable_offset(name)
+                    .map_or(Some(v.offset as usize), |o| usize::try_from(o).ok());
+                // An array's elements each; a scalar as one.
+                let (elem, n) = match b.resolve_type(ty).ok().flatten().and_then(|t| t.array()) {
+                    Some(a) => (a.elem_type, a.nelems as usize),
+                    None => (ty, 1),
+                };
+                if let (Some(offset), Ok(size)) = (offset, b.size_of(elem)) {
+                    let size = size as usize;
+                    vars.push((name.to_owned(), elem, table::Var { offset, size, n }));
+                }
+            }
+            vars
         })
         .unwrap_or_default();
     for (name, elem, var) in vars {

@@ -91,6 +91,7 @@ impl Entry {
     /// sum when the slots are empty, as in hardirqs' count mode), else the value's first
     /// integer.
     #[must_use]
+    #[inline(never)] // Called by the sort's every comparison: one copy, not one per use.
     pub fn rank(&self, shape: Shape) -> i128 {
         match shape {
             Shape::Hist { .. } => match self.slots(shape).iter().sum() {
@@ -285,31 +286,32 @@ impl MapTable {
             Btf::parse(&b.bytes, &mut index).ok()
         });
         if let Some(var) = self.var {
-            return self.read_var(var, parsed.as_ref(), cleared);
-        }
-        for key in self.map.keys_bytes() {
-            let key = key.map_err(|e| e.to_string())?;
-            let Some(value) = self.map.get_bytes(&key).map_err(|e| e.to_string())? else {
-                continue;
-            };
-            let sums = self.sums(parsed.as_ref(), &value);
-            if array && sums.iter().all(|&v| v == 0) {
-                continue;
-            }
-            if let Some(kept) = cleared.as_deref_mut() {
-                let done = if array {
-                    self.map.update_bytes(&key, &zero, UpdateMode::Any)
-                } else {
-                    self.map.delete_bytes(&key).map(drop)
+            out = self.read_var(var, parsed.as_ref(), cleared)?;
+        } else {
+            for key in self.map.keys_bytes() {
+                let key = key.map_err(|e| e.to_string())?;
+                let Some(value) = self.map.get_bytes(&key).map_err(|e| e.to_string())? else {
+                    continue;
                 };
-                done.map_err(|e| e.to_string())?;
-                if let Some(before) = kept.get_mut(&key) {
-                    add(before, &sums);
-                } else if kept.len() < MAX_CLEARED_KEYS {
-                    kept.insert(key.clone(), sums.clone());
+                let sums = self.sums(parsed.as_ref(), &value);
+                if array && sums.iter().all(|&v| v == 0) {
+                    continue;
                 }
+                if let Some(kept) = cleared.as_deref_mut() {
+                    let done = if array {
+                        self.map.update_bytes(&key, &zero, UpdateMode::Any)
+                    } else {
+                        self.map.delete_bytes(&key).map(drop)
+                    };
+                    done.map_err(|e| e.to_string())?;
+                    if let Some(before) = kept.get_mut(&key) {
+                        add(before, &sums);
+                    } else if kept.len() < MAX_CLEARED_KEYS {
+                        kept.insert(key.clone(), sums.clone());
+                    }
+                }
+                out.push(Entry { key, value, sums });
             }
-            out.push(Entry { key, value, sums });
         }
         let shape = self.shape;
         out.sort_by_key(|e| std::cmp::Reverse(e.rank(shape)));
@@ -351,8 +353,8 @@ impl MapTable {
         self.size()
     }
 
-    /// [`read`](Self::read) of a `.bss` variable: its non-zero elements; `cleared` zeroes
-    /// them in one update of the map's value.
+    /// [`read`](Self::read) of a `.bss` variable: its non-zero elements (unsorted);
+    /// `cleared` zeroes them in one update of the map's value.
     fn read_var(
         &self,
         var: Var,
@@ -397,8 +399,6 @@ impl MapTable {
                 }
             }
         }
-        let shape = self.shape;
-        out.sort_by_key(|e| std::cmp::Reverse(e.rank(shape)));
         Ok(out)
     }
 
