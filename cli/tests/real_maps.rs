@@ -23,7 +23,8 @@
 //!   before the next (one NET_RX each). The kernel's own counts (`/proc/interrupts`,
 //!   `/proc/softirqs`) bound both tools' totals: at least their growth during the work, at
 //!   most their growth over the whole run (other work on the machine between the two
-//!   tools' attachments).
+//!   tools' attachments). NET_RX is exact; for hard interrupts the kernel counts up to 1%
+//!   that neither tool's program sees (see `irq_counts_agree`).
 //!
 //! Gated on root and `SLUICE_REAL_OBJS` like the other real-object tests; says so loudly
 //! when skipped. The tables are printed (`--nocapture`).
@@ -532,10 +533,30 @@ fn our_irq<'a>(json: &'a str, name: &str) -> (u64, &'a str) {
     (count, entry)
 }
 
+/// The two tools' counts of one device's interrupts against `/proc/interrupts`' growth
+/// `during` the reads and over the `whole` run. Each lies in `[during - 2%, whole]`: the
+/// kernel counts a few interrupts (up to 33 of 3000, in 2 of 9 runs) that reach neither
+/// tool's program on `irq_handler_entry` — the same ones for both (they differed by at
+/// most 1 when both were short; no recursion miss in `bpftool prog`), cause not found. The
+/// two differ by at most what happened outside the reads (`whole - during`), plus 1% of
+/// those few.
+fn irq_counts_agree(dev: &str, ours: u64, real: u64, during: u64, whole: u64) {
+    for (who, n) in [("sluice", ours), ("real", real)] {
+        assert!(
+            (during - during / 50..=whole).contains(&n),
+            "{who}: {dev} {n} not in {}..={whole}",
+            during - during / 50
+        );
+    }
+    assert!(
+        ours.abs_diff(real) <= whole - during + during / 100,
+        "{dev}: sluice {ours}, real {real}; /proc {during} during the reads, {whole} in all"
+    );
+}
+
 /// hardirqs -C: each device's interrupts counted by both tools (their entry programs only,
-/// as the real tool loads them in count mode) while `dd iflag=direct` makes one per read.
-/// Both counts lie between the device's `/proc/interrupts` growth during the reads and
-/// during the whole run: the windows differ only by when each attached and read.
+/// as the real tool loads them in count mode) while `dd iflag=direct` makes one per read,
+/// against the device's `/proc/interrupts` ([`irq_counts_agree`]).
 #[test]
 fn hardirqs_counts_beside_the_real_tools() {
     let Some(obj) = gate("hardirqs_counts_beside_the_real_tools", "hardirqs") else {
@@ -576,17 +597,11 @@ fn hardirqs_counts_beside_the_real_tools() {
         run.real
     );
     assert!(during >= u64::from(reads), "{dev}: {during} < {reads}");
-    let real = real[dev.as_str()];
-    for (who, n) in [("sluice", ours), ("real", real)] {
-        assert!(
-            (during..=whole).contains(&n),
-            "{who}: {dev} {n} not in {during}..={whole}"
-        );
-    }
+    irq_counts_agree(&dev, ours, real[dev.as_str()], during, whole);
 }
 
 /// hardirqs -d: the same device's handler time as log2 histograms (entry and exit
-/// programs): totals in the same bounds as above, shapes within a bucket.
+/// programs): totals as [`irq_counts_agree`] says, shapes within a bucket.
 #[test]
 fn hardirqs_histograms_beside_the_real_tools() {
     let Some(obj) = gate("hardirqs_histograms_beside_the_real_tools", "hardirqs") else {
@@ -623,13 +638,8 @@ fn hardirqs_histograms_beside_the_real_tools() {
     let ours = our_hist(our_irq(&run.ours, &dev).1);
     eprintln!("{dev}: /proc/interrupts {during} during the reads, {whole} in the whole run");
     same_histograms(&format!("hardirqs -d {dev}"), &real, &ours, false);
-    for (who, h) in [("sluice", &ours), ("real", &real)] {
-        let n = h.iter().sum::<u64>();
-        assert!(
-            (during..=whole).contains(&n),
-            "{who}: {dev} {n} not in {during}..={whole}"
-        );
-    }
+    let total = |h: &[u64]| h.iter().sum::<u64>();
+    irq_counts_agree(&dev, total(&ours), total(&real), during, whole);
 }
 
 /// NET_RX softirqs run so far (`/proc/softirqs`, every CPU).
