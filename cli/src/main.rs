@@ -39,8 +39,8 @@ usage:
       (e.g. events='struct event'), MAP=raw keeps the hex; --raw-output: perf event
       array samples carry only those bytes (the kernel's least work per event: no
       pid/cpu/time, shown as ring-buffer records; not with --perf-data);
-      the maps the objects declare (not .rodata/.data/.bss/.kconfig, perf event arrays,
-      ring buffers, program and stack maps) print at exit, keys and values by BTF,
+      the maps the objects declare (not .rodata/.data/.kconfig, perf event arrays,
+      ring buffers, program and stack maps; .bss variables by index) print at exit, by BTF,
       per-CPU values summed (--per-cpu: each CPU's too), sorted by value, --top N
       largest; --interval S: also every S seconds under a HH:MM:SS (UTC) header, --clear
       empties them after each; a struct hist { u32 slots[N]; } value draws as a log2

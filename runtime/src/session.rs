@@ -91,6 +91,40 @@ pub struct Session {
     drain_counts: Vec<u64>,
     /// The LOST records of the drain under way.
     drain_lost: Vec<(Option<u32>, u64)>,
+    /// The source of the printk instance ([`Linker::printk_instance`]), if one is read.
+    printk_source: Option<usize>,
+    /// Its lines read and not yet handed out, in time order ([`Session::drain_rings`]).
+    printk_lines: Vec<PrintkLine>,
+}
+
+/// A line of the printk instance: its time, CPU, record, and whether a drain kept it.
+struct PrintkLine {
+    time: u64,
+    cpu: u32,
+    held: bool,
+    raw: Vec<u8>,
+}
+
+impl PrintkLine {
+    /// As a sample of the instance's source: the thread is the record's `common_pid`;
+    /// the process is not in the record (`None`).
+    fn view(&self) -> SampleView<'_> {
+        let tid = self
+            .raw
+            .get(4..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes);
+        SampleView {
+            ring: usize::MAX,
+            fields: sluice_core::perf::record::SampleFields {
+                tid,
+                time: Some(self.time),
+                cpu: Some(self.cpu),
+                ..Default::default()
+            },
+            raw: &self.raw,
+        }
+    }
 }
 
 impl fmt::Debug for Session {
@@ -129,6 +163,8 @@ impl Session {
             shared: Vec::new(),
             program_ids: Vec::new(),
             printers: Vec::new(),
+            printk_source: None,
+            printk_lines: Vec::new(),
         };
         // `--event NAME=SPEC` must name a program of some object (bad input: before
         // anything is made).
@@ -160,8 +196,8 @@ impl Session {
                 s.add_object(src, opts, programs, &linker)?;
             }
             counters::check(&s.loaded, objects, &opts.pmu)?;
+            s.add_printk(&linker);
         }
-        s.add_printk(&linker);
         s.shared = s.find_shared();
         s.map_rings(opts.ring.data_pages)?;
         s.map_ringbufs(objects)?;
@@ -316,9 +352,10 @@ impl Session {
     ///
     /// A program on a perf tracepoint (`tracepoint/`, the syscalls) runs inside perf's
     /// handler, which holds perf's recursion guard: the kernel drops the perf sample of
-    /// the printk tracepoint it fires, so its lines stay in `trace_pipe` (warned about).
-    /// Kprobes, uprobes, raw and BTF tracepoints, fentry and perf_event programs run
-    /// outside it.
+    /// the printk tracepoint it fires. Kprobes, uprobes, raw and BTF tracepoints, fentry
+    /// and perf_event programs run outside it. When a program on a perf tracepoint
+    /// prints, every line is read from a private ftrace instance instead
+    /// ([`Linker::printk_instance`], for the same scope), merged in time with the samples.
     fn add_printk(&mut self, linker: &Linker<'_>) {
         let names = |seen: bool| -> Vec<&str> {
             self.printers
@@ -329,24 +366,26 @@ impl Session {
         };
         let event = crate::attach::PRINTK_EVENT;
         let (seen, unseen) = (names(true), names(false));
-        if !unseen.is_empty() {
-            log::warn!(
-                "the bpf_trace_printk lines of {} stay in trace_pipe: a perf tracepoint's \
-                 program runs under perf's recursion guard, so the kernel drops {event} \
-                 samples it fires",
-                unseen.join(", ")
-            );
-        }
-        if seen.is_empty() {
+        if seen.is_empty() && unseen.is_empty() {
             return;
         }
-        let printers = seen.join(", ");
-        match linker.printk() {
+        let instance = !unseen.is_empty();
+        let printers = [seen, unseen].concat().join(", ");
+        let made = if instance {
+            linker.printk_instance()
+        } else {
+            linker.printk()
+        };
+        match made {
             Ok((link, format)) => {
                 log::info!(
                     "{event}: recorded for {printers}; the tracepoint is system-wide: \
                      bpf_trace_printk lines of other programs on this system show too"
                 );
+                if instance {
+                    log::info!("{event}: read from an ftrace instance (a perf tracepoint prints)");
+                    self.printk_source = Some(self.sources.len());
+                }
                 self.sources.push(Source {
                     name: link.name().to_owned(),
                     object: String::new(),
@@ -593,6 +632,26 @@ impl Session {
         counts.resize(self.sources.len(), 0);
         let mut lost_seen = std::mem::take(&mut self.drain_lost);
         lost_seen.clear();
+        // The printk instance is read after the rings' heads: a sample read now has the
+        // line its program printed before it in there already.
+        let mut lines = std::mem::take(&mut self.printk_lines);
+        if let Some(i) = self.printk_source {
+            if let Some(inst) = self.links.get_mut(i).and_then(Link::instance_mut) {
+                // In time order: each CPU's come in order, after the lines kept.
+                inst.read(&mut |cpu, time, raw| {
+                    let at = lines.partition_point(|l| l.time <= time);
+                    let line = PrintkLine {
+                        time,
+                        cpu,
+                        held: false,
+                        raw: raw.to_vec(),
+                    };
+                    lines.insert(at, line);
+                });
+            }
+        }
+        let printk = self.printk_source.unwrap_or(usize::MAX);
+        let mut next_line = 0usize;
         // A sink that sees `rounds` change knows every ring was read again.
         self.rounds += 1;
         let mut n = 0usize;
@@ -615,9 +674,49 @@ impl Session {
                 }
                 Merged::Skipped => continue,
             };
+            // The instance's lines up to this sample's time go first.
+            let time = match &ev {
+                Event::Sample { sample, .. } => sample.fields.time,
+                Event::Lost { .. } => None,
+            };
+            while let Some(l) = lines
+                .get(next_line)
+                .filter(|l| time.is_some_and(|t| l.time <= t))
+            {
+                sink(
+                    self,
+                    &Event::Sample {
+                        source: printk,
+                        sample: l.view(),
+                    },
+                );
+                next_line += 1;
+                n += 1;
+            }
             n += 1;
             sink(self, &ev);
         }
+        // Lines newer than every sample wait one drain for samples older than them that
+        // the rings had not shown yet; the last drain hands out all.
+        while let Some(l) = lines.get(next_line).filter(|l| l.held || !self.enabled) {
+            sink(
+                self,
+                &Event::Sample {
+                    source: printk,
+                    sample: l.view(),
+                },
+            );
+            next_line += 1;
+            n += 1;
+        }
+        if let Some(c) = counts.get_mut(printk) {
+            *c += next_line as u64;
+        }
+        lines.drain(..next_line);
+        for l in &mut lines {
+            l.held = true;
+        }
+        self.printk_lines = lines;
         if n == 0 {
             self.rounds -= 1;
         }

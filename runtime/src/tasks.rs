@@ -50,6 +50,8 @@ pub struct Tasks {
     events: PerCpuEvents,
     /// Each thread's names, oldest first, with the time it took each.
     names: HashMap<u32, Vec<(u64, String)>>,
+    /// Each thread's process, as its COMM or FORK said.
+    pids: HashMap<u32, u32>,
     /// The pids of the tree; `None` system-wide.
     tree: Option<HashSet<u32>>,
     /// sluice's own pid (never shown system-wide).
@@ -94,6 +96,7 @@ impl Tasks {
             rings,
             events,
             names: HashMap::new(),
+            pids: HashMap::new(),
             tree,
             own: std::process::id(),
             left_out: 0,
@@ -103,7 +106,11 @@ impl Tasks {
     /// Reads every task record written so far.
     pub fn update(&mut self) {
         let Tasks {
-            rings, names, tree, ..
+            rings,
+            names,
+            pids,
+            tree,
+            ..
         } = self;
         for ring in rings.iter_mut() {
             let result = ring.drain(|rec| {
@@ -118,7 +125,8 @@ impl Tasks {
                     .and_then(|b| b.try_into().ok())
                     .map_or(0, u64::from_ne_bytes);
                 match task_record(header, body) {
-                    Some(Task::Comm { tid, comm, .. }) => {
+                    Some(Task::Comm { pid, tid, comm, .. }) => {
+                        pids.insert(tid, pid);
                         learn(names, tid, time, String::from_utf8_lossy(comm).into_owned());
                     }
                     Some(Task::Fork {
@@ -134,6 +142,7 @@ impl Tasks {
                                 tree.insert(pid);
                             }
                         }
+                        pids.insert(tid, pid);
                         // A child starts with its parent's name.
                         if let Some(name) = name_at(names, ptid, time).map(str::to_owned) {
                             learn(names, tid, time, name);
@@ -176,6 +185,15 @@ impl Tasks {
     pub fn name(&mut self, tid: u32, time: u64) -> Option<&str> {
         self.update();
         name_at(&self.names, tid, time)
+    }
+
+    /// The process of thread `tid`, as its COMM or FORK record said (a record of the
+    /// ftrace instance names only the thread); `None` when no record named it.
+    pub fn pid_of(&mut self, tid: u32) -> Option<u32> {
+        if !self.pids.contains_key(&tid) {
+            self.update();
+        }
+        self.pids.get(&tid).copied()
     }
 
     /// Samples [`Tasks::shown`] left out.

@@ -1,7 +1,8 @@
 //! `sluice probes [--clean]`: the kprobe/uprobe events of groups `sluice` and
 //! `perf_bpf_probe` in tracefs, with the pid their name carries; `--clean` removes those no
 //! perf event uses (what a `SIGKILL`ed run leaves behind: nothing else would remove them),
-//! judged by the kernel, not by pids, which mean nothing across PID namespaces.
+//! judged by the kernel, not by pids, which mean nothing across PID namespaces; and the
+//! ftrace instances `sluice-PID` of killed runs (one a run has open cannot be removed).
 
 use crate::fail::Failure;
 use sluice_runtime::tracefs::Tracefs;
@@ -37,6 +38,12 @@ pub fn run(parser: &mut lexopt::Parser) -> Result<(), Failure> {
                 p.event,
                 pid_text(p.pid)
             );
+        }
+        let instances = tracefs
+            .clean_instances()
+            .map_err(|e| Failure::runtime(format!("removing ftrace instances: {e}"), None))?;
+        for name in &instances {
+            let _ = writeln!(text, "removed ftrace instance {name} (no run had it open)");
         }
         crate::console::out(&text)?;
         let left = listed.len().saturating_sub(removed.len());

@@ -415,6 +415,13 @@ fn record(args: Args) -> Result<(), Failure> {
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } if !lines.produced_here(s, *source, sample) => {}
                 Event::Sample { source, sample } => {
+                    // A line of the printk instance names only its thread.
+                    let mut sample = *sample;
+                    if let (None, Some(tid)) = (sample.fields.pid, sample.fields.tid) {
+                        let pid = lines.tasks.as_mut().and_then(|t| t.pid_of(tid));
+                        sample.fields.pid = Some(pid.unwrap_or(tid));
+                    }
+                    let sample = &sample;
                     // What the object's BTF decodes prints with its names, never paired;
                     // so does what --decode MAP=raw keeps as hex.
                     if lines.records.stands_alone(*source, sample.raw.len()) {

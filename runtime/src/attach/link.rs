@@ -20,7 +20,7 @@ use crate::kernel::hooks::{probe_pmu, syscall_function};
 use crate::load::{LoadedProgram, Map};
 use crate::probe::{unique_arg_names, Attach, Plan, ProbePlace, ProbePlan};
 use crate::ring::RingConfig;
-use crate::tracefs::{self, EventFormat, ProbeGuard, ProbeRequest, Tracefs};
+use crate::tracefs::{self, EventFormat, PrintkInstance, ProbeGuard, ProbeRequest, Tracefs};
 use sluice_core::probe::AttachKind;
 
 /// The tracepoint of `bpf_trace_printk` and `bpf_trace_vprintk` (`GROUP:EVENT`): one line
@@ -50,6 +50,8 @@ pub struct Link {
     probe: Option<ProbeGuard>,
     /// The uprobe PMU events and links of a `usdt/` program, one per site.
     sites: Vec<PmuProbe>,
+    /// The ftrace instance of [`Linker::printk_instance`].
+    instance: Option<PrintkInstance>,
 }
 
 impl Link {
@@ -64,6 +66,7 @@ impl Link {
             pmu_event: None,
             probe: None,
             sites: Vec::new(),
+            instance: None,
         }
     }
 
@@ -83,6 +86,7 @@ impl Link {
             pmu_event: Some(event),
             probe: None,
             sites: Vec::new(),
+            instance: None,
         }
     }
 
@@ -96,6 +100,7 @@ impl Link {
             pmu_event: None,
             probe: None,
             sites,
+            instance: None,
         }
     }
 
@@ -149,6 +154,14 @@ impl Link {
         if let Some(e) = &self.events {
             e.disable();
         }
+        if let Some(i) = &self.instance {
+            i.disable();
+        }
+    }
+
+    /// The ftrace instance of [`Linker::printk_instance`], if this is it.
+    pub(crate) fn instance_mut(&mut self) -> Option<&mut PrintkInstance> {
+        self.instance.as_mut()
     }
 
     /// Releases the link now, as dropping it does, and says how its probe's removal went:
@@ -163,6 +176,7 @@ impl Link {
     fn release(&mut self) -> Option<Result<(), tracefs::Error>> {
         // `PerCpuEvents`' own drop disables every event before it closes any.
         drop(self.events.take());
+        drop(self.instance.take());
         drop(self.bpf_link.take());
         drop(self.pmu_event.take());
         for site in self.sites.drain(..) {
@@ -330,6 +344,7 @@ impl Linker<'_> {
             pmu_event: None,
             probe,
             sites: Vec::new(),
+            instance: None,
         };
         if let Some(events) = &link.events {
             events
@@ -404,6 +419,7 @@ impl Linker<'_> {
             pmu_event: None,
             probe: None,
             sites: Vec::new(),
+            instance: None,
         };
         if let Some(events) = &link.events {
             events
@@ -449,6 +465,44 @@ impl Linker<'_> {
             pmu_event: None,
             probe: None,
             sites: Vec::new(),
+            instance: None,
+        };
+        Ok((link, format))
+    }
+
+    /// What loaded programs print with `bpf_trace_printk`, through a private ftrace
+    /// instance ([`PrintkInstance`]) for the linker's scope and CPUs: for programs on perf
+    /// tracepoints, whose [`PRINTK_EVENT`] perf samples the kernel drops. Returns the
+    /// link and the event's format (an instance's record is a perf sample's RAW data).
+    ///
+    /// # Errors
+    /// [`LinkError::Tracefs`] when the event is not there or the instance cannot be made.
+    pub fn printk_instance(&self) -> Result<(Link, EventFormat), LinkError> {
+        let (group, event) = PRINTK_EVENT.split_once(':').unwrap_or((PRINTK_EVENT, ""));
+        let format = self
+            .tracefs
+            .event_format(group, event)
+            .map_err(LinkError::Tracefs)?;
+        let pids: Vec<u32> = match self.scope {
+            Scope::System => Vec::new(),
+            Scope::Task { pid, .. } => vec![pid.unsigned_abs()],
+            Scope::Process { pid } => super::events::threads_of(pid)
+                .unwrap_or_else(|_| vec![pid])
+                .into_iter()
+                .map(i32::unsigned_abs)
+                .collect(),
+        };
+        let instance =
+            PrintkInstance::create(self.tracefs, &pids, self.cpus).map_err(LinkError::Tracefs)?;
+        let link = Link {
+            name: PRINTK_EVENT.to_owned(),
+            program: None,
+            events: None,
+            bpf_link: None,
+            pmu_event: None,
+            probe: None,
+            sites: Vec::new(),
+            instance: Some(instance),
         };
         Ok((link, format))
     }
@@ -467,6 +521,7 @@ impl Linker<'_> {
             pmu_event: None,
             probe: None,
             sites: Vec::new(),
+            instance: None,
         })
     }
 }

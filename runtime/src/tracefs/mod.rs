@@ -10,6 +10,9 @@
 //!   `config` of a `PERF_TYPE_TRACEPOINT` perf event) and its `format` (where each field
 //!   sits in the sample's RAW data).
 //! - [`Tracefs::tracing_texts`] reads the headers and formats a perf.data file carries.
+//! - [`PrintkInstance`]: a private ftrace instance for `bpf_trace_printk` lines (programs on
+//!   perf tracepoints, whose perf samples of them the kernel drops);
+//!   [`Tracefs::clean_instances`] removes those a killed run left.
 //! - [`Tracefs::list_ours`] and [`Tracefs::clean_unused`] find leftovers of killed runs, for
 //!   `sluice probes --clean`.
 //! - [`uprobe_offset`] turns `PATH:FUNC[+OFF]` into the FILE offset that uprobe_events
@@ -17,6 +20,7 @@
 
 mod error;
 mod format;
+mod instance;
 mod mount;
 mod places;
 mod probe;
@@ -25,6 +29,7 @@ mod uprobe;
 
 pub use error::{Error, SymbolProblem};
 pub use format::{DataLoc, EventFormat, Field, MAX_RECORD_SIZE};
+pub use instance::{PrintkInstance, INSTANCE_PREFIX};
 pub use mount::Tracefs;
 pub use places::CANDIDATES;
 pub use probe::{

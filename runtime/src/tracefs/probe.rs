@@ -167,7 +167,7 @@ fn remove_event(root: &Path, kind: ProbeKind, group: &str, event: &str) -> Resul
 
 /// Appends one command line to a probe control file, in a single `write(2)` as the kernel
 /// parses one command per write.
-fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
+pub(super) fn write_command(root: &Path, file: &str, line: &str) -> Result<(), Error> {
     let path = root.join(file);
     let result = OpenOptions::new()
         .append(true)

@@ -21,7 +21,7 @@ use sluice_core::btf::{walk, Btf, Int, Visitor};
 use super::super::json::string_into;
 use super::super::value::{Fields, Stack};
 use super::super::{decimal_into, hex_into};
-use super::table::{raw_int, Entry, MapTable, Shape};
+use super::table::{raw_int, Entry, Leaves, MapTable, Shape};
 
 /// How a dump prints.
 #[derive(Clone, Copy, Debug, Default)]
@@ -86,6 +86,27 @@ impl Visitor for Summed<'_, '_> {
     }
     fn end_array(&mut self) {
         self.inner.end_array();
+    }
+}
+
+/// Appends the integer members of histogram entry `e` other than its slots (hardirqs'
+/// `count`), ` name=value` each, summed over the CPUs.
+fn hist_fields_into(out: &mut String, btf: Option<&Btf<'_>>, t: &MapTable, e: &Entry) {
+    let (Some(btf), Shape::Hist { first, n, .. }) = (btf, t.shape) else {
+        return;
+    };
+    let mut l = Leaves::named();
+    if walk(btf, t.value_type, t.cpu_value(&e.value, 0), &mut l).is_err() {
+        return;
+    }
+    let names = l.names.unwrap_or_default();
+    for (i, (name, v)) in names.iter().zip(&e.sums).enumerate() {
+        if !(first..first + n).contains(&i) {
+            out.push(' ');
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&v.to_string());
+        }
     }
 }
 
@@ -244,11 +265,16 @@ fn dump_with(
         value_into(out, btf, t.key_type, &e.key, None, false);
         out.push(':');
         match t.shape {
-            Shape::Hist { step, .. } => {
+            Shape::Hist { step, n, .. } => {
+                if e.sums.len() > n {
+                    // The struct's other members (hardirqs' `count`), without the slots.
+                    hist_fields_into(out, btf, t, e);
+                }
+                let slots = e.slots(t.shape);
                 out.push_str(" total ");
-                out.push_str(&e.sums.iter().sum::<i128>().to_string());
+                out.push_str(&slots.iter().sum::<i128>().to_string());
                 out.push('\n');
-                hist_into(out, &e.sums, step);
+                hist_into(out, slots, step);
             }
             _ => {
                 value_into(
@@ -310,11 +336,12 @@ fn json_into(
             true,
         );
         if let Shape::Hist { step, .. } = t.shape {
+            let slots = e.slots(t.shape);
             out.push_str(",\"total\":");
-            out.push_str(&e.sums.iter().sum::<i128>().to_string());
+            out.push_str(&slots.iter().sum::<i128>().to_string());
             out.push_str(",\"hist\":[");
             let mut first = true;
-            for (i, &count) in e.sums.iter().enumerate().filter(|(_, &c)| c != 0) {
+            for (i, &count) in slots.iter().enumerate().filter(|(_, &c)| c != 0) {
                 let (lo, hi) = bucket(i, step);
                 if !first {
                     out.push(',');

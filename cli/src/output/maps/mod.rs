@@ -7,16 +7,18 @@
 //!        draw::dump_into ──► text / JSON, histograms as bpftrace draws them
 //! ```
 //!
-//! Internal maps are never shown: global data (`.rodata`, `.data`, `.bss`, `.kconfig`),
-//! perf event arrays, ring buffers, program arrays, stack traces, map-in-map, the usdt
-//! tables, sluice's own `target_tgid` ([`table::is_shown`]).
+//! Internal maps are never shown: `.rodata`, `.data`, `.kconfig`, perf event arrays, ring
+//! buffers, program arrays, stack traces, map-in-map, the usdt tables, sluice's own
+//! `target_tgid` ([`table::is_shown`]). Each `.bss` variable is a table of its own
+//! ([`table::Var`]: elements by index, all-zero ones left out), where libbpf-tools such as
+//! softirqs keep their counts and histograms.
 
 pub mod draw;
 pub mod table;
 
 use std::sync::Arc;
 
-use sluice_core::object::ObjectStorage;
+use sluice_core::object::{MapKind, ObjectStorage};
 use sluice_core::Object;
 use sluice_runtime::load::LoadedObject;
 use sluice_runtime::session::ObjectSource;
@@ -63,6 +65,12 @@ pub fn tables(
         };
         let btf = o.btf_bytes().and_then(OwnedBtf::new).map(Arc::new);
         for (i, def) in o.maps().iter().enumerate() {
+            if def.kind == MapKind::Bss {
+                if let (Some(btf), Some(map)) = (&btf, obj.maps().get(i)) {
+                    variables(&mut out, &src.name, &o, def.name, map, btf)?;
+                }
+                continue;
+            }
             if !table::is_shown(def.kind, def.map_type, def.name) {
                 continue;
             }
@@ -92,6 +100,56 @@ pub fn tables(
         return Err(format!("--hist {m}=...: no object declares a map '{m}'"));
     }
     Ok(out)
+}
+
+/// The tables of the global variables of `.bss` map `section` (softirqs keeps its counts
+/// and histograms there); the all-zero ones print nothing.
+fn variables(
+    out: &mut Vec<Arc<MapTable>>,
+    object: &str,
+    o: &Object<'_, '_>,
+    section: &str,
+    map: &sluice_runtime::load::Map,
+    btf: &Arc<OwnedBtf>,
+) -> Result<(), String> {
+    let vars = btf
+        .with(|b| {
+            let mut vars = Vec::new();
+            let Some(sec) = b.find(section, sluice_core::btf::Kind::Datasec) else {
+                return vars;
+            };
+            for v in sec.datasec_vars() {
+                let Some(var) = b.ty(v.type_id) else { continue };
+                let (Some(ty), name) = (var.ref_type(), var.name()) else {
+                    continue;
+                };
+                let offset = o
+                    .variable_offset(name)
+                    .map_or(Some(v.offset as usize), |o| usize::try_from(o).ok());
+                // An array's elements each; a scalar as one.
+                let (elem, n) = match b.resolve_type(ty).ok().flatten().and_then(|t| t.array()) {
+                    Some(a) => (a.elem_type, a.nelems as usize),
+                    None => (ty, 1),
+                };
+                if let (Some(offset), Ok(size)) = (offset, b.size_of(elem)) {
+                    let size = size as usize;
+                    vars.push((name.to_owned(), elem, table::Var { offset, size, n }));
+                }
+            }
+            vars
+        })
+        .unwrap_or_default();
+    for (name, elem, var) in vars {
+        out.push(Arc::new(MapTable::variable(
+            object,
+            &name,
+            map,
+            btf.clone(),
+            elem,
+            var,
+        )?));
+    }
+    Ok(())
 }
 
 /// One dump of every table at `time`, into `out`; a table that cannot be read says why on

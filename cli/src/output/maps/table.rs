@@ -59,6 +59,9 @@ pub enum Shape {
     Hist {
         /// Where the slots start.
         offset: usize,
+        /// Slot 0's place among the value's integer leaves in walk order (the struct's
+        /// members before `slots`, e.g. hardirqs' `struct info { u64 count; u32 slots[N]; }`).
+        first: usize,
         /// How many.
         n: usize,
         /// Bytes each (1, 2, 4, 8).
@@ -84,13 +87,27 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// What entries sort by (descending): a histogram's total count, else the value's
-    /// first integer.
+    /// What entries sort by (descending): a histogram's total count (its other integers'
+    /// sum when the slots are empty, as in hardirqs' count mode), else the value's first
+    /// integer.
     #[must_use]
+    #[inline(never)] // Called by the sort's every comparison: one copy, not one per use.
     pub fn rank(&self, shape: Shape) -> i128 {
         match shape {
-            Shape::Hist { .. } => self.sums.iter().sum(),
+            Shape::Hist { .. } => match self.slots(shape).iter().sum() {
+                0 => self.sums.iter().sum(),
+                t => t,
+            },
             _ => self.sums.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// A histogram's slots among [`sums`](Self::sums) (empty for other shapes).
+    #[must_use]
+    pub fn slots(&self, shape: Shape) -> &[i128] {
+        match shape {
+            Shape::Hist { first, n, .. } => self.sums.get(first..first + n).unwrap_or_default(),
+            _ => &[],
         }
     }
 }
@@ -114,6 +131,20 @@ pub struct MapTable {
     pub cpus: usize,
     /// What `--clear` took away, per key, for the exporter's totals.
     cleared: Mutex<HashMap<Vec<u8>, Vec<i128>>>,
+    /// A `.bss` variable's elements instead of the map's entries.
+    var: Option<Var>,
+}
+
+/// A global variable of a `.bss` map, read as an array map of its elements (softirqs'
+/// `struct hist hists[NR_SOFTIRQS]`): keys are the indexes, a scalar has one.
+#[derive(Clone, Copy, Debug)]
+pub struct Var {
+    /// Its offset in the map's one value.
+    pub offset: usize,
+    /// Bytes of one element.
+    pub size: usize,
+    /// Elements (1 for a scalar).
+    pub n: usize,
 }
 
 /// Whether a map of `kind`, `map_type` and `name` is one a program keeps its results in:
@@ -178,7 +209,31 @@ impl MapTable {
             shape,
             cpus,
             cleared: Mutex::new(HashMap::new()),
+            var: None,
         })
+    }
+
+    /// A table of the `.bss` variable `name` of `map`, elements of type `elem` (see
+    /// [`Var`]).
+    ///
+    /// # Errors
+    /// The dup's.
+    pub fn variable(
+        object: &str,
+        name: &str,
+        map: &Map,
+        btf: std::sync::Arc<OwnedBtf>,
+        elem: u32,
+        var: Var,
+    ) -> Result<MapTable, String> {
+        let mut t = MapTable::new(object, name, map, Some(btf), (0, elem), None)?;
+        t.var = Some(var);
+        Ok(t)
+    }
+
+    /// Bytes of one value (of one CPU's).
+    fn size(&self) -> usize {
+        self.var.map_or(self.map.value_size() as usize, |v| v.size)
     }
 
     /// Runs `f` with the object's BTF when the map has types.
@@ -190,16 +245,16 @@ impl MapTable {
     #[must_use]
     pub fn stride(&self) -> usize {
         if self.cpus > 1 {
-            (self.map.value_size() as usize).next_multiple_of(8)
+            self.size().next_multiple_of(8)
         } else {
-            self.map.value_size() as usize
+            self.size()
         }
     }
 
     /// One CPU's share of `value`.
     #[must_use]
     pub fn cpu_value<'v>(&self, value: &'v [u8], cpu: usize) -> &'v [u8] {
-        let (stride, size) = (self.stride(), self.map.value_size() as usize);
+        let (stride, size) = (self.stride(), self.size());
         value
             .get(cpu * stride..cpu * stride + size)
             .unwrap_or_default()
@@ -230,29 +285,33 @@ impl MapTable {
             index.resize(b.types, 0);
             Btf::parse(&b.bytes, &mut index).ok()
         });
-        for key in self.map.keys_bytes() {
-            let key = key.map_err(|e| e.to_string())?;
-            let Some(value) = self.map.get_bytes(&key).map_err(|e| e.to_string())? else {
-                continue;
-            };
-            let sums = self.sums(parsed.as_ref(), &value);
-            if array && sums.iter().all(|&v| v == 0) {
-                continue;
-            }
-            if let Some(kept) = cleared.as_deref_mut() {
-                let done = if array {
-                    self.map.update_bytes(&key, &zero, UpdateMode::Any)
-                } else {
-                    self.map.delete_bytes(&key).map(drop)
+        if let Some(var) = self.var {
+            out = self.read_var(var, parsed.as_ref(), cleared)?;
+        } else {
+            for key in self.map.keys_bytes() {
+                let key = key.map_err(|e| e.to_string())?;
+                let Some(value) = self.map.get_bytes(&key).map_err(|e| e.to_string())? else {
+                    continue;
                 };
-                done.map_err(|e| e.to_string())?;
-                if let Some(before) = kept.get_mut(&key) {
-                    add(before, &sums);
-                } else if kept.len() < MAX_CLEARED_KEYS {
-                    kept.insert(key.clone(), sums.clone());
+                let sums = self.sums(parsed.as_ref(), &value);
+                if array && sums.iter().all(|&v| v == 0) {
+                    continue;
                 }
+                if let Some(kept) = cleared.as_deref_mut() {
+                    let done = if array {
+                        self.map.update_bytes(&key, &zero, UpdateMode::Any)
+                    } else {
+                        self.map.delete_bytes(&key).map(drop)
+                    };
+                    done.map_err(|e| e.to_string())?;
+                    if let Some(before) = kept.get_mut(&key) {
+                        add(before, &sums);
+                    } else if kept.len() < MAX_CLEARED_KEYS {
+                        kept.insert(key.clone(), sums.clone());
+                    }
+                }
+                out.push(Entry { key, value, sums });
             }
-            out.push(Entry { key, value, sums });
         }
         let shape = self.shape;
         out.sort_by_key(|e| std::cmp::Reverse(e.rank(shape)));
@@ -281,7 +340,7 @@ impl MapTable {
         for (key, sums) in cleared.iter().filter(|(k, _)| !seen.contains(*k)) {
             now.push(Entry {
                 key: key.clone(),
-                value: vec![0; self.map.value_bytes()],
+                value: vec![0; self.size()],
                 sums: sums.clone(),
             });
         }
@@ -291,7 +350,56 @@ impl MapTable {
     /// Bytes of one CPU's value as declared.
     #[must_use]
     pub fn value_size(&self) -> usize {
-        self.map.value_size() as usize
+        self.size()
+    }
+
+    /// [`read`](Self::read) of a `.bss` variable: its non-zero elements (unsorted);
+    /// `cleared` zeroes them in one update of the map's value.
+    fn read_var(
+        &self,
+        var: Var,
+        btf: Option<&Btf<'_>>,
+        cleared: Option<&mut HashMap<Vec<u8>, Vec<i128>>>,
+    ) -> Result<Vec<Entry>, String> {
+        let key = 0u32.to_ne_bytes();
+        let mut all = self
+            .map
+            .get_bytes(&key)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for i in 0..var.n {
+            let at = var.offset + i * var.size;
+            let Some(value) = all.get(at..at + var.size) else {
+                break;
+            };
+            let sums = self.sums(btf, value);
+            if sums.iter().any(|&v| v != 0) {
+                let key = u32::try_from(i).unwrap_or(u32::MAX).to_ne_bytes().to_vec();
+                out.push(Entry {
+                    key,
+                    value: value.to_vec(),
+                    sums,
+                });
+            }
+        }
+        if let Some(kept) = cleared {
+            if let Some(place) = all.get_mut(var.offset..var.offset + var.n * var.size) {
+                place.fill(0);
+            }
+            self.map
+                .update_bytes(&key, &all, UpdateMode::Any)
+                .map_err(|e| e.to_string())?;
+            for e in &out {
+                match kept.get_mut(&e.key) {
+                    Some(before) => add(before, &e.sums),
+                    None => {
+                        kept.insert(e.key.clone(), e.sums.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The integers of `value`, summed over its CPUs.
@@ -300,17 +408,17 @@ impl MapTable {
         for cpu in 0..self.cpus {
             let v = self.cpu_value(value, cpu);
             let one = match (self.shape, btf) {
-                (
-                    Shape::Hist {
-                        offset, n, width, ..
-                    },
-                    _,
-                ) => slots(v, offset, n, width),
-                (Shape::Fields, Some(btf)) => {
+                (Shape::Hist { .. } | Shape::Fields, Some(btf)) => {
                     let mut l = Leaves::default();
                     let _ = walk(btf, self.value_type, v, &mut l);
                     l.values
                 }
+                (
+                    Shape::Hist {
+                        offset, n, width, ..
+                    },
+                    None,
+                ) => slots(v, offset, n, width),
                 _ => raw_int(v).into_iter().collect(),
             };
             add(&mut total, &one);
@@ -477,9 +585,20 @@ fn shape_of(btf: &Btf<'_>, id: u32, linear: Option<u64>) -> Shape {
         Kind::Array if linear.is_some() => ints(id).map(|(n, w)| (0, n, w)),
         _ => None,
     };
-    match found {
-        Some((offset, n, width)) => Shape::Hist {
+    // Slot 0's place among the leaves: a walk of a zero value names them.
+    let first = |offset: usize| -> Option<usize> {
+        if offset == 0 {
+            return Some(0);
+        }
+        let zeros = vec![0u8; btf.size_of(id).ok()? as usize];
+        let mut l = Leaves::named();
+        walk(btf, id, &zeros, &mut l).ok()?;
+        l.names?.iter().position(|n| n == "slots_0")
+    };
+    match found.and_then(|(offset, n, width)| Some((offset, first(offset)?, n, width))) {
+        Some((offset, first, n, width)) => Shape::Hist {
             offset,
+            first,
             n,
             width,
             step: linear,

@@ -118,10 +118,16 @@ impl MapFamily {
             let mut slots = Vec::new();
             for entry in &entries {
                 slots.clear();
-                slots.extend(entry.sums.iter().enumerate().map(|(i, &c)| {
-                    let hi = crate::output::maps::draw::bucket(i, step).1;
-                    (hi.saturating_sub(1), counter(c))
-                }));
+                slots.extend(
+                    entry
+                        .slots(self.table.shape)
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &c)| {
+                            let hi = crate::output::maps::draw::bucket(i, step).1;
+                            (hi.saturating_sub(1), counter(c))
+                        }),
+                );
                 encoder.histogram(&self.labels(btf, &entry.key), &slots);
             }
             return;
