@@ -648,6 +648,10 @@ impl Session {
                     };
                     lines.insert(at, line);
                 });
+                for (cpu, n) in inst.take_missed() {
+                    log::warn!("printk: the kernel dropped {n} lines of CPU {cpu} (its ftrace buffer was full)");
+                    lost_seen.push((Some(cpu), n));
+                }
             }
         }
         let printk = self.printk_source.unwrap_or(usize::MAX);

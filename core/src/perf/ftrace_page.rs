@@ -15,6 +15,10 @@
 //! A data event's time is the page's plus every delta up to and including its own. The
 //! data is the trace event's record (`common_type`, ..., its fields), the same bytes a
 //! perf tracepoint sample carries as `PERF_SAMPLE_RAW`.
+//!
+//! Events the kernel dropped before a page (its buffer was full) are flagged in `commit`:
+//! bit 31 (`RB_MISSED_EVENTS`), and bit 30 (`RB_MISSED_STORED`) when their count, a
+//! `long`, was stored right after the events.
 
 /// A page that does not hold what its header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +44,9 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 /// Calls `each(time, data)` for every data event of `page`, whose events start at
-/// `data_offset` (16 with a 64-bit `local_t`, 12 with a 32-bit one).
+/// `data_offset` (16 with a 64-bit `local_t`, 12 with a 32-bit one), and returns how many
+/// events the kernel dropped before it: 0, the count it stored, or 1 (at least one) when
+/// it flagged a loss without room to store the count.
 ///
 /// # Errors
 /// [`PageError`] for an event that runs past the committed bytes (the events before it
@@ -49,7 +55,7 @@ pub fn page_events<'p>(
     page: &'p [u8],
     data_offset: usize,
     each: &mut dyn FnMut(u64, &'p [u8]),
-) -> Result<(), PageError> {
+) -> Result<u64, PageError> {
     let bad = |offset| PageError { offset };
     let (Some(head), Some(commit)) = (page.get(..8), u32_at(page, 8)) else {
         return Err(bad(0));
@@ -66,6 +72,19 @@ pub fn page_events<'p>(
         .checked_add(len)
         .and_then(|end| page.get(data_offset..end))
         .ok_or(bad(8))?;
+    let stored = || {
+        let at = data_offset + len;
+        let word = page.get(at..at + data_offset.saturating_sub(8))?;
+        Some(match *word {
+            [a, b, c, d] => u64::from(u32::from_ne_bytes([a, b, c, d])),
+            _ => u64::from_ne_bytes(word.try_into().ok()?),
+        })
+    };
+    let missed = match commit >> 30 {
+        0 | 1 => 0,
+        2 => 1,
+        _ => stored().unwrap_or(1).max(1),
+    };
     let mut at = 0usize;
     while at < data.len() {
         let h = u32_at(data, at).ok_or(bad(data_offset + at))?;
@@ -84,7 +103,7 @@ pub fn page_events<'p>(
                 (n + 8, Some((8, n)))
             }
             1..=28 => (4 + kind as usize * 4, Some((4, kind as usize * 4))),
-            29 if delta == 0 => return Ok(()),
+            29 if delta == 0 => return Ok(missed),
             29 => (word()? as usize + 4, None),
             30 => {
                 time = time.wrapping_add(delta + (word()? << 27));
@@ -108,7 +127,7 @@ pub fn page_events<'p>(
         }
         at += size;
     }
-    Ok(())
+    Ok(missed)
 }
 
 #[cfg(test)]
@@ -173,5 +192,26 @@ mod tests {
         assert_eq!(events(&short), Err(PageError { offset: 8 }));
         assert!(events(&[0u8; 4]).is_err());
         assert!(events(&page(&[])).unwrap().is_empty());
+    }
+
+    #[test]
+    fn missed_events_are_counted() {
+        let mut p = page(&[1, 0xaa]);
+        let missed = |p: &[u8]| page_events(p, 16, &mut |_, _| {});
+        // Flagged (bit 31), no count stored: at least one.
+        assert_eq!(missed(&p), Ok(1));
+        // Stored (bit 30 too): the long after the 8 bytes of events.
+        p[8..12].copy_from_slice(&(8u32 | 3 << 30).to_ne_bytes());
+        p[24..32].copy_from_slice(&4242u64.to_ne_bytes());
+        assert_eq!(missed(&p), Ok(4242));
+        // No flag: none.
+        p[8..12].copy_from_slice(&8u32.to_ne_bytes());
+        assert_eq!(missed(&p), Ok(0));
+        // A 32-bit kernel's 4-byte long.
+        let mut q = [0u8; 64];
+        q[8..12].copy_from_slice(&(8u32 | 3 << 30).to_ne_bytes());
+        q[12..16].copy_from_slice(&(1u32 | 5 << 5).to_ne_bytes());
+        q[20..24].copy_from_slice(&7u32.to_ne_bytes());
+        assert_eq!(page_events(&q, 12, &mut |_, _| {}), Ok(7));
     }
 }

@@ -36,6 +36,8 @@ pub struct PrintkInstance {
     /// Where a page's events start (`events/header_page`'s `data`).
     data_offset: usize,
     page: Vec<u8>,
+    /// Lines the kernel dropped (its buffer was full), per CPU, not yet taken.
+    missed: Vec<(u32, u64)>,
 }
 
 impl PrintkInstance {
@@ -66,6 +68,7 @@ impl PrintkInstance {
             cpus: Vec::new(),
             data_offset: 16,
             page: vec![0; PAGE],
+            missed: Vec::new(),
         };
         let write = |me: &PrintkInstance, file: &str, value: &str| {
             super::probe::write_command(&me.dir, file, value)
@@ -105,6 +108,7 @@ impl PrintkInstance {
             cpus,
             data_offset,
             page,
+            missed,
             ..
         } = self;
         for (cpu, f) in cpus.iter_mut() {
@@ -115,11 +119,19 @@ impl PrintkInstance {
                     Ok(n) => n,
                 };
                 let got = page.get(..n).unwrap_or_default();
-                if let Err(e) = page_events(got, *data_offset, &mut |t, r| each(*cpu, t, r)) {
-                    log::warn!("printk instance, CPU {cpu}: {e}");
+                match page_events(got, *data_offset, &mut |t, r| each(*cpu, t, r)) {
+                    Ok(0) => {}
+                    Ok(n) => missed.push((*cpu, n)),
+                    Err(e) => log::warn!("printk instance, CPU {cpu}: {e}"),
                 }
             }
         }
+    }
+
+    /// The lines the kernel dropped since the last call, as (CPU, count): its buffer of
+    /// `buffer_size_kb` per CPU was full.
+    pub fn take_missed(&mut self) -> Vec<(u32, u64)> {
+        std::mem::take(&mut self.missed)
     }
 
     /// Stops the event (what is in the buffers stays readable).
