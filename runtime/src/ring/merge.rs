@@ -1,6 +1,7 @@
 //! The k-way merge of a `RingSet`'s rings: one cursor per ring, records viewed in place.
 //!
-//! A drain is a walk bounded by each ring's head read at its start (`RingSet::merge_begin`).
+//! A drain is a walk bounded by each ring's head read at its start (`RingSet::merge_begin`);
+//! a ring buffer's walk reads its `producer_pos` again when it gets there, up to its size.
 //! Each perf ring's cursor holds the record at its position: its header (read once, by
 //! [`cursor::step`]) and its merge key, the sample time (read at the format's fixed
 //! offset) or, for a record without one (LOST), the time of the ring's record before it;
@@ -96,6 +97,8 @@ impl PerfCursor {
 /// A ring buffer's place in a merge.
 #[derive(Debug, Default)]
 struct BufCursor {
+    /// The consumer position at the start of the walk.
+    start: u64,
     cons: u64,
     prod: u64,
     done: bool,
@@ -160,8 +163,10 @@ impl Merge {
         m.keys.extend(m.perf.iter().map(PerfCursor::key_or_max));
         m.bufs.resize_with(bufs.len(), BufCursor::default);
         for (b, c) in bufs.iter().zip(&mut m.bufs) {
+            let cons = b.ring.consumer_pos();
             *c = BufCursor {
-                cons: b.ring.consumer_pos(),
+                start: cons,
+                cons,
                 prod: b.ring.producer_pos(),
                 ..BufCursor::default()
             };
@@ -265,7 +270,17 @@ impl Merge {
                 continue;
             }
             match b.ring.step(c.cons, c.prod) {
-                ringbuf::Step::End => c.done = true,
+                ringbuf::Step::End => {
+                    // Records committed since the walk began are read in it too (as
+                    // libbpf's ringbuf_process_ring does), up to a ring's size walked:
+                    // otherwise each would cost a round of poll(2), which returns at
+                    // once while data is pending, and the walk ends only once caught up.
+                    let prod = b.ring.producer_pos();
+                    if prod == c.prod || c.cons.wrapping_sub(c.start) >= b.ring.size() as u64 {
+                        c.done = true;
+                    }
+                    c.prod = prod;
+                }
                 ringbuf::Step::Busy => {
                     c.busy = true;
                     c.done = true;
