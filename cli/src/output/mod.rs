@@ -136,6 +136,8 @@ pub fn until_nul(b: &[u8]) -> String {
 }
 
 /// The lower-case hex of every byte value, two digits each.
+// Evaluated at compile time: an index out of range fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
 const HEX_PAIRS: [[u8; 2]; 256] = {
     let mut t = [[0u8; 2]; 256];
     let mut i = 0;
