@@ -4,7 +4,14 @@ use super::{decimal_into, hex_into, hex_u64_into, signed_into, Head, Value};
 
 /// Appends `s` as a JSON string literal to `out`.
 pub fn string_into(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
+    // Names (events, maps, processes) rarely need escaping: one scan, one copy.
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut plain = 0;
     // Every byte to escape is ASCII, so a byte scan finds them at char boundaries (bytes
     // of a multi-byte char are all >= 0x80).

@@ -135,24 +135,31 @@ pub fn until_nul(b: &[u8]) -> String {
     String::from_utf8_lossy(b.get(..end).unwrap_or(b)).into_owned()
 }
 
-/// The lower-case hex digit of `n` (0..16).
-fn hex_digit(n: u8) -> u8 {
-    HEX.as_bytes().get(usize::from(n)).copied().unwrap_or(b'?')
-}
+/// The lower-case hex of every byte value, two digits each.
+// Evaluated at compile time: an index out of range fails the build, never a run.
+#[allow(clippy::indexing_slicing)]
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX.as_bytes()[i >> 4], HEX.as_bytes()[i & 0xf]];
+        i += 1;
+    }
+    t
+};
 
 /// Appends the lower-case hex of `b` to `out`.
 pub fn hex_into(out: &mut String, b: &[u8]) {
     out.reserve(b.len() * 2);
-    // Through a stack chunk and one `push_str` each: per-`char` pushes cost as much again.
-    let mut chunk = [0u8; 128];
-    for part in b.chunks(chunk.len() / 2) {
-        for (pair, &x) in chunk.chunks_exact_mut(2).zip(part) {
-            if let [hi, lo] = pair {
-                *hi = hex_digit(x >> 4);
-                *lo = hex_digit(x & 0xf);
-            }
+    // Through a stack chunk and one `push_str` each: per-`char` pushes cost as much again;
+    // a byte's two digits from one table entry.
+    let mut chunk = [[0u8; 2]; 64];
+    for part in b.chunks(chunk.len()) {
+        for (pair, &x) in chunk.iter_mut().zip(part) {
+            *pair = HEX_PAIRS.get(usize::from(x)).copied().unwrap_or(*b"??");
         }
-        ascii_into(out, chunk.get(..part.len() * 2).unwrap_or_default());
+        let ascii = chunk.as_flattened();
+        ascii_into(out, ascii.get(..part.len() * 2).unwrap_or_default());
     }
 }
 
@@ -165,7 +172,7 @@ fn ascii_into(out: &mut String, ascii: &[u8]) {
 /// validate again).
 const PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
 
-/// The hex digits, appended one at a time the same way.
+/// The hex digits.
 const HEX: &str = "0123456789abcdef";
 
 /// How many decimal digits `v` has.
