@@ -429,7 +429,7 @@ pub struct LinkCreateUprobeMultiAttr {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(8))]
 #[doc(alias = "bpf_attr")]
-pub struct KprobeMultiLinkAttr {
+pub struct LinkCreateKprobeMultiAttr {
     /// The program.
     pub prog_fd: u32,
     /// Zero.
@@ -438,7 +438,7 @@ pub struct KprobeMultiLinkAttr {
     pub attach_type: u32,
     /// The link's flags (zero).
     pub flags: u32,
-    /// `BPF_F_KPROBE_MULTI_RETURN` ([`KPROBE_MULTI_RETURN`]) for a return probe.
+    /// [`BPF_F_KPROBE_MULTI_RETURN`] for a return probe.
     pub multi_flags: u32,
     /// Number of functions.
     pub cnt: u32,
@@ -451,7 +451,7 @@ pub struct KprobeMultiLinkAttr {
 }
 
 /// `BPF_F_KPROBE_MULTI_RETURN`: the multi-probe fires on return.
-pub const KPROBE_MULTI_RETURN: u32 = 1;
+pub const BPF_F_KPROBE_MULTI_RETURN: u32 = 1;
 
 /// `union bpf_attr` as used by `BPF_RAW_TRACEPOINT_OPEN` (without the 6.10 cookie).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -757,10 +757,10 @@ const _: () = {
     assert!(offset_of!(LinkCreateUprobeMultiAttr, cookies) == 40);
     assert!(offset_of!(LinkCreateUprobeMultiAttr, cnt) == 48);
     assert!(offset_of!(LinkCreateUprobeMultiAttr, pid) == 56);
-    assert!(size_of::<KprobeMultiLinkAttr>() == 48);
-    assert!(offset_of!(KprobeMultiLinkAttr, multi_flags) == 16);
-    assert!(offset_of!(KprobeMultiLinkAttr, syms) == 24);
-    assert!(offset_of!(KprobeMultiLinkAttr, cookies) == 40);
+    assert!(size_of::<LinkCreateKprobeMultiAttr>() == 48);
+    assert!(offset_of!(LinkCreateKprobeMultiAttr, multi_flags) == 16);
+    assert!(offset_of!(LinkCreateKprobeMultiAttr, syms) == 24);
+    assert!(offset_of!(LinkCreateKprobeMultiAttr, cookies) == 40);
     assert!(size_of::<RawTracepointOpenAttr>() == 16);
     assert!(size_of::<IdAttr>() == 16);
     assert!(size_of::<BtfInfoRaw>() == 32);

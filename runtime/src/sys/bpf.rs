@@ -7,7 +7,7 @@
 use super::{owned_fd, syscall, NR};
 use rustix::io::Errno;
 use sluice_core::perf::abi::{
-    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, KprobeMultiLinkAttr, LinkCreateAttr,
+    cmd, map_type, BtfInfoRaw, BtfLoadAttr, IdAttr, LinkCreateAttr, LinkCreateKprobeMultiAttr,
     MapCreateAttr, MapElemAttr, MapInfoRaw, ObjInfoAttr, ObjPinAttr, ProgInfoRaw, ProgLoadAttr,
     RawTracepointOpenAttr, BPF_OBJ_NAME_LEN,
 };
@@ -26,7 +26,7 @@ mod sealed {
     impl Attr for sluice_core::perf::abi::ObjPinAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateAttr {}
     impl Attr for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
-    impl Attr for sluice_core::perf::abi::KprobeMultiLinkAttr {}
+    impl Attr for sluice_core::perf::abi::LinkCreateKprobeMultiAttr {}
     impl Attr for sluice_core::perf::abi::RawTracepointOpenAttr {}
     impl Attr for sluice_core::perf::abi::IdAttr {}
 }
@@ -609,18 +609,18 @@ pub fn link_create_kprobe_multi(
         return Err(Errno::INVAL);
     }
     let ptrs: Vec<u64> = syms.iter().map(|s| addr(s.as_ptr())).collect();
-    let mut a = KprobeMultiLinkAttr {
+    let mut a = LinkCreateKprobeMultiAttr {
         prog_fd: prog.as_raw_fd() as u32,
         attach_type: sluice_core::probe::attach_types::TRACE_KPROBE_MULTI,
         multi_flags: if ret {
-            sluice_core::perf::abi::KPROBE_MULTI_RETURN
+            sluice_core::perf::abi::BPF_F_KPROBE_MULTI_RETURN
         } else {
             0
         },
         cnt,
         syms: addr(ptrs.as_ptr()),
         cookies: addr(cookies.as_ptr()),
-        ..KprobeMultiLinkAttr::default()
+        ..LinkCreateKprobeMultiAttr::default()
     };
     // SAFETY: syms points at `cnt` addresses of live NUL-terminated strings (`syms`,
     // borrowed for the call), cookies at `cnt` u64s; the kernel only reads them
@@ -775,10 +775,10 @@ mod tests {
 
     #[test]
     fn kprobe_multi_passes_names_cookies_and_the_return_flag() {
-        use sluice_core::perf::abi::{KprobeMultiLinkAttr, KPROBE_MULTI_RETURN};
+        use sluice_core::perf::abi::{LinkCreateKprobeMultiAttr, BPF_F_KPROBE_MULTI_RETURN};
         let _f = fake::install(|call| match call {
             Call::Bpf(b) if b.cmd == Cmd::LinkCreate => {
-                let a: KprobeMultiLinkAttr = b.attr().unwrap();
+                let a: LinkCreateKprobeMultiAttr = b.attr().unwrap();
                 assert_eq!(a.attach_type, attach_types::TRACE_KPROBE_MULTI);
                 assert_eq!((a.flags, a.addrs, a.cnt), (0, 0, 2));
                 let n = a.cnt as usize;
@@ -808,7 +808,7 @@ mod tests {
                     .collect();
                 assert_eq!(names, ["do_getpgid", "security_task_getpgid"]);
                 assert_eq!(cookies, [1, 2]);
-                if a.multi_flags == KPROBE_MULTI_RETURN {
+                if a.multi_flags == BPF_F_KPROBE_MULTI_RETURN {
                     Ok(fake::fd())
                 } else {
                     Err(Errno::OPNOTSUPP)

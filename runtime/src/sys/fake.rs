@@ -157,7 +157,7 @@ unsafe impl Plain for LinkCreateAttr {}
 // SAFETY: as above.
 unsafe impl Plain for sluice_core::perf::abi::LinkCreateUprobeMultiAttr {}
 // SAFETY: as above.
-unsafe impl Plain for sluice_core::perf::abi::KprobeMultiLinkAttr {}
+unsafe impl Plain for sluice_core::perf::abi::LinkCreateKprobeMultiAttr {}
 // SAFETY: as above.
 unsafe impl Plain for RawTracepointOpenAttr {}
 // SAFETY: as above.
