@@ -301,8 +301,14 @@ fn record(args: Args) -> Result<(), Failure> {
                 ring,
                 argv: &argv,
             };
+            // A stop asked while an unread pipe is full ends the preamble's writes.
+            let stops = Stops {
+                signals: Some(&sigs),
+                stopping: &signals::STOPPING,
+                deadline: None,
+            };
             Some(
-                perf_data::Recording::begin(t, &session, &setup)
+                perf_data::Recording::begin(t, &session, &setup, stops)
                     .map_err(|e| Failure::runtime(e.to_string(), None))?,
             )
         }

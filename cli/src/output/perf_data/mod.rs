@@ -194,7 +194,14 @@ impl<'s> Recording<'s> {
     ///
     /// # Errors
     /// [`Error`] of the step that failed.
-    pub fn begin(target: Target, session: &Session, setup: &Setup<'_>) -> Result<Self, Error> {
+    /// A pipe that stays full while the preamble is written gives up once one of `stops` is
+    /// asked, as later writes do ([`Recording::watch`]).
+    pub fn begin(
+        target: Target,
+        session: &Session,
+        setup: &Setup<'_>,
+        stops: Stops<'s>,
+    ) -> Result<Self, Error> {
         let mut outs: Vec<AttrOut> = Vec::new();
         let mut sources = Vec::new();
         let mut cpus: Vec<u32> = Vec::new();
@@ -247,11 +254,13 @@ impl<'s> Recording<'s> {
             last_time: 0,
             stats: Stats::default(),
             error: None,
-            stops: None,
+            stops: Some(stops),
         };
         r.preamble(&outs)?;
         r.synthesize(setup.scope)?;
-        r.flush();
+        // Not flushed here: the preamble (its tracing data alone can be larger than a pipe)
+        // goes out with the first round, once the run's loop watches for stops and can end
+        // a run whose pipe nobody reads with its summary.
         r.error.take().map_or(Ok(r), Err)
     }
 
