@@ -654,10 +654,7 @@ impl Session {
                     };
                     lines.insert(at, line);
                 });
-                for (cpu, n) in inst.take_missed() {
-                    log::warn!("printk: the kernel dropped {n} lines of CPU {cpu} (its ftrace buffer was full)");
-                    lost_seen.push((Some(cpu), n));
-                }
+                lost_seen.extend(inst.take_missed().into_iter().map(|(c, n)| (Some(c), n)));
             }
         }
         let printk = self.printk_source.unwrap_or(usize::MAX);

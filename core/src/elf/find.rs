@@ -162,6 +162,11 @@ mod tests {
             ("malloc", "*alloc"),
             ("x.cold", "*.cold"),
             ("aaaaaaaaaaaaaaaaaaaab", "a*a*a*a*a*a*a*a*b"),
+            ("__x64_sys_getpgid", "*getpgid"),
+            ("vfs_readv", "vfs_read*"),
+            ("vfs_read", "v?s_*d"),
+            ("xxaxxbxx", "*a*b*"),
+            ("ab", "a**b"),
         ];
         for (n, p) in yes {
             assert!(glob_match(n.as_bytes(), p.as_bytes()), "{n} ~ {p}");
@@ -174,6 +179,10 @@ mod tests {
             ("abc", ""),
             ("", "?"),
             ("aaaaaaaaaaaaaaaaaaaaa", "a*a*a*a*a*a*a*a*b"),
+            ("getpgid_x", "*getpgid"),
+            ("vs_read", "v?s_*d"),
+            ("xxbxxaxx", "*a*b*"),
+            ("a", ""),
         ];
         for (n, p) in no {
             assert!(!glob_match(n.as_bytes(), p.as_bytes()), "{n} !~ {p}");

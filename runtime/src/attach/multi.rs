@@ -32,40 +32,12 @@ pub fn kprobe_multi_functions(tracefs: &Path, pattern: &str) -> std::io::Result<
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .filter(|n| !n.starts_with("__ftrace_invalid_address__"))
-        .filter(|n| glob(pattern.as_bytes(), n.as_bytes()))
+        .filter(|n| sluice_core::elf::glob_match(n.as_bytes(), pattern.as_bytes()))
         .map(str::to_owned)
         .collect();
     names.sort_unstable();
     names.dedup();
     Ok(names)
-}
-
-/// Whether `name` matches `pattern`, where `*` is any run of bytes and `?` any one byte.
-fn glob(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0usize, 0usize);
-    // Where the last `*` was, and the name position it matched up to.
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        match (pattern.get(p), name.get(n)) {
-            (Some(b'*'), _) => {
-                star = Some((p, n));
-                p += 1;
-            }
-            (Some(&c), Some(&x)) if c == b'?' || c == x => {
-                p += 1;
-                n += 1;
-            }
-            (None, None) => return true,
-            _ => match star {
-                Some((sp, sn)) if sn < name.len() => {
-                    star = Some((sp, sn + 1));
-                    p = sp + 1;
-                    n = sn + 1;
-                }
-                _ => return false,
-            },
-        }
-    }
 }
 
 /// Attaches `prog` (planned as `hook`, a `kprobe.multi/` or `kretprobe.multi/`) to every
@@ -163,24 +135,6 @@ fn no_fprobe(config: Option<bool>) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glob_as_libbpf() {
-        let m = |p: &str, n: &str| glob(p.as_bytes(), n.as_bytes());
-        assert!(m("*getpgid", "__x64_sys_getpgid"));
-        assert!(m("*getpgid", "getpgid"));
-        assert!(!m("*getpgid", "getpgid_x"));
-        assert!(m("vfs_read*", "vfs_read"));
-        assert!(m("vfs_read*", "vfs_readv"));
-        assert!(!m("vfs_read*", "vfs_rea"));
-        assert!(m("v?s_*d", "vfs_read"));
-        assert!(!m("v?s_*d", "vs_read"));
-        assert!(m("*a*b*", "xxaxxbxx"));
-        assert!(!m("*a*b*", "xxbxxaxx"));
-        assert!(m("*", ""));
-        assert!(!m("", "a"));
-        assert!(m("a**b", "ab"));
-    }
 
     #[test]
     fn functions_sorted_once_without_modules_or_placeholders() {

@@ -38,6 +38,8 @@ pub struct PrintkInstance {
     page: Vec<u8>,
     /// Lines the kernel dropped (its buffer was full), per CPU, not yet taken.
     missed: Vec<(u32, u64)>,
+    /// Whether a loss was said (once a run).
+    warned: bool,
 }
 
 impl PrintkInstance {
@@ -69,6 +71,7 @@ impl PrintkInstance {
             data_offset: 16,
             page: vec![0; PAGE],
             missed: Vec::new(),
+            warned: false,
         };
         let write = |me: &PrintkInstance, file: &str, value: &str| {
             super::probe::write_command(&me.dir, file, value)
@@ -109,6 +112,7 @@ impl PrintkInstance {
             data_offset,
             page,
             missed,
+            warned,
             ..
         } = self;
         for (cpu, f) in cpus.iter_mut() {
@@ -121,7 +125,12 @@ impl PrintkInstance {
                 let got = page.get(..n).unwrap_or_default();
                 match page_events(got, *data_offset, &mut |t, r| each(*cpu, t, r)) {
                     Ok(0) => {}
-                    Ok(n) => missed.push((*cpu, n)),
+                    Ok(n) => {
+                        if !std::mem::replace(warned, true) {
+                            log::warn!("printk: the kernel dropped {n} lines of CPU {cpu} (its ftrace buffer was full); the summary counts them as lost");
+                        }
+                        missed.push((*cpu, n));
+                    }
                     Err(e) => log::warn!("printk instance, CPU {cpu}: {e}"),
                 }
             }
