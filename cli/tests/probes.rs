@@ -11,7 +11,12 @@ mod common;
 
 use common::{fixture, probes_of};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Both tests run `probes --clean`, which removes every dead probe of the machine: one test's
+/// clean would take the other's SIGKILLed leftover before it is listed.
+static CLEANS: Mutex<()> = Mutex::new(());
 
 /// A function of this binary for the uprobe (called once so the linker keeps it).
 #[no_mangle]
@@ -22,6 +27,9 @@ pub extern "C" fn sluice_probes_test_target(v: u64) -> u64 {
 
 #[test]
 fn clean_removes_the_leftover_of_a_killed_run() {
+    let _one = CLEANS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !rustix::process::geteuid().is_root() {
         assert!(
             std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),
@@ -97,6 +105,9 @@ fn clean_removes_the_leftover_of_a_killed_run() {
 /// `--clean` meanwhile must leave both (they are in use), whatever pid 1 means here.
 #[test]
 fn runs_in_two_pid_namespaces_keep_their_own_probes() {
+    let _one = CLEANS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !rustix::process::geteuid().is_root() {
         assert!(
             std::env::var("SLUICE_REQUIRE_KERNEL").as_deref() != Ok("1"),

@@ -741,13 +741,16 @@ impl Session {
         n
     }
 
-    /// The fds of the ring-buffer maps (they poll readable when the kernel wakes a reader).
-    fn ringbuf_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
-        self.loaded
-            .iter()
-            .flat_map(LoadedObject::maps)
-            .filter(|m| m.map_type() == map_type::RINGBUF)
-            .map(AsFd::as_fd)
+    /// What a run waits on: every ring's event, then the ring-buffer maps (readable when
+    /// the kernel wakes a reader). The same order every time ([`watch::Waiter`]).
+    fn wake_fds(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        let rings = self.links.iter().filter_map(Link::events);
+        let events = rings.flat_map(|g| g.events().iter().map(|e| e.fd.as_fd()));
+        let maps = self.loaded.iter().flat_map(LoadedObject::maps);
+        events.chain(
+            maps.filter(|m| m.map_type() == map_type::RINGBUF)
+                .map(AsFd::as_fd),
+        )
     }
 
     /// The last drain, after the events are disabled: a ring-buffer record reserved by a
@@ -834,8 +837,13 @@ impl Session {
             Some(Some(fd)) => Some(fd),
             None => None,
         };
+        let mut waiter = watch::Waiter::new(self.wake_fds(), signals, pidfd.as_ref())?;
+        let maps = || self.loaded.iter().flat_map(LoadedObject::maps);
+        let busy = maps().any(|m| m.map_type() == map_type::RINGBUF);
+        let mut woken = watch::Woken::default();
         let stop = loop {
             if let Some(sig) = signals
+                .filter(|s| woken.signal || s.pending())
                 .map(SignalPipe::take)
                 .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
             {
@@ -859,16 +867,11 @@ impl Session {
                 }
                 break Stop::Duration;
             }
-            if let Some(fd) = &pidfd {
-                if watch::process_exited(fd) {
-                    break Stop::ProcessExited;
-                }
+            if woken.process && pidfd.as_ref().is_some_and(watch::process_exited) {
+                break Stop::ProcessExited;
             }
             let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
-            let rings = self.links.iter().filter_map(Link::events);
-            let bufs: Vec<BorrowedFd<'_>> = self.ringbuf_fds().collect();
-            watch::wait(rings, &bufs, signals, pidfd.as_ref(), wait)?;
-            let busy = !bufs.is_empty();
+            woken = waiter.wait(self.wake_fds(), wait)?;
             if self.drain(sink) >= 64 && busy {
                 std::thread::sleep(RINGBUF_BATCH);
             }

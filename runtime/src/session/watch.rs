@@ -2,12 +2,14 @@
 //! child, ended with a grace period) and a process that is not ours (`record -p`, watched
 //! through a pidfd).
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::event::epoll::{self, Event, EventData, EventFlags};
+use rustix::event::Timespec;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use super::error::Error;
-use crate::attach::PerCpuEvents;
 use crate::sys::signal::SignalPipe;
 
 /// How long a workload gets to exit after the signal forwarded to it, before `SIGKILL`.
@@ -71,47 +73,111 @@ pub(super) fn end_workload(child: &mut Child, sig: i32) {
     tree::reap_except(pid);
 }
 
-/// Sleeps until a ring of `rings`, a ring-buffer map of `bufs`, the signal pipe or the
-/// `process` pidfd is readable, or `timeout`.
-pub(super) fn wait<'a>(
-    rings: impl Iterator<Item = &'a PerCpuEvents>,
-    bufs: &[BorrowedFd<'_>],
-    signals: Option<&SignalPipe>,
-    process: Option<&OwnedFd>,
-    timeout: Duration,
-) -> Result<(), Error> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds: Vec<PollFd<'_>> = rings
-        .flat_map(|g| g.events().iter())
-        .map(|e| PollFd::new(&e.fd, PollFlags::IN))
-        .collect();
-    fds.extend(bufs.iter().map(|fd| PollFd::new(fd, PollFlags::IN)));
-    let sig = signals.map(SignalPipe::fd);
-    if let Some(fd) = &sig {
-        fds.push(PollFd::new(fd, PollFlags::IN));
-    }
-    if let Some(fd) = process {
-        fds.push(PollFd::new(fd, PollFlags::IN));
-    }
-    let ts = Timespec {
-        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
-        tv_nsec: i64::from(timeout.subsec_nanos()),
-    };
-    match poll(&mut fds, Some(&ts)) {
-        Ok(_) | Err(rustix::io::Errno::INTR) => {}
-        Err(e) => {
-            return Err(Error::Io {
-                what: "poll(2) on the perf rings",
-                source: e.into(),
-            })
+/// What a run sleeps on: one epoll set, built once, of every ring's event, every
+/// ring-buffer map, the signal pipe and the `process` pidfd. (`poll(2)` registers and
+/// unregisters each fd's wait queue at every call: with a perf event per CPU that was a
+/// third of a wake-up's cost, paid again for every few records of 4 KiB.)
+pub(super) struct Waiter {
+    epoll: OwnedFd,
+    ready: Vec<Event>,
+}
+
+/// What woke a [`Waiter::wait`] (besides the rings, which every drain reads anyway).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Woken {
+    /// The signal pipe is readable.
+    pub signal: bool,
+    /// The watched process's pidfd is readable (it exited).
+    pub process: bool,
+}
+
+const SIGNAL: u64 = u64::MAX;
+const PROCESS: u64 = u64::MAX - 1;
+
+impl Waiter {
+    /// The set of `rings` (each one's data is its place in the iteration, which
+    /// [`Waiter::wait`] is given again), `signals` and `process`.
+    pub(super) fn new<'a>(
+        rings: impl Iterator<Item = BorrowedFd<'a>>,
+        signals: Option<&SignalPipe>,
+        process: Option<&OwnedFd>,
+    ) -> Result<Waiter, Error> {
+        let io = |e: rustix::io::Errno| Error::Io {
+            what: "epoll(7) for the perf rings",
+            source: e.into(),
+        };
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(io)?;
+        let add = |fd: BorrowedFd<'_>, data: u64| {
+            match epoll::add(&epoll, fd, EventData::new_u64(data), EventFlags::IN) {
+                // The same ring-buffer map reached twice.
+                Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+                Err(e) => Err(io(e)),
+            }
+        };
+        for (i, fd) in rings.enumerate() {
+            add(fd, i as u64)?;
         }
+        if let Some(s) = signals {
+            add(s.fd(), SIGNAL)?;
+        }
+        if let Some(p) = process {
+            add(p.as_fd(), PROCESS)?;
+        }
+        Ok(Waiter {
+            epoll,
+            ready: Vec::with_capacity(64),
+        })
     }
-    // A per-task event of an exited task polls POLLHUP for ever: do not spin on it.
-    if fds
-        .iter()
-        .any(|f| f.revents().contains(PollFlags::HUP) && !f.revents().contains(PollFlags::IN))
-    {
-        std::thread::sleep(Duration::from_millis(5));
+
+    /// Sleeps until a fd of the set is readable, or `timeout`. A ring that hung up (the
+    /// per-task event of a task that exited, which would poll `POLLHUP` for ever) leaves
+    /// the set; its ring is still drained. `rings` is the iteration [`Waiter::new`] got.
+    pub(super) fn wait<'a>(
+        &mut self,
+        mut rings: impl Iterator<Item = BorrowedFd<'a>>,
+        timeout: Duration,
+    ) -> Result<Woken, Error> {
+        let ts = Timespec {
+            tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        self.ready.clear();
+        match epoll::wait(
+            &self.epoll,
+            rustix::buffer::spare_capacity(&mut self.ready),
+            Some(&ts),
+        ) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => {
+                return Err(Error::Io {
+                    what: "epoll_wait(2) on the perf rings",
+                    source: e.into(),
+                })
+            }
+        }
+        let mut woken = Woken::default();
+        let mut at = 0usize;
+        let mut hung: Vec<u64> = Vec::new();
+        for e in &self.ready {
+            let (flags, data) = (e.flags, e.data.u64());
+            match data {
+                SIGNAL => woken.signal = true,
+                PROCESS => woken.process = true,
+                _ if flags.contains(EventFlags::HUP) && !flags.contains(EventFlags::IN) => {
+                    hung.push(data);
+                }
+                _ => {}
+            }
+        }
+        hung.sort_unstable();
+        hung.dedup();
+        for i in hung {
+            let skip = usize::try_from(i).unwrap_or(usize::MAX).saturating_sub(at);
+            if let Some(fd) = rings.nth(skip) {
+                let _ = epoll::delete(&self.epoll, fd);
+                at = usize::try_from(i).unwrap_or(usize::MAX).saturating_add(1);
+            }
+        }
+        Ok(woken)
     }
-    Ok(())
 }

@@ -118,6 +118,12 @@ impl SignalPipe {
         let _ = rustix::io::write(&self.write, &[1u8]);
     }
 
+    /// Whether a signal arrived that [`SignalPipe::take`] has not returned yet (no syscall).
+    #[must_use]
+    pub fn pending(&self) -> bool {
+        PENDING.load(Ordering::SeqCst) != 0
+    }
+
     /// Empties the pipe and returns the signals that arrived since the last call.
     pub fn take(&self) -> Vec<i32> {
         let mut buf = [0u8; 64];
