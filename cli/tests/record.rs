@@ -592,6 +592,42 @@ fn record_ends_cleanly_when_its_reader_goes() {
     );
 }
 
+/// A line reaches its reader while the run goes on (the output is written whenever the
+/// session waits for more), not only once 64 lines have gathered or the run ends: one
+/// open, then a workload that sleeps.
+#[test]
+fn a_lone_line_reaches_its_reader_while_the_run_goes_on() {
+    if !rustix::process::geteuid().is_root() {
+        common::skip("a_lone_line_reaches_its_reader_while_the_run_goes_on: not root");
+        return;
+    }
+    let _serial = serial();
+    use std::io::BufRead as _;
+    // The workload marks its end: a line read before the mark came while it ran.
+    let done = std::env::temp_dir().join(format!("sluice-lone-{}", std::process::id()));
+    let _ = std::fs::remove_file(&done);
+    let script = format!("read x </etc/hostname; sleep 4; : > {}", done.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["record", "--", "sh", "-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    let ended = done.exists();
+    assert!(first.contains("bpf-output"), "{first}");
+    assert!(
+        !ended,
+        "the first line came only after the workload had ended"
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(done.exists());
+    let _ = std::fs::remove_file(&done);
+}
+
 /// `-o FILE` (issue 14, item 8): a symbolic link of another user is not followed (a link
 /// planted in /tmp overwrote a root-owned file), one of root's or the user's is
 /// (`/dev/stdout`); a run that fails before recording leaves an earlier file as it was.

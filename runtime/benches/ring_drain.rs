@@ -154,6 +154,7 @@ fn main() {
             }
         }
         Event::Lost { lost, .. } => lost_records += lost,
+        Event::Drained => {}
     };
     let ctl = RunControl {
         child: Some(&mut child),

@@ -33,6 +33,7 @@ mod counters;
 mod error;
 mod options;
 mod report;
+mod run;
 mod watch;
 
 use std::fmt;
@@ -46,7 +47,6 @@ use crate::attach::{Link, Linker, Scope};
 use crate::load::{load_planned, set_target_tgid, LoadedObject};
 use crate::probe::{plans, set_specs, Attach};
 use crate::ring::{Merged, PerfRing, RingBuf, RingSet, SampleView};
-use crate::sys::signal::SignalPipe;
 use crate::tracefs::Tracefs;
 
 pub use crate::load::TARGET_TGID_MAP;
@@ -57,12 +57,6 @@ pub use watch::WORKLOAD_GRACE;
 
 /// How long [`Session::run`] sleeps at most between two drains.
 pub const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
-
-/// A pause after a drain that found a BPF ring buffer busy: the kernel wakes its reader at
-/// every record committed while the reader has caught up, so a reader that polls again at
-/// once pays a wake-up for a few records. 200 µs is a tenth of the time a default 256 KiB
-/// ring buffer takes to fill at 2.5 M records/s (48 bytes each).
-const RINGBUF_BATCH: Duration = Duration::from_micros(200);
 
 /// How long the last drain waits at most for a ring-buffer record still reserved.
 pub const RINGBUF_BUSY_WAIT: Duration = Duration::from_millis(50);
@@ -684,7 +678,7 @@ impl Session {
             // The instance's lines up to this sample's time go first.
             let time = match &ev {
                 Event::Sample { sample, .. } => sample.fields.time,
-                Event::Lost { .. } => None,
+                Event::Lost { .. } | Event::Drained => None,
             };
             while let Some(l) = lines
                 .get(next_line)
@@ -806,79 +800,6 @@ impl Session {
             }
             self.enabled = false;
         }
-    }
-
-    /// Records until the workload exits, the deadline passes or a signal comes, handing
-    /// every event to `sink`; then disables the events and drains what is left.
-    ///
-    /// A signal is forwarded to the workload, which gets [`WORKLOAD_GRACE`] to exit before
-    /// `SIGKILL`; a workload still running at the deadline gets `SIGTERM` the same way.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when polling or waiting for the workload fails.
-    pub fn run(
-        &mut self,
-        ctl: RunControl<'_>,
-        sink: &mut dyn FnMut(&Session, &Event<'_>),
-    ) -> Result<Stop, Error> {
-        let RunControl {
-            mut child,
-            deadline,
-            signals,
-            process,
-        } = ctl;
-        let pidfd = match process.map(watch::watch_process).transpose()? {
-            Some(None) => {
-                // Already gone: nothing more can come from it.
-                self.disable();
-                self.drain_to_end(sink);
-                return Ok(Stop::ProcessExited);
-            }
-            Some(Some(fd)) => Some(fd),
-            None => None,
-        };
-        let mut waiter = watch::Waiter::new(self.wake_fds(), signals, pidfd.as_ref())?;
-        let maps = || self.loaded.iter().flat_map(LoadedObject::maps);
-        let busy = maps().any(|m| m.map_type() == map_type::RINGBUF);
-        let mut woken = watch::Woken::default();
-        let stop = loop {
-            if let Some(sig) = signals
-                .filter(|s| woken.signal || s.pending())
-                .map(SignalPipe::take)
-                .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
-            {
-                if let Some(c) = child.as_deref_mut() {
-                    watch::end_workload(c, sig);
-                }
-                break Stop::Signal(sig);
-            }
-            if let Some(c) = child.as_deref_mut() {
-                if let Some(status) = c.try_wait().map_err(|source| Error::Io {
-                    what: "waiting for the workload",
-                    source,
-                })? {
-                    break Stop::Exited(status);
-                }
-            }
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                if let Some(c) = child.as_deref_mut() {
-                    watch::end_workload(c, libc::SIGTERM);
-                }
-                break Stop::Duration;
-            }
-            if woken.process && pidfd.as_ref().is_some_and(watch::process_exited) {
-                break Stop::ProcessExited;
-            }
-            let wait = deadline.map_or(DRAIN_INTERVAL, |d| (d - now).min(DRAIN_INTERVAL));
-            woken = waiter.wait(self.wake_fds(), wait)?;
-            if self.drain(sink) >= 64 && busy {
-                std::thread::sleep(RINGBUF_BATCH);
-            }
-        };
-        self.disable();
-        self.drain_to_end(sink);
-        Ok(stop)
     }
 }
 

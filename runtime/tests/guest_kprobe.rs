@@ -280,6 +280,7 @@ fn collect(s: &mut Session) -> (BTreeMap<String, Vec<SampleEvent>>, u64) {
             by.entry(key).or_default().push(sample.to_owned());
         }
         Event::Lost { lost: l, .. } => lost += l,
+        Event::Drained => {}
     });
     (by, lost)
 }

@@ -96,6 +96,7 @@ fn one_run(bin: &PathBuf, pages: usize) -> Run {
         let (source, samples, lost) = match e {
             Event::Sample { source, .. } => (*source, 1, 0),
             Event::Lost { source, lost, .. } => (*source, 0, *lost),
+            Event::Drained => return,
         };
         run.lost_events += u64::from(lost > 0);
         match s.sources()[source].kind {

@@ -86,6 +86,7 @@ fn collect(
             .or_default()
             .push(sample.to_owned()),
         Event::Lost { lost: l, .. } => lost += l,
+        Event::Drained => {}
     });
     (by, lost)
 }

@@ -382,7 +382,7 @@ fn record(args: Args) -> Result<(), Failure> {
         None => Box::new(std::io::sink()),
     };
     let mut lines = Lines {
-        out: std::io::BufWriter::with_capacity(64 * 1024, sink_to),
+        out: std::io::BufWriter::with_capacity(LINES_BUFFER, sink_to),
         error: None,
         unwritten: 0,
         count: 0,
@@ -414,10 +414,12 @@ fn record(args: Args) -> Result<(), Failure> {
             match e {
                 Event::Lost { cpu, lost, .. } => c.lost(*cpu, *lost),
                 Event::Sample { source, .. } => c.sample(*source),
+                Event::Drained => {}
             }
         }
         if text_out {
             match e {
+                Event::Drained => lines.drained(),
                 Event::Lost { source, cpu, lost } => lines.lost(s, *source, *cpu, *lost),
                 Event::Sample { source, sample } if !lines.produced_here(s, *source, sample) => {}
                 Event::Sample { source, sample } => {
@@ -644,6 +646,11 @@ struct Lines<'a> {
     records: records::Records<'a>,
 }
 
+/// The output's buffer: written when full, and whenever the session waits for more
+/// ([`Event::Drained`]). Large writes cost the kernel less per byte (380 MB to ext4 in
+/// 13 KB writes took 1.8× the system time of 256 KiB ones).
+const LINES_BUFFER: usize = 256 * 1024;
+
 /// Samples between two reads of the task rings (they are read too whenever a pid or a
 /// name is not known yet).
 const TASKS_EVERY: u64 = 256;
@@ -698,9 +705,15 @@ impl Lines<'_> {
         }
         self.buf.clear();
         self.count += 1;
-        // Readers (a terminal, a pipe, `tail -f FILE`) see lines as they come.
-        if self.count % 64 == 0 {
-            let _ = self.out.flush();
+    }
+
+    /// The session waits for more: what the buffer holds is written, so that readers (a
+    /// terminal, a pipe, `tail -f FILE`) see lines as they come.
+    fn drained(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.flush() {
+                self.error = Some(e);
+            }
         }
     }
 

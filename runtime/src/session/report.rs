@@ -82,6 +82,10 @@ pub enum Event<'a> {
         /// How many.
         lost: u64,
     },
+    /// [`Session::run`](super::Session::run) handed out what its rings held and waits
+    /// next: a sink that holds output back (a buffered writer) writes it out now, so that
+    /// readers see lines as the events come without a write per line.
+    Drained,
 }
 
 /// Why [`Session::run`](super::Session::run) stopped.

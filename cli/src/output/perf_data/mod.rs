@@ -353,6 +353,8 @@ impl<'s> Recording<'s> {
             self.end_round();
         }
         let wrote = match e {
+            // Rounds end by the session's count (above), not by its waits.
+            Event::Drained => return,
             Event::Sample { source, sample } => {
                 let Some(Some(src)) = self.sources.get(*source) else {
                     return;
