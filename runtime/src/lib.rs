@@ -10,6 +10,7 @@
 
 pub mod attach;
 pub mod error;
+pub mod int_map;
 pub mod kernel;
 pub mod load;
 pub mod probe;

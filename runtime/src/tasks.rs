@@ -7,7 +7,7 @@
 //! from it since; a FORK record is written by the parent before the child can run, so when
 //! a sample's pid is not known yet, draining the task rings once more settles it.
 
-use std::collections::{HashMap, HashSet};
+use crate::int_map::{FxHashMap, FxHashSet};
 
 use sluice_core::perf::record::Record;
 use sluice_core::perf::task::{task_record, Task};
@@ -49,11 +49,11 @@ pub struct Tasks {
     rings: Vec<PerfRing>,
     events: PerCpuEvents,
     /// Each thread's names, oldest first, with the time it took each.
-    names: HashMap<u32, Vec<(u64, String)>>,
+    names: FxHashMap<u32, Vec<(u64, String)>>,
     /// Each thread's process, as its COMM or FORK said.
-    pids: HashMap<u32, u32>,
+    pids: FxHashMap<u32, u32>,
     /// The pids of the tree; `None` system-wide.
-    tree: Option<HashSet<u32>>,
+    tree: Option<FxHashSet<u32>>,
     /// sluice's own pid (never shown system-wide).
     own: u32,
     /// Samples left out: from outside the tree, or sluice's own.
@@ -64,7 +64,7 @@ impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tasks")
             .field("names", &self.names.len())
-            .field("tree", &self.tree.as_ref().map(HashSet::len))
+            .field("tree", &self.tree.as_ref().map(FxHashSet::len))
             .field("left_out", &self.left_out)
             .finish_non_exhaustive()
     }
@@ -91,12 +91,12 @@ impl Tasks {
         }
         let tree = scope
             .target_pid()
-            .map(|p| HashSet::from([u32::try_from(p).unwrap_or(u32::MAX)]));
+            .map(|p| FxHashSet::from_iter([u32::try_from(p).unwrap_or(u32::MAX)]));
         Ok(Tasks {
             rings,
             events,
-            names: HashMap::new(),
-            pids: HashMap::new(),
+            names: FxHashMap::default(),
+            pids: FxHashMap::default(),
             tree,
             own: std::process::id(),
             left_out: 0,
@@ -217,7 +217,7 @@ impl Tasks {
 /// Records that `tid` took `name` at `time`. The rings are read one CPU after another, so
 /// a thread's records come out of time order (its FORK on one CPU, its exec's COMM on
 /// another): each name goes in at its time.
-fn learn(names: &mut HashMap<u32, Vec<(u64, String)>>, tid: u32, time: u64, name: String) {
+fn learn(names: &mut FxHashMap<u32, Vec<(u64, String)>>, tid: u32, time: u64, name: String) {
     let v = names.entry(tid).or_default();
     let at = v.partition_point(|(t, _)| *t <= time);
     if at
@@ -230,7 +230,7 @@ fn learn(names: &mut HashMap<u32, Vec<(u64, String)>>, tid: u32, time: u64, name
 }
 
 /// The name `tid` had at `time`: the last one taken at or before it, else its first.
-fn name_at(names: &HashMap<u32, Vec<(u64, String)>>, tid: u32, time: u64) -> Option<&str> {
+fn name_at(names: &FxHashMap<u32, Vec<(u64, String)>>, tid: u32, time: u64) -> Option<&str> {
     let v = names.get(&tid)?;
     v.iter()
         .rev()
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_name_is_the_one_taken_last_before_the_time() {
-        let mut names = HashMap::new();
+        let mut names = FxHashMap::default();
         learn(&mut names, 5, 100, "sh".into());
         learn(&mut names, 5, 200, "true".into());
         learn(&mut names, 5, 300, "true".into());

@@ -17,7 +17,7 @@ pub mod records;
 pub mod text;
 pub mod value;
 
-use std::collections::HashMap;
+pub use sluice_runtime::int_map::FxHashMap;
 
 use sluice_runtime::tracefs::{EventFormat, Field};
 
@@ -229,31 +229,6 @@ pub fn hex_u64_into(out: &mut String, v: u64) {
     }
 }
 
-/// A hasher for the small integer keys of the output's tables (pids): one multiply per
-/// word, as rustc's FxHash (SipHash's resistance to chosen keys buys nothing here).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
 /// Appends `s` quoted as Rust's `{:?}` writes it: printable ASCII without a quote or a
 /// backslash straight into the line, anything else through `fmt`'s escaping.
 pub fn quoted_into(out: &mut String, s: &str) {
@@ -268,9 +243,6 @@ pub fn quoted_into(out: &mut String, s: &str) {
         let _ = write!(out, "{s:?}");
     }
 }
-
-/// `HashMap` keyed by small integers, hashed by [`FxHasher`].
-pub type FxHashMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// Process names by pid, read once from `/proc/PID/comm` (perf learns them from COMM
 /// records; a pid gone before its first sample prints as `:PID`, as perf prints unknowns).
