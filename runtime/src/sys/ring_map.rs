@@ -210,6 +210,32 @@ impl Mapping {
         })
     }
 
+    /// Asks the CPU to fetch the cache line at ring offset `off` (wrapped into the data
+    /// area) ahead of its read: a hint, which never faults and changes nothing.
+    pub(crate) fn prefetch(&self, off: usize) {
+        let off = off & (self.data_size - 1);
+        let at = self
+            .ptr
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(self.data_offset + off);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch reads nothing into the program and cannot fault; the address
+        // is inside the mapping anyway (`off < data_size`). SSE is baseline on x86_64.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                at.cast_const().cast(),
+            );
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: `prfm` is a hint: it cannot fault, writes no register and no memory.
+        unsafe {
+            core::arch::asm!("prfm pldl1keep, [{0}]", in(reg) at, options(nostack, preserves_flags, readonly));
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let _ = at;
+    }
+
     /// Copies `out.len()` bytes starting at ring offset `off`, wrapping at the end of the
     /// data area. `out.len()` must not exceed the data size.
     pub(crate) fn copy_wrapped(&self, off: usize, out: &mut [u8]) -> Option<()> {
