@@ -34,7 +34,11 @@
 #                                                  SIZE-byte records (32, 4096) over RINGS perf event
 #                                                  arrays (1, 8) in turn, each a ring per CPU: the
 #                                                  flat-cost goals (4 KiB <= 1.5x, 8 rings <= 1.2x
-#                                                  the CPU per event of 32 bytes on 1 ring)
+#                                                  the CPU per event of 32 bytes on 1 ring);
+#              libbpf-perfbuf FLAT-SIZEx1          and the peer's drain (libbpf perf_buffer, 256
+#                                                  pages, wakeup_events 64) on its own program
+#                                                  changed to send SIZE-byte records (peer/flat.bpf.c,
+#                                                  written here): how flat libbpf's cost is
 # Figures: events sent (BPF hits) / received / lost, events/s (received / wall), consumer
 # CPU (user+sys) per received event. Medians by events/s; ratios are sluice-runtime DEFAULT
 # against each peer. At the end, the rows of issue 17's table (lost: the median run's and
@@ -75,6 +79,34 @@ clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
     -c "$OUT/peer/drain.bpf.c" -o "$P/drain.bpf.o"
 gcc -O2 -Wall -o "$P/drain" "$OUT/peer/drain.c" -lbpf -lelf -lz
 gcc -O2 -Wall -o "$P/gen" "$OUT/peer/gen.c"
+# The peer's program, sending FLAT_SIZE bytes built in a per-CPU value (4 KiB do not fit
+# the stack), for the flat rows; its drain attaches the program named tp_perf.
+cat >"$OUT/peer/flat.bpf.c" <<'EOF'
+#define tp_perf tp_perf_32
+#include "drain.bpf.c"
+#undef tp_perf
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __uint(value_size, 4096);
+} flat SEC(".maps");
+
+SEC("tracepoint/syscalls/sys_enter_getppid")
+int tp_perf(void *ctx) {
+    __u32 k = 0;
+    struct rec *r = bpf_map_lookup_elem(&flat, &k);
+    if (!r || !prep(r))
+        return 0;
+    account(bpf_perf_event_output(ctx, &pb, BPF_F_CURRENT_CPU, r, FLAT_SIZE));
+    return 0;
+}
+EOF
+for size in 32 4096; do
+    clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -DFLAT_SIZE=$size \
+        -I/usr/include/x86_64-linux-gnu -c "$OUT/peer/flat.bpf.c" -o "$P/flat$size.bpf.o"
+done
 
 # Ours: the fixture (as tests/bpf/build.sh builds it), the bench consumer and the CLI.
 (cd "$repo/tests/bpf" && clang -O2 -g -target bpfel -nostdinc -fdebug-compilation-dir=. \
@@ -99,6 +131,12 @@ RES=$OUT/results.lines
     echo "# kernel $(uname -r), $(nproc) cpus, $(clang --version | head -1)"
     echo "# N=$N REPS=$REPS generator on CPU $GEN_CPU, consumer on CPU $CONS_CPU, loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$LOG"
+
+peer_flat() {  # $1 size: the peer's drain on its program sending $1-byte records
+    taskset -c "$CONS_CPU" timeout 120 "$P/drain" "$P/flat$1.bpf.o" perfraw "$N" 256 64 \
+        "$GEN_CPU" "$P/gen" 2>"$P/tmp/err" | sed "s/^\(RESULT [^ ]*\) [^ ]*/\1 FLAT-$1x1/"
+    cat "$P/tmp/err" >>"$LOG"
+}
 
 peer() {  # $1 mode $2 pages $3 wakeup
     taskset -c "$CONS_CPU" timeout 120 "$P/drain" "$P/drain.bpf.o" "$1" "$N" "$2" "$3" \
@@ -181,6 +219,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
             for m in $PAGES_SWEEP; do cli "text-m$m"; cli "json-m$m"; done
         fi
         if want flat; then
+            peer_flat 32
+            peer_flat 4096
             for sr in 32x1 4096x1 32x8 4096x8; do
                 ours "FLAT-$sr" "$OUT/bench_flat.o" "size=${sr%x*}" "rings=${sr#*x}"
             done
@@ -224,5 +264,8 @@ if want flat; then
     END{b=c["sluice-runtime FLAT-32x1"]; split("4096x1 1.5;32x8 1.2;4096x8 -", g, ";")
       for(i=1;i<=3;i++){split(g[i], x, " "); k="sluice-runtime FLAT-"x[1];
         printf "  %-8s %.3f us/event  x%.2f of 32x1 %.3f%s  (lost %s)\n", x[1], c[k],
-          (b>0 ? c[k]/b : 0), b, (x[2]=="-" ? "" : "  goal <= x"x[2]), l[k]}}' "$OUT/medians"
+          (b>0 ? c[k]/b : 0), b, (x[2]=="-" ? "" : "  goal <= x"x[2]), l[k]}
+      p=c["libbpf-perfbuf FLAT-32x1"]; q=c["libbpf-perfbuf FLAT-4096x1"]
+      printf "  libbpf perf_buffer (256 pages, wakeup 64): 4096x1 %.3f us/event  x%.2f of its 32x1 %.3f  (lost %s, %s)\n",
+        q, (p>0 ? q/p : 0), p, l["libbpf-perfbuf FLAT-4096x1"], l["libbpf-perfbuf FLAT-32x1"]}' "$OUT/medians"
 fi
