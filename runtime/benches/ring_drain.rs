@@ -156,8 +156,12 @@ fn main() {
         Event::Lost { lost, .. } => lost_records += lost,
         Event::Drained => {}
     };
+    // As `sluice record` runs it: the workload's exit comes as SIGCHLD through the pipe.
+    let signals =
+        sluice_runtime::sys::signal::SignalPipe::install(&[libc::SIGINT, libc::SIGCHLD]).unwrap();
     let ctl = RunControl {
         child: Some(&mut child),
+        signals: Some(&signals),
         ..RunControl::default()
     };
     session.run(ctl, &mut sink).unwrap();

@@ -14,6 +14,9 @@ use crate::sys::signal::SignalPipe;
 /// ring buffer takes to fill at 2.5 M records/s (48 bytes each).
 const RINGBUF_BATCH: Duration = Duration::from_micros(200);
 
+/// Longest time between two checks for the workload's exit when no `SIGCHLD` told of it.
+const REAP_EVERY: Duration = Duration::from_millis(10);
+
 impl Session {
     /// Records until the workload exits, the deadline passes or a signal comes, handing
     /// every event to `sink`; then disables the events and drains what is left.
@@ -48,9 +51,11 @@ impl Session {
         let maps = || self.loaded.iter().flat_map(LoadedObject::maps);
         let busy = maps().any(|m| m.map_type() == map_type::RINGBUF);
         let mut woken = watch::Woken::default();
+        let mut reap_at = Instant::now();
         let stop = loop {
+            let signalled = signals.is_some_and(|s| woken.signal || s.pending());
             if let Some(sig) = signals
-                .filter(|s| woken.signal || s.pending())
+                .filter(|_| signalled)
                 .map(SignalPipe::take)
                 .and_then(|v| v.into_iter().find(|&s| s != libc::SIGCHLD))
             {
@@ -59,7 +64,15 @@ impl Session {
                 }
                 break Stop::Signal(sig);
             }
-            if let Some(c) = child.as_deref_mut() {
+            let now = Instant::now();
+            // The workload's exit wakes the wait as SIGCHLD; else (no signals, or a caller
+            // who did not ask for SIGCHLD) it is asked at least every REAP_EVERY. A
+            // `waitid(2)` at each of the busy wake-ups cost more than the wait itself.
+            if let Some(c) = child
+                .as_deref_mut()
+                .filter(|_| signalled || signals.is_none() || now >= reap_at)
+            {
+                reap_at = now + REAP_EVERY;
                 if let Some(status) = c.try_wait().map_err(|source| Error::Io {
                     what: "waiting for the workload",
                     source,
@@ -67,7 +80,6 @@ impl Session {
                     break Stop::Exited(status);
                 }
             }
-            let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 if let Some(c) = child.as_deref_mut() {
                     watch::end_workload(c, libc::SIGTERM);
