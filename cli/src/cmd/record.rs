@@ -190,7 +190,12 @@ fn record(args: Args) -> Result<(), Failure> {
         } else {
             args.command.clone()
         };
-    let mut ring = RingConfig::default();
+    // Rings sized for the CPUs recorded on (-C, else the online ones), unless -m says.
+    let recorded_cpus = match &args.cpus {
+        Some(c) => c.len(),
+        None => sluice_runtime::kernel::cpus::online().map_or(1, |c| c.len()),
+    };
+    let mut ring = RingConfig::for_cpus(recorded_cpus);
     if let Some(p) = args.pages {
         ring.data_pages = p;
     }
@@ -335,7 +340,14 @@ fn record(args: Args) -> Result<(), Failure> {
         if cpus.is_empty() {
             cpus = sluice_runtime::kernel::cpus::online().unwrap_or_default();
         }
-        match Tasks::open(scope, &cpus, &ring) {
+        // The task records (COMM, FORK, EXIT) are few: their rings keep the floor, or -m.
+        let task_ring = RingConfig {
+            data_pages: args
+                .pages
+                .unwrap_or(sluice_runtime::ring::DEFAULT_DATA_PAGES),
+            ..ring
+        };
+        match Tasks::open(scope, &cpus, &task_ring) {
             Ok(t) => Some(t),
             Err(e) => {
                 crate::console::say!("sluice: warning: {e}: names from /proc, samples unfiltered");

@@ -41,7 +41,7 @@ pub use crate::sys::ring_map::{
 pub use merge::{Merge, Merged};
 pub use perf_ring::{
     Error, OutputLayout, PerfRing, RingConfig, RingStats, Wakeup, ATTR_FLAG_WATERMARK,
-    DEFAULT_DATA_PAGES,
+    DEFAULT_DATA_PAGES, DEFAULT_PAGES_BUDGET, MAX_DEFAULT_DATA_PAGES,
 };
 pub use reader::{RingEvent, RingSet, SampleEvent, SampleView, DEFAULT_FLUSH_INTERVAL};
 pub use ringbuf::{

@@ -13,17 +13,28 @@ use crate::sys::ring_map::{MapError, Mapping};
 #[doc(alias = "watermark")]
 pub const ATTR_FLAG_WATERMARK: u64 = sluice_core::perf::abi::attr_flags::WATERMARK;
 
-/// Default number of data pages per CPU: 1 MiB with 4 KiB pages.
+/// Least number of data pages per CPU [`RingConfig::for_cpus`] gives, and what
+/// [`RingConfig::default`] has: 1 MiB with 4 KiB pages.
 ///
 /// Sized by `runtime/benches/vs_ringbuf.sh` (the `ringbuf` peer's workload: one 32-byte
 /// record per syscall at the generator's full rate, 72 bytes a record in the ring): with
 /// the quarter-ring watermark a wake-up comes every 256 KiB (~3,600 records), which keeps
 /// the consumer under 0.1 µs of CPU per record, and the other 768 KiB (~10,000 records,
-/// 4 ms at 2.5 M records/s) absorb the consumer being scheduled out. 64 pages (the peers'
-/// and libbpf's usual size) lost records in those runs; 1 MiB is the most the benchmark's
-/// goal allows. Above `perf_event_mlock_kb` (516 KiB by default), the pages are charged to
-/// `RLIMIT_MEMLOCK` unless the process has `CAP_IPC_LOCK` (root has).
+/// 2.5 ms at the generator's 4 M records/s) absorb the consumer being scheduled out. 64
+/// pages (the peers' and libbpf's usual size) lost records in those runs. Above
+/// `perf_event_mlock_kb` (516 KiB by default), the pages are charged to `RLIMIT_MEMLOCK`
+/// unless the process has `CAP_IPC_LOCK` (root has).
 pub const DEFAULT_DATA_PAGES: usize = 256;
+
+/// Most data pages per CPU [`RingConfig::for_cpus`] gives: 4 MiB, 13 ms of the generator's
+/// full rate. `sluice record`'s text and JSON output at that rate lost records in 5 of 12
+/// runs with 256 pages and 2 of 14 with 512 (the consumer scheduled out, or its file write
+/// held up, for a few ms), none in 12 with 1024.
+pub const MAX_DEFAULT_DATA_PAGES: usize = 1024;
+
+/// The data pages of all CPUs' rings of one event together that [`RingConfig::for_cpus`]
+/// stays within above [`DEFAULT_DATA_PAGES`] per CPU: 64 MiB (16 CPUs at 4 MiB, 64 at 1).
+pub const DEFAULT_PAGES_BUDGET: usize = 16 * 1024;
 
 /// When the kernel wakes the reader of a ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,6 +105,38 @@ impl Default for RingConfig {
 }
 
 impl RingConfig {
+    /// The default configuration with rings sized for recording on `cpus` CPUs of a
+    /// machine of `memory` bytes: the largest power of two of data pages per CPU that
+    /// keeps one event's rings within [`DEFAULT_PAGES_BUDGET`] and within 1/64 of the
+    /// memory, between [`DEFAULT_DATA_PAGES`] and [`MAX_DEFAULT_DATA_PAGES`] (a small
+    /// machine with memory to spare gets the most headroom; a large one, or a small
+    /// appliance, is not made to pin what it cannot spare).
+    #[must_use]
+    pub fn for_machine(cpus: usize, memory: u64) -> Self {
+        let by_memory = usize::try_from(memory / 64 / 4096).unwrap_or(usize::MAX);
+        let fit = DEFAULT_PAGES_BUDGET.min(by_memory) / cpus.max(1);
+        let pages = match fit.checked_ilog2() {
+            Some(log) => 1usize << log,
+            None => DEFAULT_DATA_PAGES,
+        };
+        RingConfig {
+            data_pages: pages.clamp(DEFAULT_DATA_PAGES, MAX_DEFAULT_DATA_PAGES),
+            ..RingConfig::default()
+        }
+    }
+
+    /// [`RingConfig::for_machine`] for `cpus` CPUs of this machine (its memory from
+    /// `sysinfo(2)`; the floor when that fails).
+    #[must_use]
+    pub fn for_cpus(cpus: usize) -> Self {
+        let info = rustix::system::sysinfo();
+        // `c_ulong`: u32 on 32-bit targets, u64 (this conversion a no-op) on 64-bit ones.
+        #[allow(clippy::useless_conversion)]
+        let total = u64::from(info.totalram);
+        let memory = total.saturating_mul(u64::from(info.mem_unit.max(1)));
+        RingConfig::for_machine(cpus, memory)
+    }
+
     /// `(flags bit, wakeup value)` for the attr: see [`Wakeup::attr_fields`].
     #[must_use]
     pub fn attr_fields(&self) -> (u64, u32) {
@@ -449,6 +492,30 @@ fn map_error(e: MapError, cpu: Option<u32>, data_pages: usize) -> Error {
 mod tests {
     use super::*;
     use sluice_core::perf::record::{SampleType, RECORD_LOST, RECORD_SAMPLE};
+
+    /// Small machines with memory get the most pages, large ones stay within the budget,
+    /// a small appliance within 1/64 of its memory; never below the floor; always a power
+    /// of two.
+    #[test]
+    fn rings_are_sized_by_the_cpus_and_the_memory() {
+        const GIB: u64 = 1 << 30;
+        let pages = |n, mem| RingConfig::for_machine(n, mem).data_pages;
+        assert_eq!(pages(0, 16 * GIB), MAX_DEFAULT_DATA_PAGES);
+        assert_eq!(pages(2, 16 * GIB), MAX_DEFAULT_DATA_PAGES);
+        assert_eq!(pages(16, 16 * GIB), 1024);
+        assert_eq!(pages(17, 16 * GIB), 512);
+        assert_eq!(pages(32, 64 * GIB), 512);
+        assert_eq!(pages(64, 256 * GIB), 256);
+        assert_eq!(pages(4096, 1024 * GIB), DEFAULT_DATA_PAGES);
+        // 1 GiB, 4 CPUs: 16 MiB for the rings of an event, 4 MiB each; 256 MiB: 1 MiB.
+        assert_eq!(pages(4, GIB), 1024);
+        assert_eq!(pages(4, GIB / 4), DEFAULT_DATA_PAGES);
+        assert_eq!(pages(2, 0), DEFAULT_DATA_PAGES);
+        assert!((1..300).all(|n| pages(n, 8 * GIB).is_power_of_two()));
+        assert!((1..300).all(|n| n * pages(n, 8 * GIB) <= DEFAULT_PAGES_BUDGET.max(n * 256)));
+        assert_eq!(RingConfig::for_cpus(8).wakeup, RingConfig::default().wakeup);
+        assert!(RingConfig::for_cpus(2).data_pages >= DEFAULT_DATA_PAGES);
+    }
 
     fn sample(tid: u32, raw: &[u8]) -> Vec<u8> {
         let mut body = Vec::new();
