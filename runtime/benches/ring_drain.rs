@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! ring_drain OBJ N GEN_CPU GEN [PAGES] [WAKEUP] [raw] [NAME=VALUE]...
-//!   PAGES       data pages per CPU (default: RingConfig::default())
+//!   PAGES       data pages per CPU (default: RingConfig::for_cpus, as `sluice record`)
 //!   WAKEUP      events:N or bytes:N (default: RingConfig::default())
 //!   raw         OutputLayout::Raw: samples of the program's bytes only
 //!   NAME=VALUE  a global of the object set before load (bench_flat.bpf.c's `size`, `rings`)
@@ -78,7 +78,9 @@ fn main() {
             Vec::new(),
         )
     };
-    let mut ring = RingConfig::default();
+    // Sized as `sluice record` sizes its rings on this machine.
+    let online = sluice_runtime::kernel::cpus::online().map_or(1, |c| c.len());
+    let mut ring = RingConfig::for_cpus(online);
     let mut load = sluice_runtime::LoadOptions::default();
     let mut globals = String::new();
     for k in &knobs {

@@ -13,7 +13,7 @@
 #   ringbuf    libbpf-ringbuf ringbuf-256KiB       the peer, BPF ring buffer
 #   perf       perf-record perf-64p                perf record -m 64 of the tracepoint (no BPF)
 #   default    sluice-runtime DEFAULT              runtime/benches/ring_drain.rs: Session::run with a
-#                                                  counting sink, RingConfig::default() -- "sluice drains"
+#                                                  counting sink, RingConfig::for_cpus (sluice record's rings)
 #   raw        sluice-runtime RAW                  the same, OutputLayout::Raw (PERF_SAMPLE_RAW only,
 #                                                  as libbpf's perf_buffer samples)
 #   64p        sluice-runtime 64p-...              the default layout with the peers' 64-page ring
