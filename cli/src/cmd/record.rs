@@ -397,7 +397,6 @@ fn record(args: Args) -> Result<(), Failure> {
         out: std::io::BufWriter::with_capacity(LINES_BUFFER, sink_to),
         error: None,
         unwritten: 0,
-        count: 0,
         buf: String::with_capacity(512),
         comms: Comms::default(),
         tasks,
@@ -647,7 +646,6 @@ struct Lines<'a> {
     error: Option<std::io::Error>,
     /// Lines not written because of the error (the one that met it included).
     unwritten: u64,
-    count: u64,
     buf: String,
     comms: Comms,
     /// Names and the process tree from the kernel's task records (else /proc only).
@@ -716,7 +714,6 @@ impl Lines<'_> {
             self.unwritten += 1;
         }
         self.buf.clear();
-        self.count += 1;
     }
 
     /// The session waits for more: what the buffer holds is written, so that readers (a

@@ -17,7 +17,7 @@ pub mod records;
 pub mod text;
 pub mod value;
 
-pub use sluice_runtime::int_map::FxHashMap;
+use sluice_runtime::int_map::FxHashMap;
 
 use sluice_runtime::tracefs::{EventFormat, Field};
 

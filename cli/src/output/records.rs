@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use sluice_core::btf::{find_c_type, record_candidates, walk, Btf, RecordFit};
 use sluice_core::object::ObjectStorage;
 use sluice_core::Object;
+use sluice_runtime::int_map::FxHashMap;
 use sluice_runtime::session::{ObjectSource, Source, SourceKind};
 
 use super::value::{Fields, Stack};
@@ -93,7 +94,7 @@ pub struct Records<'a> {
     /// Per source: its object's index and map, for ring buffers and perf event arrays.
     sources: Vec<Option<(usize, String, RecordFit)>>,
     forced: BTreeMap<String, Choice>,
-    plans: super::FxHashMap<(usize, usize), Plan>,
+    plans: FxHashMap<(usize, usize), Plan>,
     short: u64,
     /// The walk's nesting, reused by every record.
     stack: Stack,
@@ -175,7 +176,7 @@ impl<'a> Records<'a> {
             btfs,
             sources: per_source,
             forced,
-            plans: super::FxHashMap::default(),
+            plans: FxHashMap::default(),
             short: 0,
             stack: Stack::default(),
         })

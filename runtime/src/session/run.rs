@@ -21,8 +21,9 @@ impl Session {
     /// Records until the workload exits, the deadline passes or a signal comes, handing
     /// every event to `sink`; then disables the events and drains what is left.
     ///
-    /// A signal is forwarded to the workload, which gets [`WORKLOAD_GRACE`](super::WORKLOAD_GRACE) to exit before
-    /// `SIGKILL`; a workload still running at the deadline gets `SIGTERM` the same way.
+    /// A signal is forwarded to the workload, which gets
+    /// [`WORKLOAD_GRACE`](super::WORKLOAD_GRACE) to exit before `SIGKILL`; a workload still
+    /// running at the deadline gets `SIGTERM` the same way.
     ///
     /// # Errors
     /// [`Error::Io`] when polling or waiting for the workload fails.

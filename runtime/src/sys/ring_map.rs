@@ -230,7 +230,11 @@ impl Mapping {
         #[cfg(target_arch = "aarch64")]
         // SAFETY: `prfm` is a hint: it cannot fault, writes no register and no memory.
         unsafe {
-            core::arch::asm!("prfm pldl1keep, [{0}]", in(reg) at, options(nostack, preserves_flags, readonly));
+            core::arch::asm!(
+                "prfm pldl1keep, [{0}]",
+                in(reg) at,
+                options(nostack, preserves_flags, readonly)
+            );
         }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         let _ = at;
